@@ -1,0 +1,32 @@
+"""Show an agent only the MCP tools it needs: FastMCP middlewares for groups, tags and more.
+
+Example:
+    ```python
+    from fastmcp import FastMCP
+    from fastmcp_filtering import FilterMiddleware, Group, in_group
+
+    mcp = FastMCP("github")
+
+    @in_group("issues")
+    @mcp.tool
+    def create_issue(title: str) -> str: ...
+
+    mcp.add_middleware(FilterMiddleware(groups=[Group("issues")]))
+    ```
+"""
+
+from __future__ import annotations
+
+from fastmcp_filtering._catalog import Catalog, Membership
+from fastmcp_filtering._declarations import GROUPS_META_KEY, Group, Tag, in_group
+from fastmcp_filtering.filter import FilterMiddleware
+
+__all__ = [
+    "GROUPS_META_KEY",
+    "Catalog",
+    "FilterMiddleware",
+    "Group",
+    "Membership",
+    "Tag",
+    "in_group",
+]

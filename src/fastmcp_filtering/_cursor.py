@@ -1,0 +1,91 @@
+"""Pagination cursors tied to the ``filter`` (and ``query``) they were issued for."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import weakref
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from fastmcp_filtering._protocol import invalid_params
+
+if TYPE_CHECKING:
+    from fastmcp import FastMCP
+    from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+
+__all__ = ["install_cursor_scope"]
+
+LIST_METHODS = frozenset(
+    {"tools/list", "prompts/list", "resources/list", "resources/templates/list"}
+)
+SCOPED_PARAMS = ("filter", "query")
+"""Request parameters that change what a listing contains, and so what a cursor means."""
+
+_PREFIX = "ffc1."
+_installed: weakref.WeakSet[FastMCP] = weakref.WeakSet()
+
+
+def _scope_of(params: Mapping[str, Any]) -> str:
+    """A short digest of the scoped parameters, or "" when the request has none."""
+    scoped = {key: params[key] for key in SCOPED_PARAMS if params.get(key) is not None}
+    if not scoped:
+        return ""
+    canonical = json.dumps(scoped, sort_keys=True, separators=(",", ":"), default=repr)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+class CursorScope:
+    """SDK-level middleware that binds each page cursor to its listing's parameters.
+
+    FastMCP paginates after the middleware chain with cursors that only carry an
+    offset, so a cursor from one filter would silently page through another
+    filter's list. Cursors of filtered listings are wrapped as
+    ``ffc1.<scope>.<cursor>``; a wrapped cursor sent with other parameters, or a
+    bare one sent with a filter, is refused with -32602.
+    """
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method not in LIST_METHODS or not isinstance(ctx.params, Mapping):
+            return await call_next(ctx)
+        params = ctx.params
+        scope = _scope_of(params)
+        cursor = params.get("cursor")
+        if isinstance(cursor, str):
+            inner = _unwrap(cursor, scope)
+            if inner != cursor:
+                ctx = replace(ctx, params={**params, "cursor": inner})
+        result = await call_next(ctx)
+        if scope and isinstance(result, dict):
+            next_cursor = result.get("nextCursor")
+            if isinstance(next_cursor, str):
+                result = {**result, "nextCursor": f"{_PREFIX}{scope}.{next_cursor}"}
+        return result
+
+
+def _unwrap(cursor: str, scope: str) -> str:
+    if not cursor.startswith(_PREFIX):
+        if scope:
+            raise invalid_params(
+                "cursor was not issued for this filter; list again without a cursor",
+                field="cursor",
+            )
+        return cursor
+    issued_scope, _, inner = cursor[len(_PREFIX) :].partition(".")
+    if issued_scope != scope:
+        raise invalid_params(
+            "cursor was issued for a different filter or query; send the same filter and "
+            "query as the request that returned it, or list again without a cursor",
+            field="cursor",
+        )
+    return inner
+
+
+def install_cursor_scope(server: FastMCP) -> None:
+    """Install ``CursorScope`` on ``server``'s SDK dispatch once."""
+    if server in _installed:
+        return
+    _installed.add(server)
+    # Outermost, so it sees the wire params before validation and the final result.
+    server._mcp_server.middleware.insert(0, CursorScope())

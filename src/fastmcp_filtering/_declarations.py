@@ -1,0 +1,217 @@
+"""The declarations every middleware of the package shares: groups, tags, ``@in_group``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Any, TypeVar
+
+import mcp_types as mt
+from fastmcp.utilities.components import FastMCPComponent
+
+__all__ = ["GROUPS_META_KEY", "MAX_NAME_LENGTH", "Group", "Tag", "in_group"]
+
+GROUPS_META_KEY = "io.modelcontextprotocol/groups"
+"""The reserved ``_meta`` key that lists the groups a primitive (or a group) belongs to."""
+
+MAX_NAME_LENGTH = 256
+"""Longest group or tag name accepted, in declarations and in a client's ``filter``."""
+
+# Letters, digits and a few separators: safe in JSON, URLs, glob patterns and log lines.
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/\-]*")
+
+_FN_ATTRIBUTE = "__fastmcp_filtering_groups__"
+
+_T = TypeVar("_T")
+
+
+def validate_name(name: object, *, what: str) -> str:
+    """Return ``name`` if it is a valid group or tag name, else raise ``ValueError``."""
+    if not isinstance(name, str):
+        raise ValueError(f"{what} name must be a string, got {type(name).__name__}: {name!r}")
+    if not name or len(name) > MAX_NAME_LENGTH or not _NAME.fullmatch(name):
+        raise ValueError(
+            f"invalid {what} name {name!r}: use 1 to {MAX_NAME_LENGTH} letters, digits, "
+            "'_', '.', ':', '/' or '-', starting with a letter, digit or '_'"
+        )
+    return name
+
+
+def _names_tuple(value: object, *, what: str, field_name: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,) if field_name == "parent" else _reject_bare_string(value, field_name)
+    if not isinstance(value, Sequence | set | frozenset):
+        raise ValueError(f"{field_name} must be a list of strings, got {type(value).__name__}")
+    items = tuple(value)
+    for item in items:
+        if not isinstance(item, str) or not item:
+            raise ValueError(f"{field_name} must hold non-empty strings, got {item!r} ({what})")
+    return items
+
+
+def _reject_bare_string(value: str, field_name: str) -> tuple[str, ...]:
+    raise ValueError(
+        f"{field_name}={value!r} is a string; pass a list so it is not split into characters: "
+        f"{field_name}=[{value!r}]"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """A named collection of tools, prompts, resources and other groups.
+
+    The Group primitive of the grouping proposal: ``name`` (unique), ``title``,
+    ``description``, ``icons`` and ``annotations`` appear in ``groups/list``.
+    ``parent`` (one name or several) makes hierarchy: the group belongs to its
+    parents, and a filter on a parent also matches the members of its children.
+    ``tools`` declares membership by name or glob pattern (``"delete_*"``) for
+    components whose code cannot change (a proxy, an OpenAPI server); patterns
+    match tool, prompt and resource names, resource URIs and URI templates.
+
+    Example:
+        ```python
+        Group("repos", description="Repositories", parent="code", tools=["*_repo"])
+        ```
+    """
+
+    name: str
+    _: KW_ONLY
+    title: str | None = None
+    description: str | None = None
+    parent: str | Sequence[str] | None = None
+    tools: Sequence[str] = ()
+    icons: Sequence[mt.Icon | Mapping[str, Any]] | None = None
+    annotations: mt.Annotations | Mapping[str, Any] | None = None
+    meta: Mapping[str, Any] | None = None
+    parents: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        validate_name(self.name, what="group")
+        parents = _names_tuple(self.parent, what=f"group {self.name!r}", field_name="parent")
+        for parent in parents:
+            validate_name(parent, what=f"parent of group {self.name!r}")
+        if self.name in parents:
+            raise ValueError(f"group {self.name!r} names itself as parent; remove it from parent")
+        patterns = _names_tuple(self.tools, what=f"group {self.name!r}", field_name="tools")
+        object.__setattr__(self, "parents", tuple(dict.fromkeys(parents)))
+        object.__setattr__(self, "tools", patterns)
+        if self.icons is not None:
+            icons = tuple(mt.Icon.model_validate(icon) for icon in self.icons)
+            object.__setattr__(self, "icons", icons)
+        if self.annotations is not None and not isinstance(self.annotations, mt.Annotations):
+            object.__setattr__(self, "annotations", mt.Annotations.model_validate(self.annotations))
+
+    def to_wire(self) -> dict[str, Any]:
+        """The group as ``groups/list`` returns it (camelCase keys, no nulls)."""
+        wire: dict[str, Any] = {"name": self.name}
+        if self.title is not None:
+            wire["title"] = self.title
+        if self.description is not None:
+            wire["description"] = self.description
+        if self.icons:
+            wire["icons"] = [
+                icon.model_dump(by_alias=True, mode="json", exclude_none=True)
+                for icon in self.icons
+                if isinstance(icon, mt.Icon)
+            ]
+        if isinstance(self.annotations, mt.Annotations):
+            wire["annotations"] = self.annotations.model_dump(
+                by_alias=True, mode="json", exclude_none=True
+            )
+        meta = dict(self.meta or {})
+        if self.parents:
+            meta[GROUPS_META_KEY] = list(self.parents)
+        if meta:
+            wire["_meta"] = meta
+        return wire
+
+
+@dataclass(frozen=True, slots=True)
+class Tag:
+    """A cross-cutting label (SEP-1300), described for ``tags/list``.
+
+    A component's tags are FastMCP's own ``tags=``; declaring a ``Tag`` gives it
+    a description and makes it valid in a ``filter`` before any component uses it.
+
+    Example:
+        ```python
+        Tag("destructive", "Deletes or overwrites data")
+        ```
+    """
+
+    name: str
+    description: str | None = None
+
+    def __post_init__(self) -> None:
+        validate_name(self.name, what="tag")
+
+    def to_wire(self) -> dict[str, Any]:
+        """The tag as ``tags/list`` returns it."""
+        wire: dict[str, Any] = {"name": self.name}
+        if self.description is not None:
+            wire["description"] = self.description
+        return wire
+
+
+def in_group(*names: str) -> Callable[[_T], _T]:
+    """Put a tool, prompt or resource in one or more groups.
+
+    Works above or below ``@mcp.tool`` / ``@mcp.prompt`` / ``@mcp.resource`` and
+    on a component object (``Tool.from_function(...)``). Membership declared
+    here is unioned with ``meta["io.modelcontextprotocol/groups"]`` and with the
+    ``tools`` patterns of each ``Group``. Names are checked against the declared
+    groups when a middleware first lists the component.
+
+    Example:
+        ```python
+        @in_group("issues", "triage")
+        @mcp.tool
+        def label_issue(number: int, label: str) -> str: ...
+        ```
+    """
+    if not names:
+        raise ValueError("in_group() needs at least one group name: @in_group('issues')")
+    for name in names:
+        validate_name(name, what="group")
+
+    def decorate(target: _T) -> _T:
+        if isinstance(target, FastMCPComponent):
+            meta = dict(target.meta or {})
+            existing = meta.get(GROUPS_META_KEY) or []
+            meta[GROUPS_META_KEY] = list(dict.fromkeys([*existing, *names]))
+            target.meta = meta
+            fn = getattr(target, "fn", None)
+            if fn is not None:
+                _tag_function(fn, names)
+            return target
+        if callable(target):
+            _tag_function(target, names)
+            return target
+        raise TypeError(
+            f"@in_group applies to functions and FastMCP components, not {type(target).__name__}"
+        )
+
+    return decorate
+
+
+def _tag_function(fn: object, names: tuple[str, ...]) -> None:
+    existing: tuple[str, ...] = getattr(fn, _FN_ATTRIBUTE, ())
+    try:
+        setattr(fn, _FN_ATTRIBUTE, tuple(dict.fromkeys([*existing, *names])))
+    except (AttributeError, TypeError):
+        # Bound methods and builtins refuse attributes; their meta key still carries the groups.
+        pass
+
+
+def declared_groups_of(component: FastMCPComponent) -> tuple[str, ...]:
+    """Groups a component claims itself: ``@in_group`` plus its ``_meta`` key."""
+    fn_groups: tuple[str, ...] = getattr(getattr(component, "fn", None), _FN_ATTRIBUTE, ())
+    meta_groups = (component.meta or {}).get(GROUPS_META_KEY) or ()
+    if isinstance(meta_groups, str):
+        meta_groups = (meta_groups,)
+    if not fn_groups:
+        return tuple(g for g in meta_groups if isinstance(g, str))
+    return tuple(dict.fromkeys([*fn_groups, *(g for g in meta_groups if isinstance(g, str))]))

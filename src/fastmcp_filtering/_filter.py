@@ -1,0 +1,89 @@
+"""Parsing and checking SEP-1300's ``filter`` parameter."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fastmcp_filtering._declarations import MAX_NAME_LENGTH
+from fastmcp_filtering._protocol import invalid_params
+
+__all__ = ["MAX_FILTER_NAMES", "ListFilter", "parse_filter"]
+
+MAX_FILTER_NAMES = 100
+"""Most names a client may send in ``filter.groups`` or ``filter.tags``."""
+
+_KEYS = ("groups", "tags")
+
+
+@dataclass(frozen=True, slots=True)
+class ListFilter:
+    """A client's ``filter``: ANY of ``groups`` (None: no group condition), ALL of ``tags``."""
+
+    groups: frozenset[str] | None
+    tags: frozenset[str]
+
+    def check_names(self, *, groups: Collection[str], tags: Collection[str]) -> None:
+        """Raise -32602 for a name that no group or tag has, listing the valid ones."""
+        if self.groups is not None and (unknown := sorted(self.groups - set(groups))):
+            raise invalid_params(
+                f"filter.groups names unknown group(s) {unknown}; call groups/list for the names",
+                field="filter.groups",
+                unknown=unknown,
+                valid=sorted(groups),
+            )
+        if unknown := sorted(self.tags - set(tags)):
+            raise invalid_params(
+                f"filter.tags names unknown tag(s) {unknown}; call tags/list for the names",
+                field="filter.tags",
+                unknown=unknown,
+                valid=sorted(tags),
+            )
+
+
+def parse_filter(raw: object) -> ListFilter | None:
+    """Validate the raw ``filter`` value of a list request; None when absent."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise invalid_params(
+            f"filter must be an object like {{'groups': [...], 'tags': [...]}}, "
+            f"got {type(raw).__name__}",
+            field="filter",
+        )
+    if extra := sorted(str(k)[:64] for k in raw if k not in _KEYS):
+        # An ignored key would give a wider list than the client asked for.
+        raise invalid_params(
+            f"filter has unsupported key(s) {extra}; only 'groups' and 'tags' are supported",
+            field="filter",
+            unsupported=extra,
+        )
+    groups = raw.get("groups")
+    return ListFilter(
+        groups=None if groups is None else _names(groups, "filter.groups"),
+        tags=_names(raw.get("tags") or [], "filter.tags"),
+    )
+
+
+def _names(value: Any, field: str) -> frozenset[str]:
+    if not isinstance(value, list):
+        raise invalid_params(
+            f"{field} must be a list of strings, got {type(value).__name__}", field=field
+        )
+    if len(value) > MAX_FILTER_NAMES:
+        raise invalid_params(
+            f"{field} has {len(value)} names; at most {MAX_FILTER_NAMES} are allowed",
+            field=field,
+        )
+    for item in value:
+        if not isinstance(item, str):
+            raise invalid_params(
+                f"{field} must hold strings, got {type(item).__name__}", field=field
+            )
+        if len(item) > MAX_NAME_LENGTH:
+            raise invalid_params(
+                f"{field} has a name of {len(item)} characters; at most {MAX_NAME_LENGTH}",
+                field=field,
+            )
+    return frozenset(value)

@@ -1,0 +1,128 @@
+"""Wire-level helpers: the raw request, JSON-RPC errors, capabilities, custom results."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import mcp_types as mt
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ConfigDict
+
+if TYPE_CHECKING:
+    from fastmcp.server.middleware import MiddlewareContext
+    from mcp.server.connection import Connection
+
+__all__ = [
+    "RequestInfo",
+    "add_capabilities",
+    "custom_result",
+    "invalid_params",
+    "request_info",
+]
+
+_ResultT = TypeVar("_ResultT")
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    """The wire request a middleware hook is running for."""
+
+    method: str
+    params: Mapping[str, Any]
+    protocol_version: str
+    connection: Connection | None
+
+    @property
+    def modern(self) -> bool:
+        """True on the stateless 2026-07-28 era (no session, no standing channel)."""
+        return self.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    @property
+    def meta(self) -> Mapping[str, Any]:
+        meta = self.params.get("_meta")
+        return meta if isinstance(meta, Mapping) else {}
+
+
+def request_info(context: MiddlewareContext[Any]) -> RequestInfo | None:
+    """The raw JSON-RPC request behind ``context``, or None outside a wire request.
+
+    FastMCP hands list hooks a params-less typed message, so parameters that the
+    protocol does not define yet (``filter``, ``query``) are read from the SDK
+    request context that FastMCP binds for the duration of the handler.
+    """
+    fastmcp_context = context.fastmcp_context
+    request_context = fastmcp_context.request_context if fastmcp_context else None
+    if request_context is None:
+        return None
+    sdk_context = request_context._srctx
+    params = sdk_context.params
+    session = request_context.session
+    return RequestInfo(
+        method=sdk_context.method,
+        params=params if isinstance(params, Mapping) else {},
+        protocol_version=request_context.protocol_version,
+        connection=getattr(session, "_connection", None),
+    )
+
+
+def invalid_params(message: str, **data: Any) -> MCPError:
+    """A JSON-RPC -32602 error whose ``data`` names the offending field."""
+    return MCPError(code=mt.INVALID_PARAMS, message=message, data=data or None)
+
+
+def custom_result(info: RequestInfo | None, result: dict[str, Any]) -> dict[str, Any]:
+    """Shape the result of a method the protocol does not define for the wire era."""
+    if info is not None and info.modern:
+        # 2026-07-28 requires resultType on every result; the SDK adds it only
+        # for results that pass through its own handler table.
+        return {**result, "resultType": "complete"}
+    return result
+
+
+class OpenServerCapabilities(mt.ServerCapabilities):
+    """Server capabilities that keep keys the typed model does not declare."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class _InitializeResult(mt.InitializeResult):
+    capabilities: OpenServerCapabilities
+
+
+class _DiscoverResult(mt.DiscoverResult):
+    capabilities: OpenServerCapabilities
+
+
+def add_capabilities(result: _ResultT, additions: Mapping[str, dict[str, Any]]) -> _ResultT:
+    """Return ``result`` (an initialize or discover result) with extra capabilities.
+
+    Each addition lands at the top level of ``capabilities`` (where the proposals
+    put it) and, because typed clients drop undeclared keys, again under
+    ``capabilities.experimental`` with the same name. The result keeps its type,
+    so other middlewares still see a typed result.
+    """
+    if isinstance(result, Mapping):
+        merged = dict(result)
+        capabilities = dict(merged.get("capabilities") or {})
+        experimental = dict(capabilities.get("experimental") or {})
+        capabilities.update(additions)
+        experimental.update(additions)
+        capabilities["experimental"] = experimental
+        merged["capabilities"] = capabilities
+        return merged  # type: ignore[return-value]
+    if not isinstance(result, mt.InitializeResult | mt.DiscoverResult):
+        return result
+    dumped = result.capabilities.model_dump(by_alias=True, mode="json", exclude_none=True)
+    experimental = {**(dumped.get("experimental") or {}), **additions}
+    capabilities = OpenServerCapabilities.model_validate(
+        {**dumped, **additions, "experimental": experimental}
+    )
+    open_cls = _InitializeResult if isinstance(result, mt.InitializeResult) else _DiscoverResult
+    fields = {name: getattr(result, name) for name in type(result).model_fields}
+    fields["capabilities"] = capabilities
+    return open_cls.model_construct(  # type: ignore[return-value]
+        _fields_set=result.model_fields_set | {"capabilities"}, **fields
+    )

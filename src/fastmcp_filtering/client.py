@@ -1,0 +1,184 @@
+"""Client helpers for the methods and parameters the package adds, over a FastMCP ``Client``.
+
+Typed MCP clients drop what the protocol does not define yet: the ``filter`` of
+``tools/list``, the ``groups/list`` method, the group notifications. These helpers
+send them as raw requests through the client's session, in either protocol era.
+
+Example:
+    ```python
+    async with Client(mcp) as client:
+        groups = await list_groups(client)
+        page = await list_tools(client, groups=["issues"], tags=["stable"])
+    ```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import mcp_types as mt
+from mcp.client.extension import ClientExtension, NotificationBinding
+from pydantic import BaseModel, ConfigDict, Field
+
+from fastmcp_filtering._declarations import GROUPS_META_KEY
+
+if TYPE_CHECKING:
+    from fastmcp import Client
+
+__all__ = [
+    "FilteringNotifications",
+    "GroupInfo",
+    "TagInfo",
+    "call_method",
+    "groups_of",
+    "list_groups",
+    "list_tags",
+    "list_tools",
+]
+
+
+class _RawRequest(BaseModel):
+    """A request whose params are sent as given (typed requests drop unknown keys)."""
+
+    method: str
+    params: dict[str, Any] | None = None
+    name_param: ClassVar[str | None] = None
+
+
+class _AnyResult(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class GroupInfo(BaseModel):
+    """A group as ``groups/list`` returns it."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="allow")
+
+    name: str
+    title: str | None = None
+    description: str | None = None
+    icons: list[mt.Icon] | None = None
+    annotations: mt.Annotations | None = None
+    meta: dict[str, Any] | None = Field(default=None, alias="_meta")
+
+    @property
+    def parents(self) -> list[str]:
+        """The groups that contain this group."""
+        return list((self.meta or {}).get(GROUPS_META_KEY) or [])
+
+
+class TagInfo(BaseModel):
+    """A tag as ``tags/list`` returns it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    description: str | None = None
+
+
+async def call_method(
+    client: Client[Any], method: str, params: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Send any request through ``client`` and return the raw result object."""
+    request = _RawRequest(method=method, params=dict(params) if params is not None else None)
+    result = await client.session.send_request(request, _AnyResult)  # type: ignore[arg-type]
+    return result.model_dump(by_alias=True)
+
+
+async def list_groups(client: Client[Any]) -> list[GroupInfo]:
+    """``groups/list``: the server's groups with their parents."""
+    result = await call_method(client, "groups/list")
+    return [GroupInfo.model_validate(g) for g in result.get("groups", [])]
+
+
+async def list_tags(client: Client[Any]) -> list[TagInfo]:
+    """``tags/list``: declared tags and the tags found on components."""
+    result = await call_method(client, "tags/list")
+    return [TagInfo.model_validate(t) for t in result.get("tags", [])]
+
+
+async def list_tools(
+    client: Client[Any],
+    *,
+    groups: Sequence[str] | None = None,
+    tags: Sequence[str] | None = None,
+    query: str | None = None,
+    cursor: str | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> mt.ListToolsResult:
+    """``tools/list`` with SEP-1300's ``filter`` (ANY of ``groups``, ALL of ``tags``).
+
+    ``query`` is sent as-is for servers that rank tools by it; ``meta`` is merged
+    into the request's ``_meta``. Returns one page; pass ``next_cursor`` back with
+    the same filter for the next.
+    """
+    params: dict[str, Any] = {}
+    list_filter: dict[str, list[str]] = {}
+    if groups is not None:
+        list_filter["groups"] = list(groups)
+    if tags is not None:
+        list_filter["tags"] = list(tags)
+    if list_filter:
+        params["filter"] = list_filter
+    if query is not None:
+        params["query"] = query
+    if cursor is not None:
+        params["cursor"] = cursor
+    if meta:
+        params["_meta"] = dict(meta)
+    request = _RawRequest(method="tools/list", params=params or None)
+    return await client.session.send_request(request, mt.ListToolsResult)  # type: ignore[arg-type]
+
+
+def groups_of(component: mt.Tool | mt.Prompt | mt.Resource | mt.ResourceTemplate) -> list[str]:
+    """The groups a listed tool, prompt or resource belongs to (its ``_meta`` key)."""
+    return list((component.meta or {}).get(GROUPS_META_KEY) or [])
+
+
+class _NoParams(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class FilteringNotifications(ClientExtension):
+    """Receive ``notifications/groups/list_changed`` and ``notifications/tags/list_changed``.
+
+    The MCP client drops notifications it does not know; pass this to
+    ``Client(..., extensions=[...])`` to have them delivered to your callbacks.
+
+    Example:
+        ```python
+        async def refresh() -> None: ...
+        client = Client(url, extensions=[FilteringNotifications(on_groups_changed=refresh)])
+        ```
+    """
+
+    identifier = "io.github.fastmcp-filtering/notifications"
+
+    def __init__(
+        self,
+        *,
+        on_groups_changed: Callable[[], Awaitable[None]] | None = None,
+        on_tags_changed: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self._bindings: list[NotificationBinding[Any]] = []
+        for method, callback in (
+            ("notifications/groups/list_changed", on_groups_changed),
+            ("notifications/tags/list_changed", on_tags_changed),
+        ):
+            if callback is not None:
+                self._bindings.append(
+                    NotificationBinding(
+                        method=method, params_type=_NoParams, handler=_ignoring_params(callback)
+                    )
+                )
+
+    def notifications(self) -> Sequence[NotificationBinding[Any]]:
+        return self._bindings
+
+
+def _ignoring_params(callback: Callable[[], Awaitable[None]]) -> Callable[[Any], Awaitable[None]]:
+    async def handler(_params: Any) -> None:
+        await callback()
+
+    return handler

@@ -1,0 +1,239 @@
+"""Filtering by groups and tags: ``groups/list``, ``tags/list`` and ``filter`` on list requests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from typing_extensions import override
+
+from fastmcp_filtering._catalog import Catalog, ComponentKind
+from fastmcp_filtering._cursor import install_cursor_scope
+from fastmcp_filtering._declarations import GROUPS_META_KEY, Group, Tag
+from fastmcp_filtering._filter import ListFilter, parse_filter
+from fastmcp_filtering._protocol import RequestInfo, add_capabilities, custom_result, request_info
+
+if TYPE_CHECKING:
+    import mcp_types as mt
+    from fastmcp import FastMCP
+    from fastmcp.prompts.base import Prompt
+    from fastmcp.resources.base import Resource
+    from fastmcp.resources.template import ResourceTemplate
+    from fastmcp.tools.base import Tool
+    from fastmcp.utilities.components import FastMCPComponent
+
+__all__ = ["FilterMiddleware"]
+
+_C = TypeVar("_C", bound="FastMCPComponent")
+
+_LIST_METHOD: dict[ComponentKind, str] = {
+    "tool": "tools/list",
+    "prompt": "prompts/list",
+    "resource": "resources/list",
+    "template": "resources/templates/list",
+}
+
+
+class FilterMiddleware(Middleware):
+    """Groups and tags for a FastMCP server: SEP-1300 filtering plus the Group primitive.
+
+    Serves ``groups/list`` and ``tags/list``, narrows ``tools/list``,
+    ``prompts/list``, ``resources/list`` and ``resources/templates/list`` by a
+    ``filter: {groups, tags}`` parameter (ANY of the groups or their descendants,
+    ALL of the tags), and marks every listed component with
+    ``_meta["io.modelcontextprotocol/groups"]``. Declares the ``filtering`` and
+    ``groups`` capabilities. A filter is a view, not access control: a tool a
+    filter leaves out stays callable.
+
+    Example:
+        ```python
+        mcp.add_middleware(FilterMiddleware(
+            groups=[Group("issues", description="Create and triage issues")],
+            tags=[Tag("stable", "Production-ready")],
+        ))
+        ```
+    """
+
+    def __init__(
+        self,
+        *,
+        groups: Iterable[Group] = (),
+        tags: Iterable[Tag] = (),
+        catalog: Catalog | None = None,
+    ) -> None:
+        if catalog is not None:
+            if not isinstance(catalog, Catalog):
+                raise ValueError(f"catalog must be a Catalog, got {type(catalog).__name__}")
+            if tuple(groups) or tuple(tags):
+                raise ValueError(
+                    "pass either catalog= or groups=/tags=, not both: "
+                    "declare them once in Catalog(groups=..., tags=...)"
+                )
+        self.catalog = catalog if catalog is not None else Catalog(groups=groups, tags=tags)
+
+    def __repr__(self) -> str:
+        return f"FilterMiddleware(catalog={self.catalog!r})"
+
+    async def add_group(self, group: Group) -> None:
+        """Declare a group at runtime; connected clients are notified."""
+        await self.catalog.add_group(group)
+
+    async def remove_group(self, name: str) -> Group:
+        """Remove a group at runtime; connected clients are notified."""
+        return await self.catalog.remove_group(name)
+
+    # -- session bookkeeping ------------------------------------------------------------
+
+    @override
+    async def on_message(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+    ) -> Any:
+        if context.fastmcp_context is not None:
+            install_cursor_scope(context.fastmcp_context.fastmcp)
+        info = request_info(context)
+        if info is not None and not info.modern and info.connection is not None:
+            self.catalog.remember(info.connection)
+        return await call_next(context)
+
+    # -- capabilities -------------------------------------------------------------------
+
+    def _capabilities(self) -> dict[str, dict[str, Any]]:
+        return {
+            "filtering": {"groups": {"listChanged": True}, "tags": {"listChanged": True}},
+            "groups": {"listChanged": True},
+        }
+
+    @override
+    async def on_initialize(
+        self,
+        context: MiddlewareContext[mt.InitializeRequest],
+        call_next: CallNext[mt.InitializeRequest, mt.InitializeResult | None],
+    ) -> mt.InitializeResult | None:
+        result = await call_next(context)
+        return None if result is None else add_capabilities(result, self._capabilities())
+
+    @override
+    async def on_discover(
+        self,
+        context: MiddlewareContext[mt.DiscoverRequest],
+        call_next: CallNext[mt.DiscoverRequest, mt.DiscoverResult | dict[str, Any]],
+    ) -> mt.DiscoverResult | dict[str, Any]:
+        return add_capabilities(await call_next(context), self._capabilities())
+
+    # -- groups/list and tags/list ------------------------------------------------------
+
+    @override
+    async def on_request(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+    ) -> Any:
+        if context.method == "groups/list":
+            return custom_result(
+                request_info(context), {"groups": [g.to_wire() for g in self.catalog.groups]}
+            )
+        if context.method == "tags/list":
+            return custom_result(request_info(context), {"tags": await self._tags(context)})
+        return await call_next(context)
+
+    async def _tags(self, context: MiddlewareContext[Any]) -> list[dict[str, Any]]:
+        """Declared tags, then tags found on the components this client can see."""
+        declared = {tag.name: tag.to_wire() for tag in self.catalog.tags}
+        found: set[str] = set()
+        if context.fastmcp_context is not None:
+            server = context.fastmcp_context.fastmcp
+            for components in await _visible_components(server):
+                for component in components:
+                    found |= component.tags
+        extra = [{"name": name} for name in sorted(found - declared.keys())]
+        return [*declared.values(), *extra]
+
+    # -- filtered lists -----------------------------------------------------------------
+
+    @override
+    async def on_list_tools(
+        self,
+        context: MiddlewareContext[mt.ListToolsRequest],
+        call_next: CallNext[mt.ListToolsRequest, Sequence[Tool]],
+    ) -> Sequence[Tool]:
+        return await self._narrow(context, await call_next(context), "tool")
+
+    @override
+    async def on_list_prompts(
+        self,
+        context: MiddlewareContext[mt.ListPromptsRequest],
+        call_next: CallNext[mt.ListPromptsRequest, Sequence[Prompt]],
+    ) -> Sequence[Prompt]:
+        return await self._narrow(context, await call_next(context), "prompt")
+
+    @override
+    async def on_list_resources(
+        self,
+        context: MiddlewareContext[mt.ListResourcesRequest],
+        call_next: CallNext[mt.ListResourcesRequest, Sequence[Resource]],
+    ) -> Sequence[Resource]:
+        return await self._narrow(context, await call_next(context), "resource")
+
+    @override
+    async def on_list_resource_templates(
+        self,
+        context: MiddlewareContext[mt.ListResourceTemplatesRequest],
+        call_next: CallNext[mt.ListResourceTemplatesRequest, Sequence[ResourceTemplate]],
+    ) -> Sequence[ResourceTemplate]:
+        return await self._narrow(context, await call_next(context), "template")
+
+    async def _narrow(
+        self, context: MiddlewareContext[Any], components: Sequence[_C], kind: ComponentKind
+    ) -> list[_C]:
+        info = request_info(context)
+        list_filter = _requested_filter(info, kind)
+        if list_filter is not None:
+            list_filter.check_names(
+                groups=[g.name for g in self.catalog.groups],
+                tags=_known_tags(self.catalog, components),
+            )
+        catalog = self.catalog
+        narrowed: list[_C] = []
+        for component in components:
+            membership = catalog.membership(component)
+            if list_filter is not None:
+                if list_filter.groups is not None and not (
+                    membership.effective & list_filter.groups
+                ):
+                    continue
+                if not list_filter.tags <= component.tags:
+                    continue
+            narrowed.append(_with_groups(component, membership.direct))
+        if context.fastmcp_context is not None:
+            await catalog.refresh(context.fastmcp_context.fastmcp)
+        return narrowed
+
+
+def _requested_filter(info: RequestInfo | None, kind: ComponentKind) -> ListFilter | None:
+    """The ``filter`` of the wire request, if this hook is serving that request's list."""
+    if info is None or info.method != _LIST_METHOD[kind]:
+        return None
+    return parse_filter(info.params.get("filter"))
+
+
+def _known_tags(catalog: Catalog, components: Sequence[FastMCPComponent]) -> set[str]:
+    known = {tag.name for tag in catalog.tags} | catalog.found_tags()
+    for component in components:
+        known |= component.tags
+    return known
+
+
+def _with_groups(component: _C, groups: tuple[str, ...]) -> _C:
+    meta = component.meta or {}
+    if meta.get(GROUPS_META_KEY) == list(groups):
+        return component
+    return component.model_copy(update={"meta": {**meta, GROUPS_META_KEY: list(groups)}})
+
+
+async def _visible_components(server: FastMCP) -> list[Sequence[FastMCPComponent]]:
+    """Every component kind as this client sees it (through the whole middleware chain)."""
+    return [
+        await server.list_tools(),
+        await server.list_prompts(),
+        await server.list_resources(),
+        await server.list_resource_templates(),
+    ]
