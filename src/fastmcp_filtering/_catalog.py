@@ -294,7 +294,9 @@ class Catalog:
             return
         methods = {_LIST_CHANGED[k] for k in current if current[k] != previous.get(k)}
         tags_now = {t for entries in current.values() for _, tags in entries.values() for t in tags}
-        tags_then = {t for entries in previous.values() for _, tags in entries.values() for t in tags}
+        tags_then = {
+            t for entries in previous.values() for _, tags in entries.values() for t in tags
+        }
         if tags_now != tags_then:
             methods.add(TAGS_LIST_CHANGED)
         if methods:
@@ -320,7 +322,7 @@ class Catalog:
             for method in methods:
                 try:
                     await connection.outbound.notify(method, None)
-                except Exception:  # noqa: BLE001 - one closed client must not stop the rest
+                except Exception:
                     logger.debug("could not notify a closed connection", exc_info=True)
                     self._connections.discard(connection)
                     break

@@ -46,7 +46,9 @@ class CursorScope:
     bare one sent with a filter, is refused with -32602.
     """
 
-    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
         if ctx.method not in LIST_METHODS or not isinstance(ctx.params, Mapping):
             return await call_next(ctx)
         params = ctx.params

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
@@ -199,16 +200,26 @@ def in_group(*names: str) -> Callable[[_T], _T]:
 
 def _tag_function(fn: object, names: tuple[str, ...]) -> None:
     existing: tuple[str, ...] = getattr(fn, _FN_ATTRIBUTE, ())
-    try:
+    # Bound methods and builtins refuse attributes; a component's meta key still carries them.
+    with contextlib.suppress(AttributeError, TypeError):
         setattr(fn, _FN_ATTRIBUTE, tuple(dict.fromkeys([*existing, *names])))
-    except (AttributeError, TypeError):
-        # Bound methods and builtins refuse attributes; their meta key still carries the groups.
-        pass
+
+
+def _function_groups(fn: object) -> tuple[str, ...]:
+    """Groups set by ``@in_group`` on ``fn`` or on any function it wraps."""
+    found: tuple[str, ...] = ()
+    # FastMCP wraps some functions (resource templates); the decorator may sit on either side.
+    for _ in range(8):
+        if fn is None:
+            break
+        found = (*found, *getattr(fn, _FN_ATTRIBUTE, ()))
+        fn = getattr(fn, "__wrapped__", None)
+    return tuple(dict.fromkeys(found))
 
 
 def declared_groups_of(component: FastMCPComponent) -> tuple[str, ...]:
     """Groups a component claims itself: ``@in_group`` plus its ``_meta`` key."""
-    fn_groups: tuple[str, ...] = getattr(getattr(component, "fn", None), _FN_ATTRIBUTE, ())
+    fn_groups = _function_groups(getattr(component, "fn", None))
     meta_groups = (component.meta or {}).get(GROUPS_META_KEY) or ()
     if isinstance(meta_groups, str):
         meta_groups = (meta_groups,)

@@ -106,12 +106,9 @@ def add_capabilities(result: _ResultT, additions: Mapping[str, dict[str, Any]]) 
     """
     if isinstance(result, Mapping):
         merged = dict(result)
-        capabilities = dict(merged.get("capabilities") or {})
-        experimental = dict(capabilities.get("experimental") or {})
-        capabilities.update(additions)
-        experimental.update(additions)
-        capabilities["experimental"] = experimental
-        merged["capabilities"] = capabilities
+        raw = dict(merged.get("capabilities") or {})
+        raw["experimental"] = {**(raw.get("experimental") or {}), **additions}
+        merged["capabilities"] = {**raw, **additions, "experimental": raw["experimental"]}
         return merged  # type: ignore[return-value]
     if not isinstance(result, mt.InitializeResult | mt.DiscoverResult):
         return result
@@ -121,7 +118,7 @@ def add_capabilities(result: _ResultT, additions: Mapping[str, dict[str, Any]]) 
         {**dumped, **additions, "experimental": experimental}
     )
     open_cls = _InitializeResult if isinstance(result, mt.InitializeResult) else _DiscoverResult
-    fields = {name: getattr(result, name) for name in type(result).model_fields}
+    fields: dict[str, Any] = {name: getattr(result, name) for name in type(result).model_fields}
     fields["capabilities"] = capabilities
     return open_cls.model_construct(  # type: ignore[return-value]
         _fields_set=result.model_fields_set | {"capabilities"}, **fields

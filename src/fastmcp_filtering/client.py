@@ -14,7 +14,6 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import mcp_types as mt
@@ -24,6 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from fastmcp_filtering._declarations import GROUPS_META_KEY
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Mapping, Sequence
+
     from fastmcp import Client
 
 __all__ = [

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
@@ -15,6 +14,8 @@ from fastmcp_filtering._filter import ListFilter, parse_filter
 from fastmcp_filtering._protocol import RequestInfo, add_capabilities, custom_result, request_info
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
     import mcp_types as mt
     from fastmcp import FastMCP
     from fastmcp.prompts.base import Prompt
@@ -65,7 +66,7 @@ class FilterMiddleware(Middleware):
         if catalog is not None:
             if not isinstance(catalog, Catalog):
                 raise ValueError(f"catalog must be a Catalog, got {type(catalog).__name__}")
-            if tuple(groups) or tuple(tags):
+            if any(True for _ in groups) or any(True for _ in tags):
                 raise ValueError(
                     "pass either catalog= or groups=/tags=, not both: "
                     "declare them once in Catalog(groups=..., tags=...)"
