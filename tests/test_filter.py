@@ -402,3 +402,52 @@ class TestRuntimeChanges:
                 await asyncio.sleep(0.01)
             assert received == ["tags"]
             assert "brand-new" in [t.name for t in await list_tags(client)]
+
+    async def test_tool_added_while_serving_is_announced_to_other_clients(self) -> None:
+        server, _ = make_server()
+        seen_by_b: list[str] = []
+
+        async def b_handler(message: Any) -> None:
+            seen_by_b.append(type(message).__name__)
+
+        from fastmcp import Client
+
+        async with (
+            Client(server, mode="legacy") as a,
+            Client(server, mode="legacy", message_handler=b_handler) as b,
+        ):
+            await a.list_tools()
+            await b.list_tools()
+            in_group("issues")(server.tool(lambda: "x", name="close_issue"))
+            listed = await list_tools(a, groups=["issues"])
+            assert "close_issue" in names(listed.tools)
+            for _ in range(50):
+                if "ToolListChangedNotification" in seen_by_b:
+                    break
+                await asyncio.sleep(0.01)
+        assert "ToolListChangedNotification" in seen_by_b
+
+    async def test_add_tag_is_announced(self) -> None:
+        server, middleware = make_server()
+        received: list[str] = []
+
+        async def tags_changed() -> None:
+            received.append("tags")
+
+        from fastmcp import Client
+
+        async with Client(
+            server, mode="legacy", extensions=[FilteringNotifications(on_tags_changed=tags_changed)]
+        ) as client:
+            await client.list_tools()
+            await middleware.catalog.add_tag(Tag("deprecated", "Going away"))
+            for _ in range(50):
+                if received:
+                    break
+                await asyncio.sleep(0.01)
+            tags = await list_tags(client)
+        assert received == ["tags"]
+        assert tags[1].model_dump(exclude_none=True) == {
+            "name": "deprecated",
+            "description": "Going away",
+        }
