@@ -96,24 +96,27 @@ class _DiscoverResult(mt.DiscoverResult):
     capabilities: OpenServerCapabilities
 
 
-def add_capabilities(result: _ResultT, additions: Mapping[str, dict[str, Any]]) -> _ResultT:
+def add_capabilities(result: _ResultT, additions: Mapping[str, Any]) -> _ResultT:
     """Return ``result`` (an initialize or discover result) with extra capabilities.
 
     Each addition lands at the top level of ``capabilities`` (where the proposals
     put it) and, because typed clients drop undeclared keys, again under
-    ``capabilities.experimental`` with the same name. The result keeps its type,
-    so other middlewares still see a typed result.
+    ``capabilities.experimental`` with the same name (a value that is not an
+    object is wrapped as ``{name: value}``, since experimental entries are
+    objects). The result keeps its type, so other middlewares still see a typed
+    result.
     """
+    mirrored = {k: v if isinstance(v, dict) else {k: v} for k, v in additions.items()}
     if isinstance(result, Mapping):
         merged = dict(result)
         raw = dict(merged.get("capabilities") or {})
-        raw["experimental"] = {**(raw.get("experimental") or {}), **additions}
-        merged["capabilities"] = {**raw, **additions, "experimental": raw["experimental"]}
+        experimental = {**(raw.get("experimental") or {}), **mirrored}
+        merged["capabilities"] = {**raw, **additions, "experimental": experimental}
         return merged  # type: ignore[return-value]
     if not isinstance(result, mt.InitializeResult | mt.DiscoverResult):
         return result
     dumped = result.capabilities.model_dump(by_alias=True, mode="json", exclude_none=True)
-    experimental = {**(dumped.get("experimental") or {}), **additions}
+    experimental = {**(dumped.get("experimental") or {}), **mirrored}
     capabilities = OpenServerCapabilities.model_validate(
         {**dumped, **additions, "experimental": experimental}
     )

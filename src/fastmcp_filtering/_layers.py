@@ -1,0 +1,159 @@
+"""The one visibility decision: layers that hide components from a client also refuse them.
+
+Every middleware of the package that narrows what a client may use (concerns,
+progressive disclosure) is an ``AccessLayer``. A layer answers one question per
+request, through the ``ClientView`` it returns: may this client see and use
+this component, and if not, what should the agent do? Listing hides what a view
+refuses; calling, reading and rendering refuse it with the view's message. Code
+that must decide for all layers at once (search, meta-tools, proxies) calls
+``admitted``, which asks every layer on the server, so the answer never depends
+on the order the middlewares were added in.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from fastmcp.exceptions import PromptError, ResourceError, ToolError
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from typing_extensions import override
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import mcp_types as mt
+    from fastmcp import FastMCP
+    from fastmcp.prompts.base import Prompt, PromptResult
+    from fastmcp.resources.base import Resource, ResourceResult
+    from fastmcp.resources.template import ResourceTemplate
+    from fastmcp.tools.base import Tool, ToolResult
+    from fastmcp.utilities.components import FastMCPComponent
+
+__all__ = ["AccessLayer", "ClientView", "admitted", "refusal_for"]
+
+_C = TypeVar("_C", bound="FastMCPComponent")
+
+
+class ClientView(Protocol):
+    """One layer's decision for one client, loaded once per request."""
+
+    def refusal(self, component: FastMCPComponent) -> str | None:
+        """None if the client may see and use ``component``; else what the agent should do."""
+
+
+class AccessLayer(Middleware):
+    """A middleware that hides components from a client and refuses calls to them.
+
+    Subclasses implement ``client_view``; this base applies the view to every
+    list, to ``tools/call``, ``resources/read`` and ``prompts/get``, so the
+    layer that hides a component is the layer that refuses it.
+    """
+
+    async def client_view(self, context: MiddlewareContext[Any]) -> ClientView:
+        """This request's client as this layer sees it."""
+        raise NotImplementedError
+
+    async def _keep(self, context: MiddlewareContext[Any], components: Sequence[_C]) -> list[_C]:
+        view = await self.client_view(context)
+        return [c for c in components if view.refusal(c) is None]
+
+    @override
+    async def on_list_tools(
+        self,
+        context: MiddlewareContext[mt.ListToolsRequest],
+        call_next: CallNext[mt.ListToolsRequest, Sequence[Tool]],
+    ) -> Sequence[Tool]:
+        return await self._keep(context, await call_next(context))
+
+    @override
+    async def on_list_prompts(
+        self,
+        context: MiddlewareContext[mt.ListPromptsRequest],
+        call_next: CallNext[mt.ListPromptsRequest, Sequence[Prompt]],
+    ) -> Sequence[Prompt]:
+        return await self._keep(context, await call_next(context))
+
+    @override
+    async def on_list_resources(
+        self,
+        context: MiddlewareContext[mt.ListResourcesRequest],
+        call_next: CallNext[mt.ListResourcesRequest, Sequence[Resource]],
+    ) -> Sequence[Resource]:
+        return await self._keep(context, await call_next(context))
+
+    @override
+    async def on_list_resource_templates(
+        self,
+        context: MiddlewareContext[mt.ListResourceTemplatesRequest],
+        call_next: CallNext[mt.ListResourceTemplatesRequest, Sequence[ResourceTemplate]],
+    ) -> Sequence[ResourceTemplate]:
+        return await self._keep(context, await call_next(context))
+
+    @override
+    async def on_call_tool(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        call_next: CallNext[mt.CallToolRequestParams, ToolResult],
+    ) -> ToolResult:
+        server = _server(context)
+        tool = await server.get_tool(context.message.name) if server else None
+        if tool is not None and (message := (await self.client_view(context)).refusal(tool)):
+            raise ToolError(message)
+        return await call_next(context)
+
+    @override
+    async def on_read_resource(
+        self,
+        context: MiddlewareContext[mt.ReadResourceRequestParams],
+        call_next: CallNext[mt.ReadResourceRequestParams, ResourceResult],
+    ) -> ResourceResult:
+        server = _server(context)
+        if server is not None:
+            uri = str(context.message.uri)
+            component: FastMCPComponent | None = await server.get_resource(uri)
+            if component is None:
+                component = await server.get_resource_template(uri)
+            if component is not None and (
+                message := (await self.client_view(context)).refusal(component)
+            ):
+                raise ResourceError(message)
+        return await super().on_read_resource(context, call_next)
+
+    @override
+    async def on_get_prompt(
+        self,
+        context: MiddlewareContext[mt.GetPromptRequestParams],
+        call_next: CallNext[mt.GetPromptRequestParams, PromptResult],
+    ) -> PromptResult:
+        server = _server(context)
+        prompt = await server.get_prompt(context.message.name) if server else None
+        if prompt is not None and (message := (await self.client_view(context)).refusal(prompt)):
+            raise PromptError(message)
+        return await call_next(context)
+
+
+def _server(context: MiddlewareContext[Any]) -> FastMCP | None:
+    return context.fastmcp_context.fastmcp if context.fastmcp_context else None
+
+
+async def admitted(
+    server: FastMCP, context: MiddlewareContext[Any], components: Sequence[_C]
+) -> list[_C]:
+    """``components`` that every ``AccessLayer`` on ``server`` lets this client see."""
+    kept = list(components)
+    for middleware in server.middleware:
+        if isinstance(middleware, AccessLayer) and kept:
+            kept = await middleware._keep(context, kept)
+    return kept
+
+
+async def refusal_for(
+    server: FastMCP, context: MiddlewareContext[Any], component: FastMCPComponent
+) -> str | None:
+    """The first refusal any ``AccessLayer`` on ``server`` gives ``component``, or None."""
+    for middleware in server.middleware:
+        if isinstance(middleware, AccessLayer):
+            message = (await middleware.client_view(context)).refusal(component)
+            if message is not None:
+                return message
+    return None
