@@ -18,6 +18,8 @@ from fastmcp.exceptions import PromptError, ResourceError, ToolError
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from typing_extensions import override
 
+from fastmcp_filtering._cursor import install_cursor_scope
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -52,6 +54,16 @@ class AccessLayer(Middleware):
     async def client_view(self, context: MiddlewareContext[Any]) -> ClientView:
         """This request's client as this layer sees it."""
         raise NotImplementedError
+
+    @override
+    async def on_message(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+    ) -> Any:
+        server = _server(context)
+        if server is not None:
+            # A layer's per-request parameters change what a page holds: bind cursors to them.
+            install_cursor_scope(server)
+        return await call_next(context)
 
     async def _keep(self, context: MiddlewareContext[Any], components: Sequence[_C]) -> list[_C]:
         view = await self.client_view(context)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from typing_extensions import override
@@ -14,7 +14,7 @@ from fastmcp_filtering._filter import ListFilter, parse_filter
 from fastmcp_filtering._protocol import RequestInfo, add_capabilities, custom_result, request_info
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     import mcp_types as mt
     from fastmcp import FastMCP
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 __all__ = ["FilterMiddleware"]
 
 _C = TypeVar("_C", bound="FastMCPComponent")
+
+_MAX_CACHED_COPIES = 100_000
 
 _LIST_METHOD: dict[ComponentKind, str] = {
     "tool": "tools/list",
@@ -72,6 +74,8 @@ class FilterMiddleware(Middleware):
                     "declare them once in Catalog(groups=..., tags=...)"
                 )
         self.catalog = catalog if catalog is not None else Catalog(groups=groups, tags=tags)
+        # Marked copies per original, so repeated listings hand out the same objects.
+        self._copies: dict[int, tuple[FastMCPComponent, tuple[str, ...], FastMCPComponent]] = {}
 
     def __repr__(self) -> str:
         return f"FilterMiddleware(catalog={self.catalog!r})"
@@ -185,28 +189,61 @@ class FilterMiddleware(Middleware):
     async def _narrow(
         self, context: MiddlewareContext[Any], components: Sequence[_C], kind: ComponentKind
     ) -> list[_C]:
-        info = request_info(context)
+        select = self.selector(request_info(context), kind, components)
+        narrowed = [kept for c in components if (kept := select(c)) is not None]
+        if context.fastmcp_context is not None:
+            await self.catalog.refresh(context.fastmcp_context.fastmcp)
+        return narrowed
+
+    def selector(
+        self,
+        info: RequestInfo | None,
+        kind: ComponentKind,
+        known: Iterable[FastMCPComponent] = (),
+    ) -> Callable[[_C], _C | None]:
+        """This request's view of one component: it marked with its groups, or None if filtered out.
+
+        Validates the request's ``filter`` first (-32602 on bad input); ``known``
+        are components whose tags count as valid tag names besides the declared
+        and previously seen ones. Other middlewares (search) apply the same view
+        to the components they return, so a filter means the same whatever the
+        order of the middlewares.
+        """
         list_filter = _requested_filter(info, kind)
+        catalog = self.catalog
         if list_filter is not None:
             list_filter.check_names(
-                groups=[g.name for g in self.catalog.groups],
-                tags=_known_tags(self.catalog, components),
+                groups=[g.name for g in catalog.groups], tags=_known_tags(catalog, known)
             )
-        catalog = self.catalog
-        narrowed: list[_C] = []
-        for component in components:
+        marked = self._marked
+
+        def select(component: _C) -> _C | None:
             membership = catalog.membership(component)
             if list_filter is not None:
                 if list_filter.groups is not None and not (
                     membership.effective & list_filter.groups
                 ):
-                    continue
+                    return None
                 if not list_filter.tags <= component.tags:
-                    continue
-            narrowed.append(_with_groups(component, membership.direct))
-        if context.fastmcp_context is not None:
-            await catalog.refresh(context.fastmcp_context.fastmcp)
-        return narrowed
+                    return None
+            return marked(component, membership.direct)
+
+        return select
+
+    def _marked(self, component: _C, groups: tuple[str, ...]) -> _C:
+        """``component`` with its groups in ``_meta``; the same copy while nothing changed."""
+        meta = component.meta or {}
+        if meta.get(GROUPS_META_KEY) == list(groups):
+            return component
+        cached = self._copies.get(id(component))
+        if cached is not None and cached[0] is component and cached[1] == groups:
+            return cast("_C", cached[2])
+        copy = component.model_copy(update={"meta": {**meta, GROUPS_META_KEY: list(groups)}})
+        if len(self._copies) > _MAX_CACHED_COPIES:
+            self._copies.clear()
+        # Holding the original keeps its id from being reused by another object.
+        self._copies[id(component)] = (component, groups, copy)
+        return copy
 
 
 def _requested_filter(info: RequestInfo | None, kind: ComponentKind) -> ListFilter | None:
@@ -216,18 +253,11 @@ def _requested_filter(info: RequestInfo | None, kind: ComponentKind) -> ListFilt
     return parse_filter(info.params.get("filter"))
 
 
-def _known_tags(catalog: Catalog, components: Sequence[FastMCPComponent]) -> set[str]:
+def _known_tags(catalog: Catalog, components: Iterable[FastMCPComponent]) -> set[str]:
     known = {tag.name for tag in catalog.tags} | catalog.found_tags()
     for component in components:
         known |= component.tags
     return known
-
-
-def _with_groups(component: _C, groups: tuple[str, ...]) -> _C:
-    meta = component.meta or {}
-    if meta.get(GROUPS_META_KEY) == list(groups):
-        return component
-    return component.model_copy(update={"meta": {**meta, GROUPS_META_KEY: list(groups)}})
 
 
 async def _visible_components(server: FastMCP) -> list[Sequence[FastMCPComponent]]:

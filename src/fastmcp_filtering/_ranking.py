@@ -1,0 +1,256 @@
+"""A lexical search index: BM25F with field weights, typo tolerance, incremental updates."""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from fastmcp_filtering._text import terms
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Iterable, Iterator, Mapping
+
+__all__ = ["DEFAULT_WEIGHTS", "Document", "SearchIndex"]
+
+FIELDS = ("name", "title", "description", "tags", "groups", "params")
+DEFAULT_WEIGHTS: Mapping[str, float] = {
+    "name": 4.0,
+    "title": 2.0,
+    "description": 1.0,
+    "tags": 1.0,
+    "groups": 1.0,
+    "params": 1.0,
+}
+"""How much a match in each field counts; the name says most about what a tool does."""
+
+# Length normalisation per field: names are short and all alike, descriptions vary.
+_B = {"name": 0.3, "title": 0.3, "description": 0.75, "tags": 0.0, "groups": 0.3, "params": 0.75}
+_K1 = 1.5
+_FUZZY_WEIGHT = 0.6
+_PREFIX_WEIGHT = 0.4
+_MAX_EXPANSIONS = 12
+# A parameter that most tools share (tenant, retry options...) says nothing about any one tool.
+_BOILERPLATE_SHARE = 0.5
+_BOILERPLATE_MIN_TOOLS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """The searchable text of one component, split into fields."""
+
+    name: str = ""
+    title: str = ""
+    description: str = ""
+    tags: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    params: tuple[tuple[str, str], ...] = ()
+    """(parameter name, its description) pairs."""
+
+
+@dataclass(slots=True)
+class _Entry:
+    document: Document
+    tf: dict[str, Counter[str]]
+    length: dict[str, int]
+    params: dict[str, Counter[str]] = field(default_factory=dict)
+
+
+class SearchIndex:
+    """An inverted index that ranks documents for a plain-text query.
+
+    Documents are added, replaced and removed one at a time, so a catalog change
+    costs only the documents that changed. Scoring is BM25F over the fields of
+    ``Document``; a query word missing from the vocabulary also matches words one
+    edit away (``pul`` finds ``pull``) and longer words it begins (``repo`` finds
+    ``repository``), at a discount. Parameters shared by most documents are left
+    out of the score.
+
+    Example:
+        ```python
+        index = SearchIndex()
+        index.upsert("create_pull_request", Document(name="create_pull_request"))
+        index.search("pul request")  # [("create_pull_request", 1.7...)]
+        ```
+    """
+
+    def __init__(self, *, weights: Mapping[str, float] | None = None) -> None:
+        self._weights = {**DEFAULT_WEIGHTS, **(weights or {})}
+        unknown = set(self._weights) - set(FIELDS)
+        if unknown:
+            raise ValueError(f"unknown field weight(s) {sorted(unknown)}; fields are {FIELDS}")
+        self._entries: dict[str, _Entry] = {}
+        self._postings: dict[str, set[str]] = {}
+        self._total_length: Counter[str] = Counter()
+        self._param_df: Counter[str] = Counter()
+        self._vocabulary: list[str] = []
+        self._deletes: dict[str, set[str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def keys(self) -> Collection[str]:
+        return self._entries.keys()
+
+    def document(self, key: str) -> Document | None:
+        entry = self._entries.get(key)
+        return entry.document if entry else None
+
+    # -- updates ------------------------------------------------------------------------
+
+    def upsert(self, key: str, document: Document) -> None:
+        """Index ``document`` under ``key``, replacing what was there."""
+        current = self._entries.get(key)
+        if current is not None:
+            if current.document == document:
+                return
+            self.remove(key)
+        tf = {
+            "name": Counter(terms(document.name, keep_stopwords=True)),
+            "title": Counter(terms(document.title)),
+            "description": Counter(terms(document.description)),
+            "tags": Counter(t for tag in document.tags for t in terms(tag, keep_stopwords=True)),
+            "groups": Counter(t for text in document.groups for t in terms(text)),
+        }
+        params = {
+            name: Counter(terms(name, keep_stopwords=True) + terms(description))
+            for name, description in document.params
+        }
+        length = {f: sum(c.values()) for f, c in tf.items()}
+        length["params"] = sum(sum(c.values()) for c in params.values())
+        entry = _Entry(document, tf, length, params)
+        self._entries[key] = entry
+        self._total_length.update(length)
+        self._param_df.update(params.keys())
+        vocabulary = set().union(*tf.values(), *params.values())
+        for term in vocabulary:
+            posting = self._postings.get(term)
+            if posting is None:
+                self._postings[term] = {key}
+                self._add_term(term)
+            else:
+                posting.add(key)
+
+    def remove(self, key: str) -> None:
+        """Forget ``key``; a no-op when it is not indexed."""
+        entry = self._entries.pop(key, None)
+        if entry is None:
+            return
+        self._total_length.subtract(entry.length)
+        self._param_df.subtract(entry.params.keys())
+        for term in set().union(*entry.tf.values(), *entry.params.values()):
+            posting = self._postings[term]
+            posting.discard(key)
+            if not posting:
+                del self._postings[term]
+                self._drop_term(term)
+
+    def _add_term(self, term: str) -> None:
+        bisect.insort(self._vocabulary, term)
+        for variant in _deletions(term):
+            self._deletes.setdefault(variant, set()).add(term)
+
+    def _drop_term(self, term: str) -> None:
+        index = bisect.bisect_left(self._vocabulary, term)
+        if index < len(self._vocabulary) and self._vocabulary[index] == term:
+            del self._vocabulary[index]
+        for variant in _deletions(term):
+            owners = self._deletes.get(variant)
+            if owners is not None:
+                owners.discard(term)
+                if not owners:
+                    del self._deletes[variant]
+
+    # -- queries ------------------------------------------------------------------------
+
+    def expand(self, query: str) -> dict[str, float]:
+        """Index terms the query matches, with the weight each match counts for."""
+        weighted: dict[str, float] = {}
+        for word in dict.fromkeys(terms(query)):
+            if word in self._postings:
+                weighted[word] = max(weighted.get(word, 0.0), 1.0)
+            elif len(word) >= 3:
+                for near in self._near(word):
+                    weighted[near] = max(weighted.get(near, 0.0), _FUZZY_WEIGHT)
+            if len(word) >= 3:
+                for longer in self._prefixed(word):
+                    weighted[longer] = max(weighted.get(longer, 0.0), _PREFIX_WEIGHT)
+        return weighted
+
+    def search(
+        self, query: str, *, limit: int | None = None, within: Collection[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """Keys ranked best first with their scores; only keys in ``within`` if given."""
+        count = len(self._entries)
+        if not count:
+            return []
+        averages = {f: max(self._total_length[f] / count, 1.0) for f in FIELDS}
+        boilerplate = (
+            {p for p, df in self._param_df.items() if df / count > _BOILERPLATE_SHARE}
+            if count >= _BOILERPLATE_MIN_TOOLS
+            else set()
+        )
+        scores: dict[str, float] = {}
+        for term, term_weight in self.expand(query).items():
+            posting = self._postings[term]
+            idf = math.log(1.0 + (count - len(posting) + 0.5) / (len(posting) + 0.5))
+            for key in posting:
+                if within is not None and key not in within:
+                    continue
+                entry = self._entries[key]
+                weighted_tf = 0.0
+                for name in FIELDS[:-1]:
+                    tf = entry.tf[name].get(term)
+                    if tf:
+                        weighted_tf += self._weights[name] * tf / _norm(entry, name, averages)
+                if entry.params:
+                    tf = sum(
+                        c.get(term, 0) for p, c in entry.params.items() if p not in boilerplate
+                    )
+                    if tf:
+                        weighted_tf += (
+                            self._weights["params"] * tf / _norm(entry, "params", averages)
+                        )
+                if weighted_tf:
+                    gain = term_weight * idf * weighted_tf / (_K1 + weighted_tf)
+                    scores[key] = scores.get(key, 0.0) + gain
+        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+        return ranked if limit is None else ranked[:limit]
+
+    def _near(self, word: str) -> Iterable[str]:
+        """Vocabulary words one insertion, deletion, substitution or swap away."""
+        found: set[str] = set()
+        for variant in (word, *_deletions(word)):
+            found |= self._deletes.get(variant, set())
+            if variant in self._postings:
+                found.add(variant)
+        found.discard(word)
+        return sorted(found)[:_MAX_EXPANSIONS]
+
+    def _prefixed(self, word: str) -> Iterable[str]:
+        start = bisect.bisect_right(self._vocabulary, word)
+        out: list[str] = []
+        for term in self._vocabulary[start : start + _MAX_EXPANSIONS]:
+            if not term.startswith(word):
+                break
+            out.append(term)
+        return out
+
+
+def _norm(entry: _Entry, name: str, averages: Mapping[str, float]) -> float:
+    b = _B[name]
+    return 1.0 - b + b * entry.length[name] / averages[name]
+
+
+def _deletions(word: str) -> set[str]:
+    if len(word) < 3:
+        return set()
+    return {word[:i] + word[i + 1 :] for i in range(len(word))}

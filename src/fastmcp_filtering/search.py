@@ -1,0 +1,503 @@
+"""Query search: a ``query`` on list requests that puts the best matching tools first."""
+
+from __future__ import annotations
+
+import time
+import unicodedata
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+from fastmcp.server.context import Context  # noqa: TC002 - the meta-tool's signature needs it
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from fastmcp.server.middleware.tool_injection import ToolInjectionMiddleware
+from fastmcp.server.providers.aggregate import AggregateProvider
+from fastmcp.tools import Tool
+from pydantic import BaseModel, Field
+from typing_extensions import override
+
+from fastmcp_filtering._catalog import Catalog, ComponentKind
+from fastmcp_filtering._cursor import install_cursor_scope
+from fastmcp_filtering._layers import AccessLayer, ClientView
+from fastmcp_filtering._protocol import RequestInfo, add_capabilities, invalid_params, request_info
+from fastmcp_filtering._ranking import Document, SearchIndex
+from fastmcp_filtering.filter import FilterMiddleware
+
+if TYPE_CHECKING:
+    import mcp_types as mt
+    from fastmcp import FastMCP
+    from fastmcp.prompts.base import Prompt
+    from fastmcp.resources.base import Resource
+    from fastmcp.resources.template import ResourceTemplate
+    from fastmcp.utilities.components import FastMCPComponent
+
+    from fastmcp_filtering._declarations import Group, Tag
+
+__all__ = ["MAX_QUERY_LENGTH", "SearchMiddleware", "SearchToolsResult"]
+
+_C = TypeVar("_C", bound="FastMCPComponent")
+
+MAX_QUERY_LENGTH = 1000
+"""Longest query accepted, in characters."""
+
+_LIST_METHOD: dict[ComponentKind, str] = {
+    "tool": "tools/list",
+    "prompt": "prompts/list",
+    "resource": "resources/list",
+    "template": "resources/templates/list",
+}
+
+
+class SearchToolsResult(BaseModel):
+    """What the ``search_tools`` meta-tool returns: tool definitions, best match first."""
+
+    query: str
+    tools: list[dict[str, Any]] = Field(
+        description="Matching tools as tools/list would list them, most relevant first"
+    )
+
+
+class SearchMiddleware(ToolInjectionMiddleware):
+    """Rank tools (and prompts and resources) for a plain-text ``query`` on their list request.
+
+    ``tools/list`` with ``params.query`` returns the matching tools, most relevant
+    first, at most ``max_results``; with a ``filter`` it searches within the
+    filtered set; without a query nothing changes. The ranking is lexical and
+    offline: names split into words, titles, descriptions, tags, group titles and
+    descriptions and parameters, each with its weight, stemmed, with typo
+    tolerance, and Unicode-aware (CJK text is matched by characters). Parameters
+    most tools share do not count. A ``search_tools`` meta-tool gives the same
+    ranking to clients that cannot send the new parameter; it only ever returns
+    tools the client may see, and calls nothing.
+
+    Declares ``capabilities.tools.filtering: true`` and adds a paragraph on how to
+    search, with examples from the server's groups, to the server instructions.
+
+    Example:
+        ```python
+        mcp.add_middleware(SearchMiddleware(groups=groups, max_results=10))
+        ```
+    """
+
+    def __init__(
+        self,
+        *,
+        max_results: int = 10,
+        groups: Iterable[Group] = (),
+        tags: Iterable[Tag] = (),
+        catalog: Catalog | None = None,
+        search_tool: str | None = "search_tools",
+        instructions: bool = True,
+        index_max_age: float = 1.0,
+        weights: Mapping[str, float] | None = None,
+    ) -> None:
+        if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
+            raise ValueError(f"max_results must be a positive integer, got {max_results!r}")
+        if search_tool is not None and (not isinstance(search_tool, str) or not search_tool):
+            raise ValueError(
+                f"search_tool must be a tool name or None to turn it off, got {search_tool!r}"
+            )
+        if not isinstance(index_max_age, int | float) or index_max_age < 0:
+            raise ValueError(f"index_max_age must be >= 0 seconds, got {index_max_age!r}")
+        if catalog is not None and (any(True for _ in groups) or any(True for _ in tags)):
+            raise ValueError("pass either catalog= or groups=/tags=, not both")
+        self.catalog = catalog if catalog is not None else Catalog(groups=groups, tags=tags)
+        self.max_results = max_results
+        self.search_tool = search_tool
+        self.instructions = instructions
+        self.index_max_age = float(index_max_age)
+        self._weights = dict(weights or {})
+        SearchIndex(weights=self._weights)  # validates the weights now, not at first search
+        self._indexes: dict[ComponentKind, _SyncedIndex] = {}
+        super().__init__(tools=[self._make_search_tool()] if search_tool else [])
+
+    def __repr__(self) -> str:
+        return (
+            f"SearchMiddleware(max_results={self.max_results!r}, "
+            f"search_tool={self.search_tool!r}, catalog={self.catalog!r})"
+        )
+
+    @override
+    async def on_message(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+    ) -> Any:
+        server = _server(context)
+        if server is not None:
+            install_cursor_scope(server)
+        return await call_next(context)
+
+    # -- capabilities and instructions --------------------------------------------------
+
+    def _with_search(self, result: Any) -> Any:
+        tools = {"filtering": True}
+        capabilities = getattr(result, "capabilities", None)
+        if capabilities is not None and capabilities.tools is not None:
+            tools = {**capabilities.tools.model_dump(by_alias=True, exclude_none=True), **tools}
+        result = add_capabilities(result, {"tools": tools})
+        if self.instructions and result is not None and hasattr(result, "instructions"):
+            paragraph = self._instructions_paragraph()
+            current = result.instructions
+            text = f"{current}\n\n{paragraph}" if current else paragraph
+            result = result.model_copy(update={"instructions": text})
+        return result
+
+    def _instructions_paragraph(self) -> str:
+        examples = [g.title or g.name.replace("_", " ") for g in self.catalog.groups][:3]
+        quoted = ", ".join(f"'{e.lower()}'" for e in examples) or "'create issue', 'read files'"
+        tool_hint = (
+            f" Clients that cannot send it can call the {self.search_tool} tool with a query."
+            if self.search_tool
+            else ""
+        )
+        return (
+            "Tool search: send tools/list with params.query set to a few plain words saying "
+            f"what you want to do, for example {quoted}; the best matches come first "
+            f"(at most {self.max_results}). Combine it with params.filter to search within "
+            f"groups.{tool_hint}"
+        )
+
+    @override
+    async def on_initialize(
+        self,
+        context: MiddlewareContext[mt.InitializeRequest],
+        call_next: CallNext[mt.InitializeRequest, mt.InitializeResult | None],
+    ) -> mt.InitializeResult | None:
+        result = await call_next(context)
+        return None if result is None else self._with_search(result)
+
+    @override
+    async def on_discover(
+        self,
+        context: MiddlewareContext[mt.DiscoverRequest],
+        call_next: CallNext[mt.DiscoverRequest, mt.DiscoverResult | dict[str, Any]],
+    ) -> mt.DiscoverResult | dict[str, Any]:
+        result = self._with_search(await call_next(context))
+        return result  # type: ignore[no-any-return]
+
+    # -- lists with a query --------------------------------------------------------------
+
+    @override
+    async def on_list_tools(
+        self,
+        context: MiddlewareContext[mt.ListToolsRequest],
+        call_next: CallNext[mt.ListToolsRequest, Sequence[Tool]],
+    ) -> Sequence[Tool]:
+        info = request_info(context)
+        query = _requested_query(info, "tool")
+        if query is None:
+            return await call_next(context)
+        server = _server(context)
+        if server is not None and self._inner_is_list_neutral(server):
+            # Nothing inside us narrows tool lists in ways we cannot apply: rank from the
+            # index and check only the candidates, instead of listing the whole catalog.
+            return await self.search_tools(server, context, query, info=info)
+        return await self._rank_listed(context, await call_next(context), query, "tool", info)
+
+    @override
+    async def on_list_prompts(
+        self,
+        context: MiddlewareContext[mt.ListPromptsRequest],
+        call_next: CallNext[mt.ListPromptsRequest, Sequence[Prompt]],
+    ) -> Sequence[Prompt]:
+        return await self._rank_if_queried(context, await call_next(context), "prompt")
+
+    @override
+    async def on_list_resources(
+        self,
+        context: MiddlewareContext[mt.ListResourcesRequest],
+        call_next: CallNext[mt.ListResourcesRequest, Sequence[Resource]],
+    ) -> Sequence[Resource]:
+        return await self._rank_if_queried(context, await call_next(context), "resource")
+
+    @override
+    async def on_list_resource_templates(
+        self,
+        context: MiddlewareContext[mt.ListResourceTemplatesRequest],
+        call_next: CallNext[mt.ListResourceTemplatesRequest, Sequence[ResourceTemplate]],
+    ) -> Sequence[ResourceTemplate]:
+        return await self._rank_if_queried(context, await call_next(context), "template")
+
+    async def _rank_if_queried(
+        self, context: MiddlewareContext[Any], components: Sequence[_C], kind: ComponentKind
+    ) -> Sequence[_C]:
+        info = request_info(context)
+        query = _requested_query(info, kind)
+        if query is None:
+            return components
+        return await self._rank_listed(context, components, query, kind, info)
+
+    async def _rank_listed(
+        self,
+        context: MiddlewareContext[Any],
+        components: Sequence[_C],
+        query: str,
+        kind: ComponentKind,
+        info: RequestInfo | None,
+    ) -> list[_C]:
+        """Rank components a list already produced (the path that lists everything)."""
+        index = self._index(kind)
+        by_key = {_key(c, kind): c for c in components}
+        index.merge(by_key.values(), self._document)
+        server = _server(context)
+        check = await self._checker(server, context, info, kind, components)
+        ranked: list[_C] = []
+        for key, _score in index.index.search(query, within=by_key.keys()):
+            kept = check(by_key[key])
+            if kept is not None:
+                ranked.append(kept)
+                if len(ranked) == self.max_results:
+                    break
+        return ranked
+
+    # -- the fast path, shared by tools/list and the meta-tool ---------------------------
+
+    async def search_tools(
+        self,
+        server: FastMCP,
+        context: MiddlewareContext[Any],
+        query: str,
+        *,
+        info: RequestInfo | None = None,
+        limit: int | None = None,
+    ) -> list[Tool]:
+        """The tools this client may see that best match ``query``, best first."""
+        index = self._index("tool")
+        if index.stale(self.index_max_age, self.catalog.version):
+            await index.sync(_all_tools(server), self._document, self.catalog.version)
+        check = await self._checker(server, context, info, "tool", ())
+        limit = limit or self.max_results
+        found: list[Tool] = []
+        for key, _score in index.index.search(query):
+            # FastMCP's own lookup applies enabled state, session visibility and auth.
+            tool = await server.get_tool(key)
+            if tool is None:
+                continue
+            kept = check(tool)
+            if kept is not None:
+                found.append(kept)
+                if len(found) == limit:
+                    break
+        return found
+
+    async def _checker(
+        self,
+        server: FastMCP | None,
+        context: MiddlewareContext[Any],
+        info: RequestInfo | None,
+        kind: ComponentKind,
+        known: Sequence[FastMCPComponent],
+    ) -> Callable[[_C], _C | None]:
+        """One request's decision for a candidate: every layer's refusal and filter view."""
+        views: list[ClientView] = []
+        selectors: list[Callable[[Any], Any]] = []
+        if server is not None:
+            for middleware in server.middleware:
+                if isinstance(middleware, AccessLayer):
+                    views.append(await middleware.client_view(context))
+                elif isinstance(middleware, FilterMiddleware):
+                    if not known:
+                        known = self._index(kind).components()
+                    selectors.append(middleware.selector(info, kind, known))
+
+        def check(component: _C) -> _C | None:
+            for view in views:
+                if view.refusal(component) is not None:
+                    return None
+            kept: Any = component
+            for select in selectors:
+                kept = select(kept)
+                if kept is None:
+                    return None
+            return kept  # type: ignore[no-any-return]
+
+        return check
+
+    def _inner_is_list_neutral(self, server: FastMCP) -> bool:
+        """Whether every middleware after this one either is ours or leaves tool lists alone."""
+        try:
+            position = server.middleware.index(self)
+        except ValueError:
+            return False
+        for middleware in server.middleware[position + 1 :]:
+            if isinstance(middleware, AccessLayer | FilterMiddleware | SearchMiddleware):
+                continue
+            cls = type(middleware)
+            if isinstance(middleware, ToolInjectionMiddleware):
+                continue
+            if cls.on_list_tools is not Middleware.on_list_tools or cls.__call__ is not (
+                Middleware.__call__
+            ):
+                return False
+        return True
+
+    # -- index bookkeeping --------------------------------------------------------------
+
+    def _index(self, kind: ComponentKind) -> _SyncedIndex:
+        index = self._indexes.get(kind)
+        if index is None:
+            index = self._indexes[kind] = _SyncedIndex(SearchIndex(weights=self._weights), kind)
+        return index
+
+    def _document(self, component: FastMCPComponent) -> Document:
+        """The searchable text of a component: its fields and its groups' titles."""
+        membership = self.catalog.membership(component)
+        group_text: list[str] = []
+        for name in membership.direct:
+            group = self.catalog.group(name)
+            if group is not None:
+                group_text.extend(t for t in (group.name, group.title, group.description) if t)
+        params: tuple[tuple[str, str], ...] = ()
+        schema = getattr(component, "parameters", None)
+        if isinstance(schema, Mapping):
+            properties = schema.get("properties")
+            if isinstance(properties, Mapping):
+                params = tuple(
+                    (
+                        str(name),
+                        str(spec.get("description", "")) if isinstance(spec, Mapping) else "",
+                    )
+                    for name, spec in properties.items()
+                )
+        elif (arguments := getattr(component, "arguments", None)) is not None:
+            params = tuple((a.name, a.description or "") for a in arguments)
+        return Document(
+            name=component.name,
+            title=component.title or "",
+            description=component.description or "",
+            tags=tuple(sorted(component.tags)),
+            groups=tuple(group_text),
+            params=params,
+        )
+
+    def _make_search_tool(self) -> Tool:
+        middleware = self
+
+        async def search_tools(
+            query: Annotated[
+                str, Field(description="A few plain words saying what you want to do")
+            ],
+            ctx: Context,
+        ) -> SearchToolsResult:
+            """Find the tools for a task: returns the best matching tools, most relevant first."""
+            text = _clean_query(query, field="query")
+            found: list[Tool] = []
+            if text:
+                context = MiddlewareContext(message=None, fastmcp_context=ctx)
+                found = await middleware.search_tools(ctx.fastmcp, context, text)
+            return SearchToolsResult(
+                query=query,
+                tools=[
+                    t.to_mcp_tool(name=t.name).model_dump(
+                        by_alias=True, mode="json", exclude_none=True
+                    )
+                    for t in found
+                ],
+            )
+
+        assert self.search_tool is not None
+        return Tool.from_function(
+            search_tools,
+            name=self.search_tool,
+            description=(
+                "Search this server's tools by what you want to do (plain words, e.g. "
+                "'open a pull request'). Returns the best matching tool definitions, most "
+                "relevant first."
+            ),
+        )
+
+
+class _SyncedIndex:
+    """A ``SearchIndex`` that follows a catalog by object identity, with an age."""
+
+    def __init__(self, index: SearchIndex, kind: ComponentKind) -> None:
+        self.index = index
+        self.kind = kind
+        self._seen: dict[str, FastMCPComponent] = {}
+        self._synced_at = float("-inf")
+        self._version = -1
+
+    def stale(self, max_age: float, version: int) -> bool:
+        return version != self._version or time.monotonic() - self._synced_at > max_age
+
+    def components(self) -> list[FastMCPComponent]:
+        return list(self._seen.values())
+
+    def merge(
+        self, components: Iterable[FastMCPComponent], describe: Callable[[Any], Document]
+    ) -> None:
+        """Index components not seen before, or changed (a new object), keeping the rest."""
+        for component in components:
+            key = _key(component, self.kind)
+            if self._seen.get(key) is not component:
+                self.index.upsert(key, describe(component))
+                self._seen[key] = component
+
+    async def sync(
+        self,
+        components: Awaitable[Sequence[FastMCPComponent]],
+        describe: Callable[[Any], Document],
+        version: int,
+    ) -> None:
+        """Make the index match the whole catalog: add, change and remove what differs."""
+        current = await components
+        keys = set()
+        if version != self._version:
+            # Group titles are part of the text: rebuild the documents whose groups changed.
+            self._seen.clear()
+        for component in current:
+            keys.add(_key(component, self.kind))
+        for key in [k for k in self.index if k not in keys]:  # a copy: we remove as we go
+            self.index.remove(key)
+            self._seen.pop(key, None)
+        self.merge(current, describe)
+        self._synced_at = time.monotonic()
+        self._version = version
+
+
+async def _all_tools(server: FastMCP) -> Sequence[Tool]:
+    """Every tool of the server, whoever the client: providers plus injected meta-tools."""
+    tools = list(await AggregateProvider.list_tools(server))
+    for middleware in server.middleware:
+        if isinstance(middleware, ToolInjectionMiddleware):
+            tools.extend(middleware.injected_tools)
+    return tools
+
+
+def _key(component: FastMCPComponent, kind: ComponentKind) -> str:
+    if kind == "resource":
+        return str(getattr(component, "uri", component.name))
+    if kind == "template":
+        return str(getattr(component, "uri_template", component.name))
+    return component.name
+
+
+def _server(context: MiddlewareContext[Any]) -> FastMCP | None:
+    return context.fastmcp_context.fastmcp if context.fastmcp_context else None
+
+
+def _requested_query(info: RequestInfo | None, kind: ComponentKind) -> str | None:
+    """The request's ``query``, cleaned; None when absent, blank, or another method's."""
+    if info is None or info.method != _LIST_METHOD[kind]:
+        return None
+    raw = info.params.get("query")
+    if raw is None:
+        return None
+    return _clean_query(raw, field="query") or None
+
+
+def _clean_query(raw: object, *, field: str) -> str:
+    """Validate a query: a string of at most ``MAX_QUERY_LENGTH`` characters, as plain text.
+
+    Control characters are read as spaces; the result is trimmed. No syntax is
+    interpreted: the query is only ever split into words.
+    """
+    if not isinstance(raw, str):
+        raise invalid_params(
+            f"{field} must be a string of plain words, got {type(raw).__name__}", field=field
+        )
+    if len(raw) > MAX_QUERY_LENGTH:
+        raise invalid_params(
+            f"{field} has {len(raw)} characters; at most {MAX_QUERY_LENGTH} are allowed",
+            field=field,
+        )
+    cleaned = "".join(" " if unicodedata.category(ch)[0] == "C" else ch for ch in raw)
+    return cleaned.strip()

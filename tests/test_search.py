@@ -1,0 +1,382 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from fastmcp import FastMCP
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from fastmcp.tools import Tool
+from fastmcp.tools.base import ToolResult
+from inline_snapshot import snapshot
+from mcp.shared.exceptions import MCPError
+
+from fastmcp_filtering import FilterMiddleware, Group, in_group
+from fastmcp_filtering.client import call_method, list_tools
+from fastmcp_filtering.search import SearchMiddleware
+
+from .conftest import Connect
+from .test_layers import HideSecret
+
+
+class Stub(Tool):
+    async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        return ToolResult(content=self.name)
+
+
+def stub(
+    name: str, description: str = "", *, params: dict[str, str] | None = None, **kw: Any
+) -> Stub:
+    properties = {p: {"type": "string", "description": d} for p, d in (params or {}).items()}
+    return Stub(
+        name=name,
+        description=description,
+        parameters={"type": "object", "properties": properties},
+        **kw,
+    )
+
+
+CATALOG = [
+    stub("create_pull_request", "Open a pull request to merge a branch"),
+    stub("list_issues", "List the issues of a repository"),
+    stub("create_issue", "Open a new issue"),
+    stub("getRepository", "Get a repository by owner and name"),
+    stub("send-email", "Send an email message to a recipient"),
+    stub("calendar.create_event", "Put an event in the calendar"),
+    stub("delete_branch", "Delete a branch", tags={"destructive"}),
+    stub("translate_text", "将文本翻译成另一种语言"),
+    stub("launch_rocket", "Launch the rocket", tags={"secret"}),
+]
+
+GROUPS = [
+    Group("code", title="Source code", description="Repositories, branches, pull requests"),
+    Group("mail", title="Mail", description="Email and calendar"),
+]
+
+
+def make_server(
+    *extra: Middleware, search: SearchMiddleware | None = None, page_size: int | None = None
+) -> FastMCP:
+    mcp = FastMCP("search", list_page_size=page_size)
+    code = ("create_pull_request", "list_issues", "create_issue", "getRepository", "delete_branch")
+    for tool in CATALOG:
+        copy = tool.model_copy()
+        if tool.name in code:
+            in_group("code")(copy)
+        elif tool.name in ("send-email", "calendar.create_event"):
+            in_group("mail")(copy)
+        mcp.add_tool(copy)
+    mcp.add_middleware(search or SearchMiddleware(groups=GROUPS, max_results=3))
+    for middleware in extra:
+        mcp.add_middleware(middleware)
+    return mcp
+
+
+async def ranked(client: Any, query: str, **kw: Any) -> list[str]:
+    return [t.name for t in (await list_tools(client, query=query, **kw)).tools]
+
+
+class TestRanking:
+    @pytest.mark.parametrize(
+        ("query", "first"),
+        [
+            ("open a pull request", "create_pull_request"),
+            ("pul request", "create_pull_request"),
+            ("creating issues", "create_issue"),
+            ("get repository", "getRepository"),
+            ("send email", "send-email"),
+            ("create calendar event", "calendar.create_event"),
+            ("repostory", "getRepository"),
+            ("翻译文本", "translate_text"),
+            ("email and calendar", "send-email"),
+        ],
+    )
+    async def test_best_match_first(self, connect: Connect, query: str, first: str) -> None:
+        async with connect(make_server()) as client:
+            result = await ranked(client, query)
+        assert result[0] == first
+
+    async def test_at_most_max_results_best_first(self, connect: Connect) -> None:
+        async with connect(make_server()) as client:
+            result = await ranked(client, "create open")
+        assert len(result) == 3
+        assert result[0] in {"create_issue", "create_pull_request"}
+
+    async def test_no_match_is_an_empty_list(self, connect: Connect) -> None:
+        async with connect(make_server()) as client:
+            assert await ranked(client, "zebra xylophone") == []
+
+    async def test_shared_parameters_do_not_drown_the_signal(self) -> None:
+        mcp = FastMCP("boilerplate")
+        boilerplate = {
+            "tenant_id": "The tenant to run the request for",
+            "retry_policy": "How to retry a failed request: attempts, backoff, timeout",
+        }
+        for i in range(12):
+            mcp.add_tool(stub(f"op_{i}", f"Operation number {i}", params=boilerplate))
+        mcp.add_tool(stub("fetch_invoice", "Fetch an invoice", params={"invoice_id": "Invoice"}))
+        mcp.add_middleware(SearchMiddleware(max_results=3))
+        from fastmcp import Client
+
+        async with Client(mcp) as client:
+            result = await ranked(client, "retry request invoice")
+        assert result[0] == "fetch_invoice"
+
+    async def test_query_is_plain_text_not_syntax(self, connect: Connect) -> None:
+        async with connect(make_server()) as client:
+            for query in [".*", "(", "issue OR email", "' OR 1=1 --", "\\d+", "%s%n"]:
+                await ranked(client, query)
+            assert await ranked(client, "issue OR email") != []
+
+
+class TestWithFilterAndPagination:
+    async def test_search_within_the_filter(self, connect: Connect) -> None:
+        server = make_server(FilterMiddleware(groups=GROUPS))
+        async with connect(server) as client:
+            result = await ranked(client, "create", groups=["mail"])
+        assert result == ["calendar.create_event"]
+
+    @pytest.mark.parametrize("order", ["search-first", "filter-first"])
+    async def test_order_of_middlewares_does_not_change_the_answer(
+        self, connect: Connect, order: str
+    ) -> None:
+        mcp = FastMCP("order")
+        for tool in CATALOG:
+            mcp.add_tool(tool.model_copy())
+        search = SearchMiddleware(groups=GROUPS, max_results=3)
+        layers: list[Middleware] = [search, FilterMiddleware(groups=GROUPS), HideSecret()]
+        for middleware in layers if order == "search-first" else reversed(layers):
+            mcp.add_middleware(middleware)
+        async with connect(mcp) as client:
+            result = await ranked(client, "launch rocket delete branch", tags=["destructive"])
+            hidden = await ranked(client, "launch rocket")
+        assert result == ["delete_branch"]
+        assert hidden == []
+
+    async def test_pages_and_a_cursor_bound_to_the_query(self, connect: Connect) -> None:
+        server = make_server(page_size=2)
+        async with connect(server) as client:
+            first = await list_tools(client, query="create open")
+            assert len(first.tools) == 2
+            assert first.next_cursor is not None
+            second = await list_tools(client, query="create open", cursor=first.next_cursor)
+            assert len(second.tools) == 1
+            with pytest.raises(MCPError) as error:
+                await list_tools(client, query="email", cursor=first.next_cursor)
+        assert error.value.code == -32602
+
+
+class TestHiddenStaysHidden:
+    async def test_query_and_meta_tool_skip_what_a_layer_hides(self, connect: Connect) -> None:
+        async with connect(make_server(HideSecret())) as client:
+            assert "launch_rocket" not in await ranked(client, "launch rocket")
+            found = await client.call_tool("search_tools", {"query": "launch rocket"})
+        assert "launch_rocket" not in [t["name"] for t in found.structured_content["tools"]]
+
+    async def test_an_unknown_inner_middleware_is_respected(self, connect: Connect) -> None:
+        class HideEmail(Middleware):
+            async def on_list_tools(
+                self,
+                context: MiddlewareContext[Any],
+                call_next: CallNext[Any, Sequence[Tool]],
+            ) -> Sequence[Tool]:
+                return [t for t in await call_next(context) if "email" not in t.name]
+
+        async with connect(make_server(HideEmail())) as client:
+            assert "send-email" not in await ranked(client, "send email")
+
+
+class TestMetaTool:
+    async def test_same_ranking_as_the_query_parameter(self, connect: Connect) -> None:
+        async with connect(make_server()) as client:
+            listed = await ranked(client, "open a pull request")
+            found = await client.call_tool("search_tools", {"query": "open a pull request"})
+        assert [t["name"] for t in found.structured_content["tools"]] == listed
+
+    async def test_returns_full_definitions(self, connect: Connect) -> None:
+        async with connect(make_server()) as client:
+            found = await client.call_tool("search_tools", {"query": "send email"})
+        assert found.structured_content["tools"][0] == snapshot(
+            {
+                "name": "send-email",
+                "title": "Send Email",
+                "description": "Send an email message to a recipient",
+                "inputSchema": {"type": "object", "properties": {}},
+                "_meta": {
+                    "fastmcp": {"tags": []},
+                    "io.modelcontextprotocol/groups": ["mail"],
+                },
+            }
+        )
+
+    async def test_can_be_renamed_or_turned_off(self, connect: Connect) -> None:
+        renamed = make_server(search=SearchMiddleware(groups=GROUPS, search_tool="find_tools"))
+        off = make_server(search=SearchMiddleware(groups=GROUPS, search_tool=None))
+        async with connect(renamed) as client:
+            names = [t.name for t in await client.list_tools()]
+            assert "find_tools" in names
+            assert "search_tools" not in names
+        async with connect(off) as client:
+            names = [t.name for t in await client.list_tools()]
+            assert "search_tools" not in names
+
+    async def test_bad_query_argument(self, connect: Connect) -> None:
+        async with connect(make_server()) as client:
+            result = await client.call_tool(
+                "search_tools", {"query": "x" * 1001}, raise_on_error=False
+            )
+        assert result.is_error
+
+
+class TestOtherLists:
+    async def test_prompts_and_resources(self, connect: Connect) -> None:
+        mcp = make_server()
+
+        @mcp.prompt
+        def review_code(diff: str) -> str:
+            """Review a code change for bugs."""
+            return diff
+
+        @mcp.prompt
+        def write_poem() -> str:
+            """Write a short poem."""
+            return "roses"
+
+        @mcp.resource("docs://style-guide", description="The coding style guide")
+        def style_guide() -> str:
+            return "PEP 8"
+
+        @mcp.resource("docs://menu", description="Lunch menu")
+        def menu() -> str:
+            return "soup"
+
+        async with connect(mcp) as client:
+            prompts = await call_method(client, "prompts/list", {"query": "review code"})
+            resources = await call_method(client, "resources/list", {"query": "style guide"})
+        assert [p["name"] for p in prompts["prompts"]] == ["review_code"]
+        assert [r["uri"] for r in resources["resources"]] == ["docs://style-guide"]
+
+
+class TestBadInput:
+    @pytest.mark.parametrize("query", [3, ["a"], {"q": 1}, True])
+    async def test_wrong_type(self, connect: Connect, query: Any) -> None:
+        async with connect(make_server()) as client:
+            with pytest.raises(MCPError) as error:
+                await call_method(client, "tools/list", {"query": query})
+            assert error.value.code == -32602
+            assert error.value.data == {"field": "query"}
+            assert len(await client.list_tools()) == len(CATALOG) + 1
+
+    async def test_too_long(self, connect: Connect) -> None:
+        async with connect(make_server()) as client:
+            with pytest.raises(MCPError) as error:
+                await list_tools(client, query="issue " * 200)
+        assert error.value.code == -32602
+
+    @pytest.mark.parametrize("query", ["", "   ", "\t\n", "\x00\x01"])
+    async def test_blank_is_no_query(self, connect: Connect, query: str) -> None:
+        async with connect(make_server()) as client:
+            result = await list_tools(client, query=query)
+        assert len(result.tools) == len(CATALOG) + 1
+
+    async def test_control_characters_read_as_spaces(self, connect: Connect) -> None:
+        async with connect(make_server()) as client:
+            assert (await ranked(client, "send\x00email"))[0] == "send-email"
+
+
+class TestCapabilitiesAndInstructions:
+    async def test_tools_filtering_and_instructions(self, connect: Connect) -> None:
+        async with connect(make_server()) as client:
+            capabilities = client.server_capabilities
+            instructions = client.instructions
+        assert capabilities is not None
+        assert capabilities.experimental is not None
+        assert capabilities.experimental["tools"]["filtering"] is True
+        assert instructions is not None
+        assert "params.query" in instructions
+        assert "'source code', 'mail'" in instructions
+        assert "search_tools" in instructions
+
+
+class TestIndexFollowsTheCatalog:
+    async def test_added_changed_and_removed_tools(self, connect: Connect) -> None:
+        search = SearchMiddleware(groups=GROUPS, max_results=3, index_max_age=0)
+        server = make_server(search=search)
+        async with connect(server) as client:
+            assert await ranked(client, "weather forecast") == []
+            server.add_tool(stub("get_weather", "Weather forecast for a city"))
+            assert await ranked(client, "weather forecast") == ["get_weather"]
+            server.local_provider.remove_tool("get_weather")
+            server.add_tool(stub("get_weather", "Tide tables for a harbour"))
+            assert await ranked(client, "weather forecast") == ["get_weather"]  # the name
+            assert await ranked(client, "tide tables") == ["get_weather"]
+            server.local_provider.remove_tool("get_weather")
+            assert await ranked(client, "weather forecast") == []
+
+    async def test_removed_tool_never_returned_even_before_a_resync(self, connect: Connect) -> None:
+        search = SearchMiddleware(groups=GROUPS, max_results=3, index_max_age=3600)
+        server = make_server(search=search)
+        async with connect(server) as client:
+            assert "send-email" in await ranked(client, "send email")
+            server.local_provider.remove_tool("send-email")
+            assert "send-email" not in await ranked(client, "send email")
+
+    async def test_unchanged_tools_are_not_described_again(
+        self, connect: Connect, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        search = SearchMiddleware(groups=GROUPS, max_results=3, index_max_age=0)
+        described: list[str] = []
+        original = search._document
+
+        def counting(component: Any) -> Any:
+            described.append(component.name)
+            return original(component)
+
+        monkeypatch.setattr(search, "_document", counting)
+        server = make_server(search=search)
+        async with connect(server) as client:
+            await ranked(client, "email")
+            first = len(described)
+            await ranked(client, "issue")
+            assert len(described) == first
+            server.add_tool(stub("get_weather", "Weather forecast"))
+            await ranked(client, "weather")
+        assert described[first:] == ["get_weather"]
+
+    async def test_no_catalog_read_while_the_index_is_fresh(
+        self, connect: Connect, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        import fastmcp_filtering.search as search_module
+
+        reads: list[int] = []
+        original = search_module._all_tools
+
+        async def counting(server: FastMCP) -> Any:
+            reads.append(1)
+            return await original(server)
+
+        monkeypatch.setattr(search_module, "_all_tools", counting)
+        server = make_server(search=SearchMiddleware(groups=GROUPS, index_max_age=3600))
+        async with connect(server) as client:
+            for query in ("email", "issue", "branch", "calendar"):
+                await ranked(client, query)
+        assert reads == [1]
+
+
+class TestConstruction:
+    @pytest.mark.parametrize(
+        ("kwargs", "message"),
+        [
+            ({"max_results": 0}, "max_results must be a positive integer"),
+            ({"max_results": True}, "max_results must be a positive integer"),
+            ({"search_tool": ""}, "search_tool must be a tool name or None"),
+            ({"index_max_age": -1}, "index_max_age must be >= 0"),
+            ({"weights": {"body": 2.0}}, "unknown field weight"),
+        ],
+    )
+    def test_bad_options(self, kwargs: dict[str, Any], message: str) -> None:
+        with pytest.raises(ValueError, match=message):
+            SearchMiddleware(**kwargs)
+
+    def test_repr(self) -> None:
+        assert repr(SearchMiddleware(max_results=5)).startswith("SearchMiddleware(max_results=5")
