@@ -19,14 +19,29 @@ from __future__ import annotations
 
 from fastmcp_filtering._catalog import Catalog, Membership
 from fastmcp_filtering._declarations import GROUPS_META_KEY, Group, Tag, in_group
+from fastmcp_filtering.concerns import Concern, ConcernMiddleware, concerns
 from fastmcp_filtering.filter import FilterMiddleware
+from fastmcp_filtering.progressive import (
+    DisableToolsResult,
+    EnableToolsResult,
+    ProgressiveDisclosureMiddleware,
+)
+from fastmcp_filtering.search import SearchMiddleware, SearchToolsResult
 
 __all__ = [
     "GROUPS_META_KEY",
     "Catalog",
+    "Concern",
+    "ConcernMiddleware",
+    "DisableToolsResult",
+    "EnableToolsResult",
     "FilterMiddleware",
     "Group",
     "Membership",
+    "ProgressiveDisclosureMiddleware",
+    "SearchMiddleware",
+    "SearchToolsResult",
     "Tag",
+    "concerns",
     "in_group",
 ]

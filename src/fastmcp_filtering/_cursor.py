@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from fastmcp_filtering._concerns import REQUEST_META_KEY as CONCERNS_META_KEY
 from fastmcp_filtering._protocol import invalid_params
 
 if TYPE_CHECKING:
@@ -30,6 +31,10 @@ _installed: weakref.WeakSet[FastMCP] = weakref.WeakSet()
 def _scope_of(params: Mapping[str, Any]) -> str:
     """A short digest of the scoped parameters, or "" when the request has none."""
     scoped = {key: params[key] for key in SCOPED_PARAMS if params.get(key) is not None}
+    meta = params.get("_meta")
+    if isinstance(meta, Mapping) and meta.get(CONCERNS_META_KEY) is not None:
+        # A per-request concerns override changes the listing as much as a filter does.
+        scoped[f"_meta.{CONCERNS_META_KEY}"] = meta[CONCERNS_META_KEY]
     if not scoped:
         return ""
     canonical = json.dumps(scoped, sort_keys=True, separators=(",", ":"), default=repr)

@@ -28,14 +28,20 @@ if TYPE_CHECKING:
     from fastmcp import Client
 
 __all__ = [
+    "CONCERNS_META_KEY",
+    "ConcernInfo",
+    "ConcernsUpdate",
     "FilteringNotifications",
     "GroupInfo",
     "TagInfo",
     "call_method",
+    "concerns_meta",
     "groups_of",
+    "list_concerns",
     "list_groups",
     "list_tags",
     "list_tools",
+    "update_concerns",
 ]
 
 
@@ -183,3 +189,70 @@ def _ignoring_params(callback: Callable[[], Awaitable[None]]) -> Callable[[Any],
         await callback()
 
     return handler
+
+
+# -- concerns -----------------------------------------------------------------------------
+
+CONCERNS_META_KEY = "io.modelcontextprotocol/concerns"
+"""The request ``_meta`` key that carries a one-request concerns override."""
+
+
+class ConcernInfo(BaseModel):
+    """A concern as ``concerns/list`` and ``capabilities.concerns`` declare it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    description: str | None = None
+    values: list[str]
+    default: str | None = None
+    ordered: bool = False
+
+
+class ConcernsUpdate(BaseModel):
+    """The reply to ``concerns/update``: the effective configuration and what was ignored."""
+
+    model_config = ConfigDict(extra="allow")
+
+    concerns: dict[str, str]
+    """Every concern that now filters this client: its values plus the server's defaults."""
+    warnings: list[str] = Field(default_factory=list)
+    """Entries the server ignored, such as concern names it does not declare."""
+
+
+async def list_concerns(client: Client[Any]) -> list[ConcernInfo]:
+    """``concerns/list``: the concerns the server declares, with values and defaults."""
+    result = await call_method(client, "concerns/list")
+    return [ConcernInfo.model_validate(c) for c in result.get("concerns", [])]
+
+
+async def update_concerns(client: Client[Any], concerns: Mapping[str, str]) -> ConcernsUpdate:
+    """``concerns/update``: replace this client's whole concern configuration.
+
+    Concerns left out fall back to the server's defaults; ``{}`` clears the
+    configuration. Raises ``MCPError`` (-32602) for a value the concern does not
+    allow, and when the server cannot keep state for this client (stateless
+    HTTP without authentication): then send ``meta=concerns_meta(...)`` with
+    each request instead.
+
+    Example:
+        ```python
+        update = await update_concerns(client, {"security": "high"})
+        ```
+    """
+    result = await call_method(client, "concerns/update", {"concerns": dict(concerns)})
+    return ConcernsUpdate.model_validate(result)
+
+
+def concerns_meta(concerns: Mapping[str, str]) -> dict[str, Any]:
+    """The request ``_meta`` that applies ``concerns`` to one request, whatever is stored.
+
+    Pass it as ``meta=`` to ``list_tools`` here or to ``Client.call_tool``; it
+    replaces the stored configuration for that request and needs no server state.
+
+    Example:
+        ```python
+        page = await list_tools(client, meta=concerns_meta({"security": "high"}))
+        ```
+    """
+    return {CONCERNS_META_KEY: dict(concerns)}

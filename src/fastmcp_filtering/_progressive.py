@@ -1,0 +1,258 @@
+"""The pure part of progressive disclosure: which groups are offered, and what a change does."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+
+    from fastmcp_filtering._catalog import Catalog, Membership
+
+__all__ = [
+    "Change",
+    "as_names",
+    "call_hint",
+    "closed",
+    "disable",
+    "enable",
+    "offered",
+    "shown",
+]
+
+
+def call_hint(tool: str, groups: Sequence[str]) -> str:
+    """``enable_tools(groups=["code", "repos"])``: a call the agent can copy."""
+    return f"{tool}(groups={json.dumps(list(groups))})"
+
+
+def as_names(names: Iterable[str]) -> str:
+    """``["a", "b"]``: names as the agent would pass them."""
+    return json.dumps(list(names))
+
+
+def shown(membership: Membership, enabled: frozenset[str], *, hide_ungrouped: bool) -> bool:
+    """Whether a component with ``membership`` is visible when ``enabled`` are enabled.
+
+    A component is visible when one of its direct groups is enabled. Enabling a
+    parent does not show the members of its children: it offers the children.
+    A component in no group is visible unless ``hide_ungrouped``; one that only
+    claims undeclared groups is hidden, so a typo never exposes a tool.
+    """
+    if membership.direct:
+        return not enabled.isdisjoint(membership.direct)
+    if membership.undeclared:
+        return False
+    return not hide_ungrouped
+
+
+def _reachable(catalog: Catalog, name: str, enabled: Iterable[str]) -> bool:
+    """A root, or a group with at least one enabled parent."""
+    group = catalog.group(name)
+    if group is None:
+        return False
+    return not group.parents or any(p in enabled for p in group.parents)
+
+
+def closed(catalog: Catalog, names: Iterable[str]) -> frozenset[str]:
+    """``names`` cut down to declared groups whose parents are enabled.
+
+    Stored state can outlive a group (``Catalog.remove_group``) or a parent
+    link; the enabled set must still form a tree hanging from the roots.
+    """
+    kept = {n for n in names if catalog.group(n) is not None}
+    while True:
+        dropped = {n for n in kept if not _reachable(catalog, n, kept)}
+        if not dropped:
+            return frozenset(kept)
+        kept -= dropped
+
+
+def offered(catalog: Catalog, enabled: frozenset[str]) -> list[str]:
+    """Groups that can be enabled now, in declaration order: roots and children of enabled."""
+    return [
+        g.name
+        for g in catalog.groups
+        if g.name not in enabled and _reachable(catalog, g.name, enabled)
+    ]
+
+
+def path_to(catalog: Catalog, name: str, enabled: frozenset[str]) -> list[str]:
+    """The groups to enable, root first, so that ``name`` becomes enabled."""
+    path = [name]
+    current = name
+    seen = {name}
+    while current not in enabled:
+        group = catalog.group(current)
+        if group is None or not group.parents or any(p in enabled for p in group.parents):
+            break
+        parent = group.parents[0]
+        if parent in seen:
+            break
+        seen.add(parent)
+        path.insert(0, parent)
+        current = parent
+    return [n for n in path if n not in enabled]
+
+
+@dataclass
+class Change:
+    """What one ``enable_tools`` / ``disable_tools`` call did."""
+
+    enabled: frozenset[str]
+    changed: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _request_errors(groups: object, tool: str) -> tuple[list[str], list[str]]:
+    """The string names in ``groups`` and an error for everything else."""
+    if not isinstance(groups, list):
+        got = type(groups).__name__
+        example = call_hint(tool, [groups] if isinstance(groups, str) else ["<group>"])
+        return [], [f"groups must be a list of group names, got {got}: call {example}"]
+    names: list[str] = []
+    errors: list[str] = []
+    for item in groups:
+        if isinstance(item, str):
+            if item not in names:
+                names.append(item)
+        else:
+            errors.append(f"group names are strings, got {item!r}")
+    return names, errors
+
+
+def enable(
+    catalog: Catalog,
+    enabled: frozenset[str],
+    groups: object,
+    *,
+    tool: str,
+    disable_tool: str,
+    members: Mapping[str, frozenset[str]],
+    max_tools: int | None,
+) -> Change:
+    """Enable ``groups`` on top of ``enabled``; each group is enabled whole or not at all.
+
+    Parents are handled before children, so a child named with its parent in
+    one call is enabled whatever the order. ``members`` maps each group to the
+    grouped tools it shows; ``max_tools`` caps the union over enabled groups.
+    """
+    names, errors = _request_errors(groups, tool)
+    change = Change(enabled=enabled, errors=errors)
+    known = [n for n in names if catalog.group(n) is not None]
+    for name in names:
+        if catalog.group(name) is None:
+            change.errors.append(
+                f"unknown group {name!r}; groups you can enable now: "
+                f"{as_names(offered(catalog, enabled))}"
+            )
+    for name in _parents_first(catalog, known):
+        current = change.enabled
+        if name in current:
+            if name in change.changed:
+                continue
+            change.errors.append(f"group {name!r} is already enabled")
+            continue
+        if not _reachable(catalog, name, current):
+            path = path_to(catalog, name, current)
+            parents = catalog.group(name).parents  # type: ignore[union-attr]
+            change.errors.append(
+                f"group {name!r} needs its parent {_either(parents)} enabled first: "
+                f"call {call_hint(tool, path)}"
+            )
+            continue
+        if max_tools is not None:
+            in_use = _union(members, current)
+            after = in_use | members.get(name, frozenset())
+            if len(after) > max_tools:
+                change.errors.append(
+                    _over_cap(
+                        catalog, name, in_use, after, current, members, max_tools, disable_tool
+                    )
+                )
+                continue
+        change.enabled = current | {name}
+        change.changed.append(name)
+    return change
+
+
+def _parents_first(catalog: Catalog, names: Sequence[str]) -> list[str]:
+    """``names`` in the order given, except that a group comes after its named ancestors."""
+    requested = set(names)
+    order: list[str] = []
+    for name in names:
+        above = (catalog.ancestors(name) - {name}) & requested
+        for ancestor in sorted(above, key=lambda n: len(catalog.ancestors(n))):
+            if ancestor not in order:
+                order.append(ancestor)
+        if name not in order:
+            order.append(name)
+    return order
+
+
+def _either(names: Sequence[str]) -> str:
+    if len(names) == 1:
+        return repr(names[0])
+    return "one of " + ", ".join(repr(n) for n in names)
+
+
+def _union(members: Mapping[str, frozenset[str]], groups: Iterable[str]) -> frozenset[str]:
+    result: set[str] = set()
+    for group in groups:
+        result |= members.get(group, frozenset())
+    return frozenset(result)
+
+
+def _over_cap(
+    catalog: Catalog,
+    name: str,
+    in_use: frozenset[str],
+    after: frozenset[str],
+    enabled: frozenset[str],
+    members: Mapping[str, frozenset[str]],
+    max_tools: int,
+    disable_tool: str,
+) -> str:
+    needed = len(after) - len(in_use)
+    message = (
+        f"cannot enable {name!r}: it adds {needed} tool{'s' if needed != 1 else ''} "
+        f"and {len(in_use)} of max_tools={max_tools} are in use"
+    )
+    # What disabling each enabled group (and, by cascade, its descendants) frees, largest first.
+    frees = sorted(
+        ((len(in_use - _union(members, enabled - catalog.descendants(g))), g) for g in enabled),
+        key=lambda pair: (-pair[0], pair[1]),
+    )
+    frees = [(n, g) for n, g in frees if n]
+    if not frees:
+        return message + "; this group alone is larger than max_tools"
+    must_free = len(after) - max_tools
+    suggestions = ", ".join(f"{call_hint(disable_tool, [g])} frees {n}" for n, g in frees[:3])
+    return f"{message}; disable groups that free at least {must_free} first: {suggestions}"
+
+
+def disable(catalog: Catalog, enabled: frozenset[str], groups: object, *, tool: str) -> Change:
+    """Disable ``groups`` and, with each, every enabled group below it."""
+    names, errors = _request_errors(groups, tool)
+    change = Change(enabled=enabled, errors=errors)
+    for name in names:
+        if catalog.group(name) is None:
+            change.errors.append(
+                f"unknown group {name!r}; enabled groups: {as_names(_ordered(catalog, enabled))}"
+            )
+            continue
+        if name not in change.enabled:
+            if name not in change.changed:
+                change.errors.append(f"group {name!r} is not enabled")
+            continue
+        gone = catalog.descendants(name) & change.enabled
+        change.changed.extend([name, *(n for n in _ordered(catalog, gone) if n != name)])
+        change.enabled = change.enabled - gone
+    return change
+
+
+def _ordered(catalog: Catalog, names: Iterable[str]) -> list[str]:
+    wanted = set(names)
+    return [g.name for g in catalog.groups if g.name in wanted]

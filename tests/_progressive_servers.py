@@ -1,0 +1,97 @@
+"""Run ``examples/progressive_server.py`` (and ``redis-server``) as real subprocesses."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ._servers import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+PROGRESSIVE_SERVER = ROOT / "examples" / "progressive_server.py"
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
+@contextmanager
+def progressive_http_server(*args: str) -> Iterator[str]:
+    """Start the progressive example over streamable HTTP on loopback; yield its MCP URL."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, str(PROGRESSIVE_SERVER), "--http", "--port", str(port), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None:
+                stderr = process.stderr.read().decode() if process.stderr else ""
+                raise RuntimeError(f"server exited: {stderr[-2000:]}")
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/", timeout=0.5)
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError("server did not start within 30 s") from None
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        _stop(process)
+
+
+def redis_server_binary() -> str:
+    """``redis-server``'s path; skips when absent, fails under CI (.ci/run installs it)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("redis-server is not installed; .ci/run installs Debian's redis-server")
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    return binary
+
+
+@contextmanager
+def redis_server() -> Iterator[str]:
+    """A throwaway ``redis-server`` on a free loopback port, no persistence; yield its URL."""
+    binary = redis_server_binary()
+    port = free_port()
+    process = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError("redis-server exited at startup")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+                    sock.sendall(b"PING\r\n")
+                    if sock.recv(64).startswith(b"+PONG"):
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError("redis-server did not start within 15 s")
+            time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        _stop(process)
