@@ -64,9 +64,7 @@ def load_set(folder: Path, queries_file: str) -> tuple[list[dict[str, Any]], lis
     return tools, queries
 
 
-def build_server(
-    tools: list[dict[str, Any]], variant: str
-) -> tuple[FastMCP, dict[str, str]]:
+def build_server(tools: list[dict[str, Any]], variant: str) -> tuple[FastMCP, dict[str, str]]:
     """A server with the catalog; returns it and a map from listed name to the data set's name."""
     mcp = FastMCP("catalog")
     servers = sorted({t["server"] for t in tools})
@@ -150,7 +148,9 @@ async def run(data: Path, sample: int | None, sets: list[str]) -> None:
         "metatool single": (data / "metatool", "queries.jsonl"),
         "metatool multi": (data / "metatool", "multi_queries.jsonl"),
     }
-    header = f"{'set':<16} {'method':<22} {'R@1':>6} {'R@5':>6} {'nDCG@10':>8} {'MRR':>6} {'secs':>6}"
+    header = (
+        f"{'set':<16} {'method':<22} {'R@1':>6} {'R@5':>6} {'nDCG@10':>8} {'MRR':>6} {'secs':>6}"
+    )
     print(header)
     print("-" * len(header))
     for name in sets:
@@ -180,9 +180,7 @@ async def run(data: Path, sample: int | None, sets: list[str]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument(
-        "--sample", type=int, default=2000, help="queries per set at most (0: all)"
-    )
+    parser.add_argument("--sample", type=int, default=2000, help="queries per set at most (0: all)")
     parser.add_argument(
         "--sets",
         nargs="+",

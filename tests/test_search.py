@@ -300,7 +300,7 @@ class TestCapabilitiesAndInstructions:
 
 class TestIndexFollowsTheCatalog:
     async def test_added_changed_and_removed_tools(self, connect: Connect) -> None:
-        search = SearchMiddleware(groups=GROUPS, max_results=3, index_max_age=0)
+        search = SearchMiddleware(groups=GROUPS, max_results=3)
         server = make_server(search=search)
         async with connect(server) as client:
             assert await ranked(client, "weather forecast") == []
@@ -313,8 +313,8 @@ class TestIndexFollowsTheCatalog:
             server.local_provider.remove_tool("get_weather")
             assert await ranked(client, "weather forecast") == []
 
-    async def test_removed_tool_never_returned_even_before_a_resync(self, connect: Connect) -> None:
-        search = SearchMiddleware(groups=GROUPS, max_results=3, index_max_age=3600)
+    async def test_removed_tool_is_never_returned(self, connect: Connect) -> None:
+        search = SearchMiddleware(groups=GROUPS, max_results=3)
         server = make_server(search=search)
         async with connect(server) as client:
             assert "send-email" in await ranked(client, "send email")
@@ -324,7 +324,7 @@ class TestIndexFollowsTheCatalog:
     async def test_unchanged_tools_are_not_described_again(
         self, connect: Connect, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        search = SearchMiddleware(groups=GROUPS, max_results=3, index_max_age=0)
+        search = SearchMiddleware(groups=GROUPS, max_results=3)
         described: list[str] = []
         original = search._document
 
@@ -343,25 +343,6 @@ class TestIndexFollowsTheCatalog:
             await ranked(client, "weather")
         assert described[first:] == ["get_weather"]
 
-    async def test_no_catalog_read_while_the_index_is_fresh(
-        self, connect: Connect, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        import fastmcp_filtering.search as search_module
-
-        reads: list[int] = []
-        original = search_module._all_tools
-
-        async def counting(server: FastMCP) -> Any:
-            reads.append(1)
-            return await original(server)
-
-        monkeypatch.setattr(search_module, "_all_tools", counting)
-        server = make_server(search=SearchMiddleware(groups=GROUPS, index_max_age=3600))
-        async with connect(server) as client:
-            for query in ("email", "issue", "branch", "calendar"):
-                await ranked(client, query)
-        assert reads == [1]
-
 
 class TestConstruction:
     @pytest.mark.parametrize(
@@ -370,7 +351,6 @@ class TestConstruction:
             ({"max_results": 0}, "max_results must be a positive integer"),
             ({"max_results": True}, "max_results must be a positive integer"),
             ({"search_tool": ""}, "search_tool must be a tool name or None"),
-            ({"index_max_age": -1}, "index_max_age must be >= 0"),
             ({"weights": {"body": 2.0}}, "unknown field weight"),
         ],
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -82,11 +83,21 @@ class SearchIndex:
         if unknown:
             raise ValueError(f"unknown field weight(s) {sorted(unknown)}; fields are {FIELDS}")
         self._entries: dict[str, _Entry] = {}
-        self._postings: dict[str, set[str]] = {}
+        # term -> {key: weighted, length-normalised term frequency}, computed at indexing
+        # time so a query only adds up numbers.
+        self._postings: dict[str, dict[str, float]] = {}
         self._total_length: Counter[str] = Counter()
         self._param_df: Counter[str] = Counter()
+        # Sorted lazily, for prefix lookups: sorting on every new word would be quadratic.
         self._vocabulary: list[str] = []
+        self._vocabulary_dirty = False
         self._deletes: dict[str, set[str]] = {}
+        # Field length averages and boilerplate parameters, frozen between recomputations
+        # so one upsert does not touch every posting.
+        self._averages: dict[str, float] = dict.fromkeys(FIELDS, 1.0)
+        self._boilerplate: frozenset[str] = frozenset()
+        self._changes = 0
+        self._unposted: set[str] = set()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -130,14 +141,10 @@ class SearchIndex:
         self._entries[key] = entry
         self._total_length.update(length)
         self._param_df.update(params.keys())
-        vocabulary = set().union(*tf.values(), *params.values())
-        for term in vocabulary:
-            posting = self._postings.get(term)
-            if posting is None:
-                self._postings[term] = {key}
-                self._add_term(term)
-            else:
-                posting.add(key)
+        # Posted at the next search: a bulk load then posts each document once, with the
+        # averages of the whole catalog.
+        self._unposted.add(key)
+        self._changes += 1
 
     def remove(self, key: str) -> None:
         """Forget ``key``; a no-op when it is not indexed."""
@@ -146,22 +153,78 @@ class SearchIndex:
             return
         self._total_length.subtract(entry.length)
         self._param_df.subtract(entry.params.keys())
+        self._changes += 1
+        if key in self._unposted:
+            self._unposted.discard(key)
+            return
         for term in set().union(*entry.tf.values(), *entry.params.values()):
-            posting = self._postings[term]
-            posting.discard(key)
+            posting = self._postings.get(term)
+            if posting is None:
+                continue
+            posting.pop(key, None)
             if not posting:
                 del self._postings[term]
                 self._drop_term(term)
 
+    def _post(self, key: str, entry: _Entry) -> None:
+        """Write ``entry``'s weighted term frequencies into the postings."""
+        weighted: dict[str, float] = {}
+        for name in FIELDS[:-1]:
+            field_weight = self._weights[name] / self._norm(entry, name)
+            for term, tf in entry.tf[name].items():
+                weighted[term] = weighted.get(term, 0.0) + field_weight * tf
+        params_weight = self._weights["params"] / self._norm(entry, "params")
+        for param, counts in entry.params.items():
+            boilerplate = param in self._boilerplate
+            for term, tf in counts.items():
+                # A boilerplate parameter still puts its words in the vocabulary, at no weight.
+                gain = 0.0 if boilerplate else params_weight * tf
+                weighted[term] = weighted.get(term, 0.0) + gain
+        for term, value in weighted.items():
+            posting = self._postings.get(term)
+            if posting is None:
+                self._postings[term] = {key: value}
+                self._add_term(term)
+            else:
+                posting[key] = value
+
+    def _norm(self, entry: _Entry, name: str) -> float:
+        b = _B[name]
+        return 1.0 - b + b * entry.length[name] / self._averages[name]
+
+    def _flush(self) -> None:
+        """Post what changed since the last search, recomputing averages when many did."""
+        count = len(self._entries)
+        if self._changes and (count < 64 or self._changes * 10 >= count):
+            # Most postings rest on outdated averages: cheaper to redo them all now.
+            self._refreeze()
+        elif self._unposted:
+            for key in self._unposted:
+                self._post(key, self._entries[key])
+        self._unposted.clear()
+
+    def _refreeze(self) -> None:
+        count = len(self._entries)
+        self._changes = 0
+        self._unposted.clear()
+        if not count:
+            return
+        self._averages = {f: max(self._total_length[f] / count, 1.0) for f in FIELDS}
+        self._boilerplate = (
+            frozenset(p for p, df in self._param_df.items() if df / count > _BOILERPLATE_SHARE)
+            if count >= _BOILERPLATE_MIN_TOOLS
+            else frozenset()
+        )
+        for key, entry in self._entries.items():
+            self._post(key, entry)
+
     def _add_term(self, term: str) -> None:
-        bisect.insort(self._vocabulary, term)
+        self._vocabulary_dirty = True
         for variant in _deletions(term):
             self._deletes.setdefault(variant, set()).add(term)
 
     def _drop_term(self, term: str) -> None:
-        index = bisect.bisect_left(self._vocabulary, term)
-        if index < len(self._vocabulary) and self._vocabulary[index] == term:
-            del self._vocabulary[index]
+        self._vocabulary_dirty = True
         for variant in _deletions(term):
             owners = self._deletes.get(variant)
             if owners is not None:
@@ -192,38 +255,23 @@ class SearchIndex:
         count = len(self._entries)
         if not count:
             return []
-        averages = {f: max(self._total_length[f] / count, 1.0) for f in FIELDS}
-        boilerplate = (
-            {p for p, df in self._param_df.items() if df / count > _BOILERPLATE_SHARE}
-            if count >= _BOILERPLATE_MIN_TOOLS
-            else set()
-        )
+        self._flush()
         scores: dict[str, float] = {}
         for term, term_weight in self.expand(query).items():
             posting = self._postings[term]
             idf = math.log(1.0 + (count - len(posting) + 0.5) / (len(posting) + 0.5))
-            for key in posting:
-                if within is not None and key not in within:
-                    continue
-                entry = self._entries[key]
-                weighted_tf = 0.0
-                for name in FIELDS[:-1]:
-                    tf = entry.tf[name].get(term)
-                    if tf:
-                        weighted_tf += self._weights[name] * tf / _norm(entry, name, averages)
-                if entry.params:
-                    tf = sum(
-                        c.get(term, 0) for p, c in entry.params.items() if p not in boilerplate
-                    )
-                    if tf:
-                        weighted_tf += (
-                            self._weights["params"] * tf / _norm(entry, "params", averages)
-                        )
+            factor = term_weight * idf
+            for key, weighted_tf in posting.items():
                 if weighted_tf:
-                    gain = term_weight * idf * weighted_tf / (_K1 + weighted_tf)
-                    scores[key] = scores.get(key, 0.0) + gain
-        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
-        return ranked if limit is None else ranked[:limit]
+                    scores[key] = scores.get(key, 0.0) + factor * weighted_tf / (_K1 + weighted_tf)
+        if within is not None:
+            scores = {k: v for k, v in scores.items() if k in within}
+        if limit is not None and limit < len(scores):
+            return sorted(
+                heapq.nlargest(limit, scores.items(), key=lambda item: (item[1], item[0])),
+                key=lambda item: (-item[1], item[0]),
+            )
+        return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
     def _near(self, word: str) -> Iterable[str]:
         """Vocabulary words one insertion, deletion, substitution or swap away."""
@@ -236,6 +284,9 @@ class SearchIndex:
         return sorted(found)[:_MAX_EXPANSIONS]
 
     def _prefixed(self, word: str) -> Iterable[str]:
+        if self._vocabulary_dirty:
+            self._vocabulary = sorted(self._postings)
+            self._vocabulary_dirty = False
         start = bisect.bisect_right(self._vocabulary, word)
         out: list[str] = []
         for term in self._vocabulary[start : start + _MAX_EXPANSIONS]:
@@ -243,11 +294,6 @@ class SearchIndex:
                 break
             out.append(term)
         return out
-
-
-def _norm(entry: _Entry, name: str, averages: Mapping[str, float]) -> float:
-    b = _B[name]
-    return 1.0 - b + b * entry.length[name] / averages[name]
 
 
 def _deletions(word: str) -> set[str]:

@@ -56,13 +56,19 @@ def stem(word: str) -> str:
 
 
 def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
+    """Search terms of ``text`` (see ``_terms``); repeated texts are split once."""
+    if not text:
+        return []
+    return list(_terms(text, keep_stopwords))
+
+
+@lru_cache(maxsize=16_384)
+def _terms(text: str, keep_stopwords: bool) -> tuple[str, ...]:
     """Search terms of ``text``: words split at case, ``_``, ``-``, ``.``, stemmed, casefolded.
 
     Runs of CJK, kana, hangul or Thai become single characters plus adjacent
     pairs, since those scripts do not separate words with spaces.
     """
-    if not text:
-        return []
     text = unicodedata.normalize("NFKC", text)
     out: list[str] = []
     for run in _RUN.findall(text):
@@ -80,4 +86,4 @@ def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
             if not word or (not keep_stopwords and word in STOPWORDS):
                 continue
             out.append(stem(word))
-    return out
+    return tuple(out)

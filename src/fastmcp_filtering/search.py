@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import time
 import unicodedata
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from fastmcp.server.context import Context  # noqa: TC002 - the meta-tool's signature needs it
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.server.middleware.tool_injection import ToolInjectionMiddleware
 from fastmcp.server.providers.aggregate import AggregateProvider
+from fastmcp.server.transforms.visibility import apply_session_transforms, is_enabled
 from fastmcp.tools import Tool
 from pydantic import BaseModel, Field
 from typing_extensions import override
@@ -87,7 +87,6 @@ class SearchMiddleware(ToolInjectionMiddleware):
         catalog: Catalog | None = None,
         search_tool: str | None = "search_tools",
         instructions: bool = True,
-        index_max_age: float = 1.0,
         weights: Mapping[str, float] | None = None,
     ) -> None:
         if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
@@ -96,15 +95,12 @@ class SearchMiddleware(ToolInjectionMiddleware):
             raise ValueError(
                 f"search_tool must be a tool name or None to turn it off, got {search_tool!r}"
             )
-        if not isinstance(index_max_age, int | float) or index_max_age < 0:
-            raise ValueError(f"index_max_age must be >= 0 seconds, got {index_max_age!r}")
         if catalog is not None and (any(True for _ in groups) or any(True for _ in tags)):
             raise ValueError("pass either catalog= or groups=/tags=, not both")
         self.catalog = catalog if catalog is not None else Catalog(groups=groups, tags=tags)
         self.max_results = max_results
         self.search_tool = search_tool
         self.instructions = instructions
-        self.index_max_age = float(index_max_age)
         self._weights = dict(weights or {})
         SearchIndex(weights=self._weights)  # validates the weights now, not at first search
         self._indexes: dict[ComponentKind, _SyncedIndex] = {}
@@ -259,23 +255,33 @@ class SearchMiddleware(ToolInjectionMiddleware):
         info: RequestInfo | None = None,
         limit: int | None = None,
     ) -> list[Tool]:
-        """The tools this client may see that best match ``query``, best first."""
+        """The tools this client may see that best match ``query``, best first.
+
+        Reads the providers' tools once (no per-tool text extraction, hashing or
+        auth pass), brings the index up to date with the objects that changed, and
+        checks only the best candidates against FastMCP's visibility (enabled
+        state, session rules, auth) and every layer of this package.
+        """
         index = self._index("tool")
-        if index.stale(self.index_max_age, self.catalog.version):
-            await index.sync(_all_tools(server), self._document, self.catalog.version)
+        catalog = await _all_tools(server)
+        index.sync(catalog.tools.values(), self._document, self.catalog.version)
         check = await self._checker(server, context, info, "tool", ())
         limit = limit or self.max_results
         found: list[Tool] = []
-        for key, _score in index.index.search(query):
-            # FastMCP's own lookup applies enabled state, session visibility and auth.
-            tool = await server.get_tool(key)
-            if tool is None:
-                continue
-            kept = check(tool)
-            if kept is not None:
-                found.append(kept)
-                if len(found) == limit:
-                    break
+        want = limit * 3
+        offset = 0
+        while len(found) < limit:
+            batch = index.index.search(query, limit=want)[offset:]
+            if not batch:
+                break
+            for key, _score in batch:
+                tool = await _visible_tool(server, catalog, key)
+                kept = check(tool) if tool is not None else None
+                if kept is not None:
+                    found.append(kept)
+                    if len(found) == limit:
+                        break
+            offset, want = want, want * 4
         return found
 
     async def _checker(
@@ -406,17 +412,13 @@ class SearchMiddleware(ToolInjectionMiddleware):
 
 
 class _SyncedIndex:
-    """A ``SearchIndex`` that follows a catalog by object identity, with an age."""
+    """A ``SearchIndex`` that follows a catalog by object identity."""
 
     def __init__(self, index: SearchIndex, kind: ComponentKind) -> None:
         self.index = index
         self.kind = kind
         self._seen: dict[str, FastMCPComponent] = {}
-        self._synced_at = float("-inf")
         self._version = -1
-
-    def stale(self, max_age: float, version: int) -> bool:
-        return version != self._version or time.monotonic() - self._synced_at > max_age
 
     def components(self) -> list[FastMCPComponent]:
         return list(self._seen.values())
@@ -431,38 +433,73 @@ class _SyncedIndex:
                 self.index.upsert(key, describe(component))
                 self._seen[key] = component
 
-    async def sync(
+    def sync(
         self,
-        components: Awaitable[Sequence[FastMCPComponent]],
+        components: Collection[FastMCPComponent],
         describe: Callable[[Any], Document],
         version: int,
     ) -> None:
-        """Make the index match the whole catalog: add, change and remove what differs."""
-        current = await components
-        keys = set()
+        """Make the index match the whole catalog: add, change and remove what differs.
+
+        Unchanged components are the same objects as last time, so this costs a
+        dictionary lookup each; only new or replaced ones are described again.
+        """
         if version != self._version:
-            # Group titles are part of the text: rebuild the documents whose groups changed.
+            # Group titles are part of the text: describe everything again (an upsert
+            # of an unchanged document is a no-op).
             self._seen.clear()
-        for component in current:
-            keys.add(_key(component, self.kind))
-        for key in [k for k in self.index if k not in keys]:  # a copy: we remove as we go
-            self.index.remove(key)
-            self._seen.pop(key, None)
-        self.merge(current, describe)
-        self._synced_at = time.monotonic()
-        self._version = version
+            self._version = version
+        seen = self._seen
+        kind = self.kind
+        changed = [c for c in components if seen.get(_key(c, kind)) is not c]
+        if not changed and len(components) == len(seen):
+            return
+        if len(components) - len(changed) < len(seen):
+            current = {_key(c, kind) for c in components}
+            for key in [k for k in seen if k not in current]:
+                self.index.remove(key)
+                del seen[key]
+        self.merge(changed, describe)
 
 
-async def _all_tools(server: FastMCP) -> Sequence[Tool]:
-    """Every tool of the server, whoever the client: providers plus injected meta-tools."""
-    tools = list(await AggregateProvider.list_tools(server))
+class _Catalog:
+    """Every tool of the server by name, whoever the client: providers, then meta-tools."""
+
+    def __init__(self, tools: dict[str, Tool], versioned: frozenset[str]) -> None:
+        self.tools = tools
+        self.versioned = versioned
+        """Names that several tool versions share: FastMCP picks which one shows."""
+
+
+async def _all_tools(server: FastMCP) -> _Catalog:
+    tools: dict[str, Tool] = {}
+    versioned: set[str] = set()
+    for tool in await AggregateProvider.list_tools(server):
+        if tool.name in tools:
+            versioned.add(tool.name)
+        tools.setdefault(tool.name, tool)
     for middleware in server.middleware:
         if isinstance(middleware, ToolInjectionMiddleware):
-            tools.extend(middleware.injected_tools)
-    return tools
+            for tool in middleware.injected_tools:
+                tools[tool.name] = tool
+    return _Catalog(tools, frozenset(versioned))
+
+
+async def _visible_tool(server: FastMCP, catalog: _Catalog, name: str) -> Tool | None:
+    """The tool called ``name`` as this client sees it through FastMCP, or None."""
+    tool = catalog.tools.get(name)
+    if tool is None:
+        return None
+    if name in catalog.versioned or tool.auth is not None:
+        # Version choice and auth checks: FastMCP's own lookup decides.
+        return await server.get_tool(name)
+    marked = await apply_session_transforms([tool])
+    return marked[0] if marked and is_enabled(marked[0]) else None
 
 
 def _key(component: FastMCPComponent, kind: ComponentKind) -> str:
+    if kind == "tool" or kind == "prompt":
+        return component.name
     if kind == "resource":
         return str(getattr(component, "uri", component.name))
     if kind == "template":
