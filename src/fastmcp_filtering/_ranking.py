@@ -22,7 +22,7 @@ DEFAULT_WEIGHTS: Mapping[str, float] = {
     "title": 2.0,
     "description": 1.0,
     "tags": 1.0,
-    "groups": 1.0,
+    "groups": 0.5,
     "params": 1.0,
 }
 """How much a match in each field counts; the name says most about what a tool does."""
