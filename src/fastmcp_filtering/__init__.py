@@ -27,6 +27,7 @@ from fastmcp_filtering.progressive import (
     ProgressiveDisclosureMiddleware,
 )
 from fastmcp_filtering.search import SearchMiddleware, SearchToolsResult
+from fastmcp_filtering.stack import FilteringStack, add_filtering
 
 __all__ = [
     "GROUPS_META_KEY",
@@ -36,12 +37,14 @@ __all__ = [
     "DisableToolsResult",
     "EnableToolsResult",
     "FilterMiddleware",
+    "FilteringStack",
     "Group",
     "Membership",
     "ProgressiveDisclosureMiddleware",
     "SearchMiddleware",
     "SearchToolsResult",
     "Tag",
+    "add_filtering",
     "concerns",
     "in_group",
 ]
