@@ -1,0 +1,235 @@
+"""Composition: every pair of middlewares and the full stack, in every order, give one answer."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from fastmcp import Client, FastMCP
+from fastmcp.exceptions import ToolError
+from fastmcp.server.middleware import Middleware
+
+from fastmcp_filtering import (
+    Catalog,
+    Concern,
+    ConcernMiddleware,
+    FilterMiddleware,
+    Group,
+    ProgressiveDisclosureMiddleware,
+    SearchMiddleware,
+    Tag,
+    add_filtering,
+    in_group,
+)
+from fastmcp_filtering.client import call_method, list_tools
+
+from .conftest import ERAS
+
+GROUPS = [
+    Group("code", title="Code", description="Source code"),
+    Group(
+        "repos", title="Repositories", description="Create and delete repositories", parent="code"
+    ),
+    Group("issues", title="Issues", description="Create and triage issues"),
+    Group("admin", title="Administration", tools=["delete_*"]),
+]
+TAGS = [Tag("destructive", "Deletes data")]
+CONCERNS = [Concern("risk", values=["safe", "destructive"], default="safe")]
+MAPPING = {"delete_repo": {"risk": "destructive"}, "delete_issue": {"risk": "destructive"}}
+TOOLS: dict[str, tuple[str | None, set[str], str]] = {
+    "create_issue": ("issues", set(), "Open a new issue"),
+    "list_issues": ("issues", set(), "List the issues of a repository"),
+    "delete_issue": ("issues", {"destructive"}, "Delete an issue for good"),
+    "create_repo": ("repos", set(), "Create a repository"),
+    "delete_repo": ("repos", {"destructive"}, "Delete a repository for good"),
+    "browse_code": ("code", set(), "Browse the code of a repository"),
+    "ping": (None, set(), "Check the server answers"),
+}
+KINDS = ("filter", "search", "concerns", "progressive")
+
+
+def build(kinds: tuple[str, ...]) -> FastMCP:
+    """A server with the middlewares ``kinds``, added in that order, on one catalog."""
+    mcp = FastMCP("stack")
+    for name, (group, tags, description) in TOOLS.items():
+
+        def run(name: str = name) -> str:
+            return f"ran {name}"
+
+        tool = mcp.tool(run, name=name, description=description, tags=tags)
+        if group:
+            in_group(group)(tool)
+    catalog = Catalog(groups=GROUPS, tags=TAGS)
+    made: dict[str, Middleware] = {
+        "filter": FilterMiddleware(catalog=catalog),
+        "search": SearchMiddleware(catalog=catalog, max_results=3),
+        "concerns": ConcernMiddleware(concerns=CONCERNS, mapping=MAPPING),
+        "progressive": ProgressiveDisclosureMiddleware(
+            catalog=catalog, initial_groups=["issues"], call_tool_name="call_tool"
+        ),
+    }
+    for kind in kinds:
+        mcp.add_middleware(made[kind])
+    return mcp
+
+
+async def allowed_calls(client: Client[Any]) -> list[str]:
+    allowed = []
+    for name in TOOLS:
+        try:
+            await client.call_tool(name, {})
+        except ToolError:
+            continue
+        allowed.append(name)
+    return allowed
+
+
+async def transcript(client: Client[Any], kinds: tuple[str, ...]) -> list[tuple[str, Any]]:
+    """What a client sees along a scripted session; checks list/call agreement at each step."""
+    out: list[tuple[str, Any]] = []
+
+    async def snapshot(step: str) -> None:
+        listed = sorted(t.name for t in await client.list_tools())
+        callable_ = await allowed_calls(client)
+        # Hidden means hidden, shown means usable: the two views agree.
+        assert sorted(callable_) == sorted(n for n in listed if n in TOOLS), step
+        out.append((f"{step}: list", listed))
+        if "search" in kinds:
+            found = [t.name for t in (await list_tools(client, query="delete repository")).tools]
+            out.append((f"{step}: query", found))
+            meta = await client.call_tool("search_tools", {"query": "delete repository"})
+            out.append(
+                (f"{step}: search_tools", [t["name"] for t in meta.structured_content["tools"]])
+            )
+            assert out[-1][1] == found, step
+        if "filter" in kinds:
+            filtered = await list_tools(client, groups=["code"])
+            out.append((f"{step}: filter code", sorted(t.name for t in filtered.tools)))
+        if "filter" in kinds and "search" in kinds:
+            both = await list_tools(client, query="create", groups=["issues"])
+            out.append((f"{step}: query+filter", [t.name for t in both.tools]))
+
+    await snapshot("start")
+    if "progressive" in kinds:
+        reply = await client.call_tool("enable_tools", {"groups": ["code", "repos"]})
+        out.append(("enable", reply.structured_content))
+        await snapshot("enabled code+repos")
+        proxied = await client.call_tool(
+            "call_tool", {"name": "delete_repo", "arguments": {}}, raise_on_error=False
+        )
+        out.append(("proxy delete_repo refused", proxied.is_error))
+    if "concerns" in kinds:
+        update = await call_method(client, "concerns/update", {"concerns": {"risk": "destructive"}})
+        out.append(("concerns/update", update["concerns"]))
+        await snapshot("risk destructive")
+    return out
+
+
+def orders(kinds: tuple[str, ...]) -> list[tuple[str, ...]]:
+    return list(itertools.permutations(kinds))
+
+
+PAIRS = list(itertools.combinations(KINDS, 2))
+
+
+class TestOrderDoesNotChangeAnswers:
+    @pytest.mark.parametrize("era", list(ERAS))
+    @pytest.mark.parametrize("pair", PAIRS, ids=["+".join(p) for p in PAIRS])
+    async def test_every_pair_both_orders(self, pair: tuple[str, str], era: str) -> None:
+        results = []
+        for order in orders(pair):
+            async with Client(build(order), **ERAS[era]) as client:
+                results.append(await transcript(client, pair))
+        assert results[0] == results[1]
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_full_stack_in_every_order(self, era: str) -> None:
+        results = {}
+        for order in orders(KINDS):
+            async with Client(build(order), **ERAS[era]) as client:
+                results[order] = await transcript(client, KINDS)
+        first = results[next(iter(results))]
+        for order, result in results.items():
+            assert result == first, order
+
+    async def test_the_full_stack_answers(self) -> None:
+        async with Client(build(KINDS), mode="legacy") as client:
+            result = dict(await transcript(client, KINDS))
+        # Initially: issues enabled, destructive tools excluded by the default concern.
+        assert result["start: list"] == [
+            "call_tool",
+            "create_issue",
+            "disable_tools",
+            "enable_tools",
+            "list_issues",
+            "ping",
+            "search_tools",
+        ]
+        assert "delete_repo" not in result["start: query"]
+        assert result["enabled code+repos: filter code"] == ["browse_code", "create_repo"]
+        assert result["proxy delete_repo refused"] is True
+        assert result["risk destructive: query"][0] == "delete_repo"
+        assert "delete_issue" in result["risk destructive: list"]
+
+
+class TestAddFiltering:
+    async def test_builds_the_stack_on_one_catalog(self) -> None:
+        mcp = FastMCP("helper")
+        stack = add_filtering(
+            mcp,
+            groups=GROUPS,
+            tags=TAGS,
+            concerns=CONCERNS,
+            concern_mapping=MAPPING,
+            search={"max_results": 5},
+            progressive={"initial_groups": ["issues"]},
+        )
+        added = list(stack)
+        assert [type(m) for m in added] == [
+            FilterMiddleware,
+            SearchMiddleware,
+            ConcernMiddleware,
+            ProgressiveDisclosureMiddleware,
+        ]
+        assert mcp.middleware[-4:] == added
+        assert stack.filter is not None
+        assert stack.filter.catalog is stack.catalog
+        assert stack.search is not None
+        assert stack.search.catalog is stack.catalog
+        assert stack.progressive is not None
+        assert stack.progressive.catalog is stack.catalog
+        assert stack.search.max_results == 5
+
+    async def test_a_runtime_group_reaches_every_layer(self) -> None:
+        mcp = build(())
+        stack = add_filtering(mcp, groups=GROUPS, progressive={"initial_groups": ["issues"]})
+        await stack.catalog.add_group(Group("misc", tools=["ping"]))
+        async with Client(mcp, mode="legacy") as client:
+            # ping joined a group that is not enabled: progressive disclosure now hides it.
+            before = await list_tools(client, groups=["misc"])
+            reply = await client.call_tool("enable_tools", {"groups": ["misc"]})
+            after = await list_tools(client, groups=["misc"])
+        assert before.tools == []
+        assert reply.structured_content["enabled"] == ["misc"]
+        assert [t.name for t in after.tools] == ["ping"]
+
+    def test_defaults_add_filter_and_search_only(self) -> None:
+        stack = add_filtering(FastMCP("d"), groups=GROUPS)
+        assert stack.filter is not None
+        assert stack.search is not None
+        assert stack.concerns is None
+        assert stack.progressive is None
+
+    @pytest.mark.parametrize(
+        ("kwargs", "message"),
+        [
+            ({"catalog": Catalog(), "groups": GROUPS}, "either catalog= or groups="),
+            ({"concern_mapping": MAPPING}, "concern_mapping needs concerns="),
+            ({"search": "yes"}, "search must be True, False or a dict"),
+            ({"progressive": {"groups": GROUPS}}, "must not repeat groups or catalog"),
+        ],
+    )
+    def test_bad_options(self, kwargs: dict[str, Any], message: str) -> None:
+        with pytest.raises(ValueError, match=message):
+            add_filtering(FastMCP("bad"), **kwargs)
