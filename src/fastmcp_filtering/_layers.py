@@ -15,21 +15,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fastmcp.exceptions import PromptError, ResourceError, ToolError
-from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from typing_extensions import override
 
-from fastmcp_filtering._cursor import install_cursor_scope
+from fastmcp_filtering._hooks import ListHooks
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     import mcp_types as mt
     from fastmcp import FastMCP
-    from fastmcp.prompts.base import Prompt, PromptResult
-    from fastmcp.resources.base import Resource, ResourceResult
-    from fastmcp.resources.template import ResourceTemplate
-    from fastmcp.tools.base import Tool, ToolResult
+    from fastmcp.prompts.base import PromptResult
+    from fastmcp.resources.base import ResourceResult
+    from fastmcp.server.middleware import CallNext, MiddlewareContext
+    from fastmcp.tools.base import ToolResult
     from fastmcp.utilities.components import FastMCPComponent
+
+    from fastmcp_filtering._catalog import ComponentKind
 
 __all__ = ["AccessLayer", "ClientView", "admitted", "refusal_for"]
 
@@ -43,7 +44,7 @@ class ClientView(Protocol):
         """None if the client may see and use ``component``; else what the agent should do."""
 
 
-class AccessLayer(Middleware):
+class AccessLayer(ListHooks):
     """A middleware that hides components from a client and refuses calls to them.
 
     Subclasses implement ``client_view``; this base applies the view to every
@@ -55,50 +56,17 @@ class AccessLayer(Middleware):
         """This request's client as this layer sees it."""
         raise NotImplementedError
 
-    @override
-    async def on_message(
-        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
-    ) -> Any:
-        server = _server(context)
-        if server is not None:
-            # A layer's per-request parameters change what a page holds: bind cursors to them.
-            install_cursor_scope(server)
-        return await call_next(context)
-
     async def _keep(self, context: MiddlewareContext[Any], components: Sequence[_C]) -> list[_C]:
         view = await self.client_view(context)
         return [c for c in components if view.refusal(c) is None]
 
     @override
-    async def on_list_tools(
+    async def on_list(
         self,
-        context: MiddlewareContext[mt.ListToolsRequest],
-        call_next: CallNext[mt.ListToolsRequest, Sequence[Tool]],
-    ) -> Sequence[Tool]:
-        return await self._keep(context, await call_next(context))
-
-    @override
-    async def on_list_prompts(
-        self,
-        context: MiddlewareContext[mt.ListPromptsRequest],
-        call_next: CallNext[mt.ListPromptsRequest, Sequence[Prompt]],
-    ) -> Sequence[Prompt]:
-        return await self._keep(context, await call_next(context))
-
-    @override
-    async def on_list_resources(
-        self,
-        context: MiddlewareContext[mt.ListResourcesRequest],
-        call_next: CallNext[mt.ListResourcesRequest, Sequence[Resource]],
-    ) -> Sequence[Resource]:
-        return await self._keep(context, await call_next(context))
-
-    @override
-    async def on_list_resource_templates(
-        self,
-        context: MiddlewareContext[mt.ListResourceTemplatesRequest],
-        call_next: CallNext[mt.ListResourceTemplatesRequest, Sequence[ResourceTemplate]],
-    ) -> Sequence[ResourceTemplate]:
+        context: MiddlewareContext[Any],
+        call_next: CallNext[Any, Sequence[_C]],
+        kind: ComponentKind,
+    ) -> Sequence[_C]:
         return await self._keep(context, await call_next(context))
 
     @override

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from typing_extensions import override
 
 from fastmcp_filtering._catalog import Catalog, ComponentKind
-from fastmcp_filtering._cursor import install_cursor_scope
 from fastmcp_filtering._declarations import GROUPS_META_KEY, Group, Tag
 from fastmcp_filtering._filter import ListFilter, parse_filter
+from fastmcp_filtering._hooks import ListHooks
 from fastmcp_filtering._protocol import RequestInfo, add_capabilities, custom_result, request_info
 
 if TYPE_CHECKING:
@@ -18,10 +17,7 @@ if TYPE_CHECKING:
 
     import mcp_types as mt
     from fastmcp import FastMCP
-    from fastmcp.prompts.base import Prompt
-    from fastmcp.resources.base import Resource
-    from fastmcp.resources.template import ResourceTemplate
-    from fastmcp.tools.base import Tool
+    from fastmcp.server.middleware import CallNext, MiddlewareContext
     from fastmcp.utilities.components import FastMCPComponent
 
 __all__ = ["FilterMiddleware"]
@@ -38,7 +34,7 @@ _LIST_METHOD: dict[ComponentKind, str] = {
 }
 
 
-class FilterMiddleware(Middleware):
+class FilterMiddleware(ListHooks):
     """Groups and tags for a FastMCP server: SEP-1300 filtering plus the Group primitive.
 
     Serves ``groups/list`` and ``tags/list``, narrows ``tools/list``,
@@ -94,12 +90,10 @@ class FilterMiddleware(Middleware):
     async def on_message(
         self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
     ) -> Any:
-        if context.fastmcp_context is not None:
-            install_cursor_scope(context.fastmcp_context.fastmcp)
         info = request_info(context)
         if info is not None and not info.modern and info.connection is not None:
             self.catalog.remember(info.connection)
-        return await call_next(context)
+        return await super().on_message(context, call_next)
 
     # -- capabilities -------------------------------------------------------------------
 
@@ -155,40 +149,13 @@ class FilterMiddleware(Middleware):
     # -- filtered lists -----------------------------------------------------------------
 
     @override
-    async def on_list_tools(
+    async def on_list(
         self,
-        context: MiddlewareContext[mt.ListToolsRequest],
-        call_next: CallNext[mt.ListToolsRequest, Sequence[Tool]],
-    ) -> Sequence[Tool]:
-        return await self._narrow(context, await call_next(context), "tool")
-
-    @override
-    async def on_list_prompts(
-        self,
-        context: MiddlewareContext[mt.ListPromptsRequest],
-        call_next: CallNext[mt.ListPromptsRequest, Sequence[Prompt]],
-    ) -> Sequence[Prompt]:
-        return await self._narrow(context, await call_next(context), "prompt")
-
-    @override
-    async def on_list_resources(
-        self,
-        context: MiddlewareContext[mt.ListResourcesRequest],
-        call_next: CallNext[mt.ListResourcesRequest, Sequence[Resource]],
-    ) -> Sequence[Resource]:
-        return await self._narrow(context, await call_next(context), "resource")
-
-    @override
-    async def on_list_resource_templates(
-        self,
-        context: MiddlewareContext[mt.ListResourceTemplatesRequest],
-        call_next: CallNext[mt.ListResourceTemplatesRequest, Sequence[ResourceTemplate]],
-    ) -> Sequence[ResourceTemplate]:
-        return await self._narrow(context, await call_next(context), "template")
-
-    async def _narrow(
-        self, context: MiddlewareContext[Any], components: Sequence[_C], kind: ComponentKind
-    ) -> list[_C]:
+        context: MiddlewareContext[Any],
+        call_next: CallNext[Any, Sequence[_C]],
+        kind: ComponentKind,
+    ) -> Sequence[_C]:
+        components = await call_next(context)
         select = self.selector(request_info(context), kind, components)
         narrowed = [kept for c in components if (kept := select(c)) is not None]
         if context.fastmcp_context is not None:

@@ -16,7 +16,6 @@ from pydantic import BaseModel, Field
 from typing_extensions import override
 
 from fastmcp_filtering._catalog import Catalog, ComponentKind
-from fastmcp_filtering._cursor import install_cursor_scope
 from fastmcp_filtering._layers import AccessLayer, ClientView
 from fastmcp_filtering._protocol import RequestInfo, add_capabilities, invalid_params, request_info
 from fastmcp_filtering._ranking import Document, SearchIndex
@@ -25,12 +24,10 @@ from fastmcp_filtering.filter import FilterMiddleware
 if TYPE_CHECKING:
     import mcp_types as mt
     from fastmcp import FastMCP
-    from fastmcp.prompts.base import Prompt
-    from fastmcp.resources.base import Resource
-    from fastmcp.resources.template import ResourceTemplate
     from fastmcp.utilities.components import FastMCPComponent
 
     from fastmcp_filtering._declarations import Group, Tag
+from fastmcp_filtering._hooks import ListHooks
 
 __all__ = ["MAX_QUERY_LENGTH", "SearchMiddleware", "SearchToolsResult"]
 
@@ -56,7 +53,7 @@ class SearchToolsResult(BaseModel):
     )
 
 
-class SearchMiddleware(ToolInjectionMiddleware):
+class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
     """Rank tools (and prompts and resources) for a plain-text ``query`` on their list request.
 
     ``tools/list`` with ``params.query`` returns the matching tools, most relevant
@@ -112,15 +109,6 @@ class SearchMiddleware(ToolInjectionMiddleware):
             f"search_tool={self.search_tool!r}, catalog={self.catalog!r})"
         )
 
-    @override
-    async def on_message(
-        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
-    ) -> Any:
-        server = _server(context)
-        if server is not None:
-            install_cursor_scope(server)
-        return await call_next(context)
-
     # -- capabilities and instructions --------------------------------------------------
 
     def _with_search(self, result: Any) -> Any:
@@ -172,54 +160,22 @@ class SearchMiddleware(ToolInjectionMiddleware):
     # -- lists with a query --------------------------------------------------------------
 
     @override
-    async def on_list_tools(
+    async def on_list(
         self,
-        context: MiddlewareContext[mt.ListToolsRequest],
-        call_next: CallNext[mt.ListToolsRequest, Sequence[Tool]],
-    ) -> Sequence[Tool]:
-        info = request_info(context)
-        query = _requested_query(info, "tool")
-        if query is None:
-            return await call_next(context)
-        server = _server(context)
-        if server is not None and self._inner_is_list_neutral(server):
-            # Nothing inside us narrows tool lists in ways we cannot apply: rank from the
-            # index and check only the candidates, instead of listing the whole catalog.
-            return await self.search_tools(server, context, query, info=info)
-        return await self._rank_listed(context, await call_next(context), query, "tool", info)
-
-    @override
-    async def on_list_prompts(
-        self,
-        context: MiddlewareContext[mt.ListPromptsRequest],
-        call_next: CallNext[mt.ListPromptsRequest, Sequence[Prompt]],
-    ) -> Sequence[Prompt]:
-        return await self._rank_if_queried(context, await call_next(context), "prompt")
-
-    @override
-    async def on_list_resources(
-        self,
-        context: MiddlewareContext[mt.ListResourcesRequest],
-        call_next: CallNext[mt.ListResourcesRequest, Sequence[Resource]],
-    ) -> Sequence[Resource]:
-        return await self._rank_if_queried(context, await call_next(context), "resource")
-
-    @override
-    async def on_list_resource_templates(
-        self,
-        context: MiddlewareContext[mt.ListResourceTemplatesRequest],
-        call_next: CallNext[mt.ListResourceTemplatesRequest, Sequence[ResourceTemplate]],
-    ) -> Sequence[ResourceTemplate]:
-        return await self._rank_if_queried(context, await call_next(context), "template")
-
-    async def _rank_if_queried(
-        self, context: MiddlewareContext[Any], components: Sequence[_C], kind: ComponentKind
+        context: MiddlewareContext[Any],
+        call_next: CallNext[Any, Sequence[_C]],
+        kind: ComponentKind,
     ) -> Sequence[_C]:
         info = request_info(context)
         query = _requested_query(info, kind)
         if query is None:
-            return components
-        return await self._rank_listed(context, components, query, kind, info)
+            return await call_next(context)
+        server = _server(context)
+        if kind == "tool" and server is not None and self._inner_is_list_neutral(server):
+            # Nothing inside us narrows tool lists in ways we cannot apply: rank from the
+            # index and check only the candidates, instead of listing the whole catalog.
+            return await self.search_tools(server, context, query, info=info)  # type: ignore[return-value]
+        return await self._rank_listed(context, await call_next(context), query, kind, info)
 
     async def _rank_listed(
         self,

@@ -1,0 +1,83 @@
+"""One list hook for the four list methods, and cursor binding, for the package's middlewares."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from typing_extensions import override
+
+from fastmcp_filtering._cursor import install_cursor_scope
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import mcp_types as mt
+    from fastmcp.prompts.base import Prompt
+    from fastmcp.resources.base import Resource
+    from fastmcp.resources.template import ResourceTemplate
+    from fastmcp.tools.base import Tool
+    from fastmcp.utilities.components import FastMCPComponent
+
+    from fastmcp_filtering._catalog import ComponentKind
+
+__all__ = ["ListHooks"]
+
+_C = TypeVar("_C", bound="FastMCPComponent")
+
+
+class ListHooks(Middleware):
+    """Routes tools, prompts, resources and templates lists to one ``on_list``.
+
+    Also binds pagination cursors to the parameters that shape a listing, once
+    per server, since every middleware of the package narrows or reorders lists.
+    """
+
+    async def on_list(
+        self,
+        context: MiddlewareContext[Any],
+        call_next: CallNext[Any, Sequence[_C]],
+        kind: ComponentKind,
+    ) -> Sequence[_C]:
+        """What a list of ``kind`` shows; passes through unless overridden."""
+        return await call_next(context)
+
+    @override
+    async def on_message(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+    ) -> Any:
+        if context.fastmcp_context is not None:
+            install_cursor_scope(context.fastmcp_context.fastmcp)
+        return await call_next(context)
+
+    @override
+    async def on_list_tools(
+        self,
+        context: MiddlewareContext[mt.ListToolsRequest],
+        call_next: CallNext[mt.ListToolsRequest, Sequence[Tool]],
+    ) -> Sequence[Tool]:
+        return await self.on_list(context, call_next, "tool")
+
+    @override
+    async def on_list_prompts(
+        self,
+        context: MiddlewareContext[mt.ListPromptsRequest],
+        call_next: CallNext[mt.ListPromptsRequest, Sequence[Prompt]],
+    ) -> Sequence[Prompt]:
+        return await self.on_list(context, call_next, "prompt")
+
+    @override
+    async def on_list_resources(
+        self,
+        context: MiddlewareContext[mt.ListResourcesRequest],
+        call_next: CallNext[mt.ListResourcesRequest, Sequence[Resource]],
+    ) -> Sequence[Resource]:
+        return await self.on_list(context, call_next, "resource")
+
+    @override
+    async def on_list_resource_templates(
+        self,
+        context: MiddlewareContext[mt.ListResourceTemplatesRequest],
+        call_next: CallNext[mt.ListResourceTemplatesRequest, Sequence[ResourceTemplate]],
+    ) -> Sequence[ResourceTemplate]:
+        return await self.on_list(context, call_next, "template")
