@@ -360,3 +360,66 @@ class TestConstruction:
 
     def test_repr(self) -> None:
         assert repr(SearchMiddleware(max_results=5)).startswith("SearchMiddleware(max_results=5")
+
+
+class CountingEmbedder:
+    """A stand-in embedder: one dimension per topic word, counting the texts it embeds."""
+
+    TOPICS = ("merge", "calendar", "mail", "weather", "repository")
+    SYNONYMS = {"combine": "merge", "forecast": "weather", "agenda": "calendar"}
+
+    def __init__(self) -> None:
+        self.embedded: list[str] = []
+
+    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        self.embedded.extend(texts)
+        vectors = []
+        for text in texts:
+            words = [self.SYNONYMS.get(w, w) for w in text.lower().replace("_", " ").split()]
+            vector = [1.0 if any(w.startswith(t) for w in words) else 0.0 for t in self.TOPICS]
+            norm = sum(v * v for v in vector) ** 0.5 or 1.0
+            vectors.append([v / norm for v in vector])
+        return vectors
+
+
+class TestSemantic:
+    async def test_fused_ranking_finds_what_shares_no_word(self, connect: Connect) -> None:
+        embedder = CountingEmbedder()
+        server = make_server(search=SearchMiddleware(groups=GROUPS, semantic=embedder))
+        server.add_tool(stub("merge_branches", "Join two lines of work"))
+        async with connect(server) as client:
+            # No tool says "combine": only the embeddings connect it to merging.
+            found = await ranked(client, "combine")
+            meta = await client.call_tool("search_tools", {"query": "combine"})
+        assert sorted(found) == ["create_pull_request", "merge_branches"]
+        assert [t["name"] for t in meta.structured_content["tools"]] == found
+
+    async def test_only_new_or_changed_tools_are_embedded(self, connect: Connect) -> None:
+        embedder = CountingEmbedder()
+        server = make_server(search=SearchMiddleware(groups=GROUPS, semantic=embedder))
+        async with connect(server) as client:
+            await ranked(client, "forecast")
+            first = [t for t in embedder.embedded if "Put an event" in t or "Open a" in t]
+            assert first  # the catalog was embedded
+            count = len(embedder.embedded)
+            await ranked(client, "agenda")
+            assert len(embedder.embedded) == count + 1  # the new query only
+            server.add_tool(stub("get_weather", "Weather for a city"))
+            assert await ranked(client, "forecast") == ["get_weather"]
+        tool_texts = [t for t in embedder.embedded[count:] if "Weather for a city" in t]
+        assert len(tool_texts) == 1
+
+    @pytest.mark.skipif(
+        __import__("importlib").util.find_spec("onnxruntime") is None
+        and __import__("os").environ.get("CI") != "true",
+        reason="the semantic extra is not installed (CI installs it)",
+    )
+    async def test_the_bundled_model(self, connect: Connect) -> None:
+        server = make_server(search=SearchMiddleware(groups=GROUPS, semantic=True, max_results=3))
+        async with connect(server) as client:
+            result = await ranked(client, "ask to merge my branch into main")
+        assert "create_pull_request" in result
+
+    def test_bad_option(self) -> None:
+        with pytest.raises(ValueError, match="semantic must be True"):
+            SearchMiddleware(semantic="minilm")  # type: ignore[arg-type]

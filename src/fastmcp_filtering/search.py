@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import logging
 import unicodedata
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
+import anyio
 from fastmcp.server.context import Context  # noqa: TC002 - the meta-tool's signature needs it
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.server.middleware.tool_injection import ToolInjectionMiddleware
@@ -16,9 +20,12 @@ from pydantic import BaseModel, Field
 from typing_extensions import override
 
 from fastmcp_filtering._catalog import Catalog, ComponentKind
+from fastmcp_filtering._fusion import blend
+from fastmcp_filtering._hooks import ListHooks
 from fastmcp_filtering._layers import AccessLayer, ClientView
 from fastmcp_filtering._protocol import RequestInfo, add_capabilities, invalid_params, request_info
 from fastmcp_filtering._ranking import Document, SearchIndex
+from fastmcp_filtering._semantic_index import EmbeddingIndex, document_text
 from fastmcp_filtering.filter import FilterMiddleware
 
 if TYPE_CHECKING:
@@ -27,14 +34,21 @@ if TYPE_CHECKING:
     from fastmcp.utilities.components import FastMCPComponent
 
     from fastmcp_filtering._declarations import Group, Tag
-from fastmcp_filtering._hooks import ListHooks
+    from fastmcp_filtering.semantic import Embedder
 
 __all__ = ["MAX_QUERY_LENGTH", "SearchMiddleware", "SearchToolsResult"]
 
 _C = TypeVar("_C", bound="FastMCPComponent")
 
+logger = logging.getLogger("fastmcp_filtering")
+
 MAX_QUERY_LENGTH = 1000
 """Longest query accepted, in characters."""
+
+# Up to this many new or changed tools are embedded before answering; more, in the background.
+_EMBED_INLINE = 32
+# Cosine similarity below which a semantic neighbour is noise, not a match.
+_MIN_SIMILARITY = 0.1
 
 _LIST_METHOD: dict[ComponentKind, str] = {
     "tool": "tools/list",
@@ -66,6 +80,10 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
     ranking to clients that cannot send the new parameter; it only ever returns
     tools the client may see, and calls nothing.
 
+    With ``semantic=True`` (the ``fastmcp-filtering[semantic]`` extra) or any
+    embedder, an embedding ranking is blended with the lexical one (meaning
+    leads, exact words break ties); tools are embedded once and again only when their text changes.
+
     Declares ``capabilities.tools.filtering: true`` and adds a paragraph on how to
     search, with examples from the server's groups, to the server instructions.
 
@@ -85,6 +103,7 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         search_tool: str | None = "search_tools",
         instructions: bool = True,
         weights: Mapping[str, float] | None = None,
+        semantic: bool | Embedder = False,
     ) -> None:
         if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
             raise ValueError(f"max_results must be a positive integer, got {max_results!r}")
@@ -99,6 +118,19 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         self.search_tool = search_tool
         self.instructions = instructions
         self._weights = dict(weights or {})
+        if semantic is True:
+            from fastmcp_filtering.semantic import MiniLMEmbedder
+
+            # Fails here, with the install hint, when the extra is missing.
+            semantic = MiniLMEmbedder()
+        elif semantic is not False and not callable(semantic):
+            raise ValueError(
+                "semantic must be True (the bundled MiniLM model), False, or an embedder "
+                f"(a function from texts to vectors), got {semantic!r}"
+            )
+        self._embedder: Embedder | None = semantic or None
+        # Embedding a new catalog takes a while: it runs in the background meanwhile.
+        self._embedding: set[asyncio.Task[None]] = set()
         SearchIndex(weights=self._weights)  # validates the weights now, not at first search
         self._indexes: dict[ComponentKind, _SyncedIndex] = {}
         super().__init__(tools=[self._make_search_tool()] if search_tool else [])
@@ -192,7 +224,7 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         server = _server(context)
         check = await self._checker(server, context, info, kind, components)
         ranked: list[_C] = []
-        for key, _score in index.index.search(query, within=by_key.keys()):
+        for key in await self._ranked(index, query, within=by_key.keys()):
             kept = check(by_key[key])
             if kept is not None:
                 ranked.append(kept)
@@ -224,21 +256,66 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         check = await self._checker(server, context, info, "tool", ())
         limit = limit or self.max_results
         found: list[Tool] = []
-        want = limit * 3
-        offset = 0
-        while len(found) < limit:
-            batch = index.index.search(query, limit=want)[offset:]
-            if not batch:
-                break
-            for key, _score in batch:
-                tool = await _visible_tool(server, catalog, key)
-                kept = check(tool) if tool is not None else None
-                if kept is not None:
-                    found.append(kept)
-                    if len(found) == limit:
-                        break
-            offset, want = want, want * 4
+        for key in await self._ranked(index, query):
+            tool = await _visible_tool(server, catalog, key)
+            kept = check(tool) if tool is not None else None
+            if kept is not None:
+                found.append(kept)
+                if len(found) == limit:
+                    break
         return found
+
+    async def prepare(self, server: FastMCP) -> None:
+        """Index (and with ``semantic``, embed) the server's tools now, not at the first search.
+
+        Example:
+            ```python
+            search = SearchMiddleware(semantic=True)
+            mcp.add_middleware(search)
+            await search.prepare(mcp)   # e.g. in the server's lifespan
+            ```
+        """
+        index = self._index("tool")
+        catalog = await _all_tools(server)
+        index.sync(catalog.tools.values(), self._document, self.catalog.version)
+        index.index.search("")  # posts the documents
+        if index.semantic is not None:
+            await anyio.to_thread.run_sync(index.semantic.refresh)
+
+    async def _ranked(
+        self, index: _SyncedIndex, query: str, within: Collection[str] | None = None
+    ) -> list[str]:
+        """Keys best first: the lexical ranking, fused with the semantic one if enabled."""
+        lexical = index.index.search(query, within=within)
+        semantic = index.semantic
+        if semantic is None:
+            return [key for key, _score in lexical]
+        if semantic.pending:
+            if semantic.pending <= _EMBED_INLINE:
+                # A few new or changed tools: embed them now, off the event loop.
+                await anyio.to_thread.run_sync(semantic.refresh)
+            elif not self._embedding:
+                task = asyncio.get_running_loop().create_task(self._embed_all(semantic))
+                self._embedding.add(task)
+                task.add_done_callback(self._embedding.discard)
+        nearest = await anyio.to_thread.run_sync(
+            functools.partial(
+                semantic.search,
+                query,
+                limit=max(50, 5 * self.max_results),
+                within=within,
+                min_score=_MIN_SIMILARITY,
+                # Until a new catalog is embedded, rank with the vectors that are ready.
+                refresh=False,
+            )
+        )
+        return [key for key, _score in blend(lexical, nearest)]
+
+    async def _embed_all(self, semantic: EmbeddingIndex) -> None:
+        try:
+            await anyio.to_thread.run_sync(semantic.refresh)
+        except Exception:
+            logger.exception("embedding the tool catalog failed; search stays lexical")
 
     async def _checker(
         self,
@@ -296,7 +373,10 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
     def _index(self, kind: ComponentKind) -> _SyncedIndex:
         index = self._indexes.get(kind)
         if index is None:
-            index = self._indexes[kind] = _SyncedIndex(SearchIndex(weights=self._weights), kind)
+            semantic = EmbeddingIndex(self._embedder) if self._embedder is not None else None
+            index = self._indexes[kind] = _SyncedIndex(
+                SearchIndex(weights=self._weights), kind, semantic
+            )
         return index
 
     def _document(self, component: FastMCPComponent) -> Document:
@@ -370,9 +450,12 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
 class _SyncedIndex:
     """A ``SearchIndex`` that follows a catalog by object identity."""
 
-    def __init__(self, index: SearchIndex, kind: ComponentKind) -> None:
+    def __init__(
+        self, index: SearchIndex, kind: ComponentKind, semantic: EmbeddingIndex | None = None
+    ) -> None:
         self.index = index
         self.kind = kind
+        self.semantic = semantic
         self._seen: dict[str, FastMCPComponent] = {}
         self._version = -1
 
@@ -386,7 +469,11 @@ class _SyncedIndex:
         for component in components:
             key = _key(component, self.kind)
             if self._seen.get(key) is not component:
-                self.index.upsert(key, describe(component))
+                document = describe(component)
+                self.index.upsert(key, document)
+                if self.semantic is not None:
+                    # A no-op when the text did not change: nothing is embedded again.
+                    self.semantic.upsert(key, document_text(document))
                 self._seen[key] = component
 
     def sync(
@@ -414,6 +501,8 @@ class _SyncedIndex:
             current = {_key(c, kind) for c in components}
             for key in [k for k in seen if k not in current]:
                 self.index.remove(key)
+                if self.semantic is not None:
+                    self.semantic.remove(key)
                 del seen[key]
         self.merge(changed, describe)
 
