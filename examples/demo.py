@@ -1,4 +1,8 @@
-"""Show what filtering saves: the example server's groups, then filtered tool lists.
+"""What fastmcp-filtering does for an agent, step by step, against a real server process.
+
+Starts ``examples/full_stack_server.py`` (62 GitHub-like tools in 9 groups behind all four
+middlewares) over stdio, walks through what an agent would do, and prints how many tools
+and how many tokens each step puts in the model's context, against the full catalog.
 
 Usage: ``python examples/demo.py [--legacy] [--json]``
 """
@@ -8,53 +12,130 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+from fastmcp.exceptions import ToolError
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from github_server import build_server
+from github_server import build_catalog
 
-from fastmcp_filtering.client import list_groups, list_tools
+from fastmcp_filtering.client import call_method, list_groups, list_tools
 
-STEPS: list[tuple[str, dict[str, Any]]] = [
-    ("full catalog (no filter)", {}),
-    ("filter groups=[issues]", {"groups": ["issues"]}),
-    ("filter groups=[code] (with subgroups)", {"groups": ["code"]}),
-    (
-        "filter groups=[pull_requests] tags=[read-only]",
-        {"groups": ["pull_requests"], "tags": ["read-only"]},
-    ),
-    ("filter tags=[destructive]", {"tags": ["destructive"]}),
-]
+SERVER = Path(__file__).parent / "full_stack_server.py"
 
 
-async def run(legacy: bool) -> dict[str, Any]:
-    server = build_server()
-    async with Client(server, **({"mode": "legacy"} if legacy else {})) as client:
+def tokens(payload: Any) -> tuple[int, int]:
+    """JSON bytes of ``payload`` and the usual estimate of its tokens (bytes / 4)."""
+    size = len(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode())
+    return size, size // 4
+
+
+def dump(tools: Any) -> list[dict[str, Any]]:
+    return [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in tools]
+
+
+class Walkthrough:
+    """Runs the steps, printing progress, and keeps the figures for the table."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.rows: list[dict[str, Any]] = []
+
+    def say(self, text: str) -> None:
+        if not self.quiet:
+            print(text, flush=True)
+
+    def row(self, step: str, listed: int | None, payload: Any) -> None:
+        size, estimate = tokens(payload)
+        self.rows.append({"step": step, "tools": listed, "bytes": size, "tokens": estimate})
+
+
+async def full_catalog() -> list[dict[str, Any]]:
+    """The tools the same server lists without fastmcp-filtering."""
+    async with Client(build_catalog()) as client:
+        return dump(await client.list_tools())
+
+
+async def run(legacy: bool, quiet: bool) -> dict[str, Any]:
+    walk = Walkthrough(quiet)
+    everything = await full_catalog()
+    walk.row("without fastmcp-filtering: every tool", len(everything), everything)
+    walk.say(f"The plain server lists {len(everything)} tools.\n")
+
+    # The server's own start-up log would interleave with the walkthrough.
+    transport = StdioTransport(
+        command=sys.executable,
+        args=[str(SERVER)],
+        env={**os.environ, "FASTMCP_LOG_LEVEL": "WARNING"},
+    )
+    async with Client(transport, **({"mode": "legacy"} if legacy else {})) as client:
+        walk.say(f"Connected to {SERVER.name} over stdio (protocol {client.protocol_version}).")
+
+        first = await client.list_tools()
+        walk.row("1. first tools/list (issues + meta-tools)", len(first), dump(first))
+        walk.say(f"1. tools/list shows {len(first)} tools: {', '.join(t.name for t in first)}")
+
         groups = await list_groups(client)
-        rows = []
-        for label, params in STEPS:
-            result = await list_tools(client, **params)
-            wire = json.dumps(
-                [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in result.tools]
-            )
-            rows.append(
-                {
-                    "step": label,
-                    "tools": len(result.tools),
-                    "bytes": len(wire),
-                    "tokens_estimate": len(wire) // 4,
-                }
-            )
-        return {
-            "protocol_version": client.protocol_version,
-            "groups": [{"name": g.name, "parents": g.parents, "title": g.title} for g in groups],
-            "steps": rows,
-        }
+        walk.row("2. groups/list", None, [g.model_dump(exclude_none=True) for g in groups])
+        walk.say(f"2. groups/list: {', '.join(g.name for g in groups)}")
+
+        found = await list_tools(client, query="open a pull request")
+        walk.row("3. tools/list query='open a pull request'", len(found.tools), dump(found.tools))
+        walk.say(
+            "3. search 'open a pull request' (only tools this client may use): "
+            f"{', '.join(t.name for t in found.tools) or 'none yet'}"
+        )
+
+        reply = await client.call_tool("enable_tools", {"groups": ["code", "pull_requests"]})
+        enabled = reply.structured_content or {}
+        walk.say(f"4. enable_tools(['code', 'pull_requests']) -> enabled {enabled.get('enabled')}")
+        after = await client.list_tools()
+        walk.row("4. tools/list after enable_tools", len(after), dump(after))
+        found = await list_tools(client, query="open a pull request")
+        walk.row("5. the same search again", len(found.tools), dump(found.tools))
+        walk.say(f"5. search again: {', '.join(t.name for t in found.tools[:3])}, ...")
+
+        opened = await client.call_tool(
+            "create_pull_request",
+            {"owner": "acme", "repo": "api", "title": "Fix login", "head": "fix", "base": "main"},
+        )
+        walk.say(f"6. create_pull_request -> {json.dumps(opened.structured_content)[:80]}...")
+
+        try:
+            await client.call_tool("delete_repo", {"owner": "acme", "repo": "api"})
+            walk.say("7. delete_repo ran (unexpected)")
+        except ToolError as refused:
+            walk.say(f"7. delete_repo is refused with a hint:\n   {refused}")
+
+        await call_method(client, "concerns/update", {"concerns": {"risk": "safe"}})
+        await client.call_tool("enable_tools", {"groups": ["admin"]})
+        safe = await client.list_tools()
+        walk.row("8. admin enabled, concerns risk=safe", len(safe), dump(safe))
+        walk.say(
+            "8. with admin enabled but risk=safe, the destructive tools stay hidden: "
+            f"{sorted(t.name for t in safe if t.name.startswith(('delete', 'transfer')))}"
+        )
+        protocol = client.protocol_version
+    return {"protocol_version": protocol, "steps": walk.rows}
+
+
+def table(report: dict[str, Any]) -> str:
+    full = report["steps"][0]
+    lines = [f"\n{'step':<46} {'tools':>5} {'bytes':>7} {'~tokens':>8} {'of full':>8}"]
+    for row in report["steps"]:
+        share = row["bytes"] / full["bytes"]
+        listed = "" if row["tools"] is None else row["tools"]
+        lines.append(
+            f"{row['step']:<46} {listed:>5} {row['bytes']:>7} {row['tokens']:>8} {share:>8.0%}"
+        )
+    lines.append("\n(tokens estimated as JSON bytes / 4)")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -62,24 +143,8 @@ def main() -> None:
     parser.add_argument("--legacy", action="store_true", help="use the 2025-11-25 session era")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
-    report = asyncio.run(run(args.legacy))
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return
-    print(f"fastmcp-filtering demo (protocol {report['protocol_version']})\n")
-    print("groups/list:")
-    for group in report["groups"]:
-        parent = f"  (in {', '.join(group['parents'])})" if group["parents"] else ""
-        print(f"  - {group['name']:<14} {group['title'] or ''}{parent}")
-    full = report["steps"][0]
-    print(f"\n{'tools/list request':<50} {'tools':>5} {'bytes':>7} {'~tokens':>8} {'saved':>6}")
-    for row in report["steps"]:
-        saved = 1 - row["bytes"] / full["bytes"]
-        print(
-            f"{row['step']:<50} {row['tools']:>5} {row['bytes']:>7} "
-            f"{row['tokens_estimate']:>8} {saved:>6.0%}"
-        )
-    print("\n(tokens estimated as JSON bytes / 4)")
+    report = asyncio.run(run(args.legacy, quiet=args.json))
+    print(json.dumps(report, indent=2) if args.json else table(report))
 
 
 if __name__ == "__main__":

@@ -134,13 +134,14 @@ def _schema(spec: str) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": required}
 
 
-def build_server(*, list_page_size: int | None = None) -> FastMCP:
-    """The example server with ``FilterMiddleware`` over the declarations above."""
-    mcp = FastMCP(
-        "github-example",
-        instructions="A GitHub-like server. Call groups/list, then tools/list with a filter.",
-        list_page_size=list_page_size,
-    )
+def build_catalog(
+    *,
+    name: str = "github-example",
+    instructions: str | None = None,
+    list_page_size: int | None = None,
+) -> FastMCP:
+    """The example's tools, prompt and resource, with no middleware: add your own."""
+    mcp = FastMCP(name, instructions=instructions, list_page_size=list_page_size)
 
     # Two tools written the usual way, put in their group by the decorator.
     @in_group("issues")
@@ -171,6 +172,15 @@ def build_server(*, list_page_size: int | None = None) -> FastMCP:
         """The README of a repository."""
         return f"# {repo}\n\nA repository of {owner}."
 
+    return mcp
+
+
+def build_server(*, list_page_size: int | None = None) -> FastMCP:
+    """The example server with ``FilterMiddleware`` over the declarations above."""
+    mcp = build_catalog(
+        instructions="A GitHub-like server. Call groups/list, then tools/list with a filter.",
+        list_page_size=list_page_size,
+    )
     mcp.add_middleware(FilterMiddleware(groups=GROUPS, tags=TAGS))
     return mcp
 
