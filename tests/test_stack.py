@@ -233,3 +233,20 @@ class TestAddFiltering:
     def test_bad_options(self, kwargs: dict[str, Any], message: str) -> None:
         with pytest.raises(ValueError, match=message):
             add_filtering(FastMCP("bad"), **kwargs)
+
+
+class TestMetaToolsBelongToNoGroup:
+    async def test_a_group_pattern_never_catches_the_stacks_meta_tools(self) -> None:
+        mcp = build(())
+        add_filtering(
+            mcp,
+            groups=[Group("search", tools=["search_*", "*_tools"]), *GROUPS],
+            progressive={"initial_groups": ["issues"], "hide_ungrouped": True},
+        )
+        async with Client(mcp, mode="legacy") as client:
+            names = [t.name for t in await client.list_tools()]
+            found = await client.call_tool("search_tools", {"query": "issue"})
+            in_search = await list_tools(client, groups=["search"])
+        assert {"search_tools", "enable_tools", "disable_tools"} <= set(names)
+        assert found.structured_content["tools"]
+        assert in_search.tools == []

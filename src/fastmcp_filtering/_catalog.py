@@ -15,7 +15,7 @@ from fastmcp.resources.base import Resource
 from fastmcp.resources.template import ResourceTemplate
 from fastmcp.tools.base import Tool
 
-from fastmcp_filtering._declarations import Group, Tag, declared_groups_of
+from fastmcp_filtering._declarations import META_TOOL_KEY, Group, Tag, declared_groups_of
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -71,6 +71,9 @@ class Membership:
     """``direct`` plus all their ancestors: what a group filter matches against."""
     undeclared: tuple[str, ...]
     """Groups the component claims that no ``Group`` declares."""
+
+
+_NO_GROUPS = Membership((), frozenset(), ())
 
 
 class Catalog:
@@ -191,6 +194,9 @@ class Catalog:
 
     def membership(self, component: FastMCPComponent) -> Membership:
         """The groups ``component`` belongs to, from the cache when nothing changed."""
+        if (component.meta or {}).get(META_TOOL_KEY):
+            # A pattern like "search_*" must not put the stack's own search_tools in a group.
+            return _NO_GROUPS
         kind = kind_of(component)
         claimed = declared_groups_of(component)
         key = (kind, *_match_names(component, kind), claimed)

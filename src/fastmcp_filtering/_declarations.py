@@ -11,10 +11,13 @@ from typing import Any, TypeVar
 import mcp_types as mt
 from fastmcp.utilities.components import FastMCPComponent
 
-__all__ = ["GROUPS_META_KEY", "MAX_NAME_LENGTH", "Group", "Tag", "in_group"]
+__all__ = ["GROUPS_META_KEY", "MAX_NAME_LENGTH", "META_TOOL_KEY", "Group", "Tag", "in_group"]
 
 GROUPS_META_KEY = "io.modelcontextprotocol/groups"
 """The reserved ``_meta`` key that lists the groups a primitive (or a group) belongs to."""
+
+META_TOOL_KEY = "io.github.fastmcp-filtering/meta-tool"
+"""``_meta`` mark of the stack's own meta-tools: they belong to no group and no layer hides them."""
 
 MAX_NAME_LENGTH = 256
 """Longest group or tag name accepted, in declarations and in a client's ``filter``."""

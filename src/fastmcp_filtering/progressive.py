@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from typing_extensions import override
 
 from fastmcp_filtering._catalog import Catalog, ComponentKind, Membership, kind_of
+from fastmcp_filtering._declarations import META_TOOL_KEY
 from fastmcp_filtering._layers import AccessLayer, ClientView, refusal_for
 from fastmcp_filtering._progressive import (
     as_names,
@@ -122,7 +123,9 @@ class _View:
 
     def refusal(self, component: FastMCPComponent) -> str | None:
         layer = self._layer
-        if isinstance(component, Tool) and component.name in layer._meta_names:
+        if isinstance(component, Tool) and (
+            component.name in layer._meta_names or (component.meta or {}).get(META_TOOL_KEY)
+        ):
             return None
         membership = layer.catalog.membership(component)
         if shown(membership, self._enabled.groups, hide_ungrouped=layer.hide_ungrouped):
@@ -311,12 +314,16 @@ class ProgressiveDisclosureMiddleware(AccessLayer, ToolInjectionMiddleware):
             enable_tools.__annotations__["return"] = EnableToolsWithSchemasResult
         tools = [
             Tool.from_function(
-                enable_tools, name=self.enable_tool_name, description=self._enable_description()
+                enable_tools,
+                name=self.enable_tool_name,
+                description=self._enable_description(),
+                meta={META_TOOL_KEY: True},
             ),
             Tool.from_function(
                 disable_tools,
                 name=self.disable_tool_name,
                 description=self._disable_description(),
+                meta={META_TOOL_KEY: True},
             ),
         ]
         tools = [t.model_copy(update={"parameters": _GROUPS_SCHEMA}) for t in tools]
@@ -333,6 +340,7 @@ class ProgressiveDisclosureMiddleware(AccessLayer, ToolInjectionMiddleware):
                     name=self.call_tool_name,
                     description=self._call_description(),
                     output_schema=None,
+                    meta={META_TOOL_KEY: True},
                 )
             )
         built: dict[str, Tool] = {t.name: t for t in tools}

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from typing_extensions import override
 
 from fastmcp_filtering._catalog import Catalog, ComponentKind
+from fastmcp_filtering._declarations import META_TOOL_KEY
 from fastmcp_filtering._fusion import blend
 from fastmcp_filtering._hooks import ListHooks
 from fastmcp_filtering._layers import AccessLayer, ClientView
@@ -439,6 +440,7 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         return Tool.from_function(
             search_tools,
             name=self.search_tool,
+            meta={META_TOOL_KEY: True},
             description=(
                 "Search this server's tools by what you want to do (plain words, e.g. "
                 "'open a pull request'). Returns the best matching tool definitions, most "
