@@ -1,0 +1,320 @@
+"""The ``fastmcp-filtering`` command: ``serve`` a filtering proxy, ``check`` a configuration.
+
+``fastmcp-filtering serve CONFIG`` proxies the configured upstream(s) with the
+filtering stack over stdio (default) or streamable HTTP (``--http``).
+``fastmcp-filtering check CONFIG`` validates the file, connects to the
+upstream(s), and prints each group with its member count, the tags, the tools in
+no group, and patterns that match nothing; it exits 1 on an invalid file, an
+unreachable upstream, or a group that matches no tool.
+
+Example:
+    ```bash
+    fastmcp-filtering check examples/server-github.toml
+    fastmcp-filtering serve examples/server-github.toml --http --port 8000
+    ```
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import fnmatch
+import json
+import sys
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, TextIO
+
+from fastmcp import Client
+
+from fastmcp_filtering.config import ConfigError, FilteringConfig, load_config
+from fastmcp_filtering.proxy import _build, build_proxy, upstream_transport
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+
+__all__ = ["CheckReport", "check", "main"]
+
+
+@dataclass
+class CheckReport:
+    """What ``check`` found: the upstream tools as the proxy lists them, sorted into groups.
+
+    ``groups`` holds each group's direct members and its count with subgroups;
+    ``ungrouped`` the tools in no group; ``errors`` fail the check, ``warnings``
+    do not.
+
+    Example:
+        ```python
+        report = await check(load_config("proxy.toml"))
+        assert report.ok, report.errors
+        ```
+    """
+
+    file: str
+    tools: list[str] = field(default_factory=list)
+    upstreams: list[dict[str, Any]] = field(default_factory=list)
+    groups: list[dict[str, Any]] = field(default_factory=list)
+    tags: list[dict[str, Any]] = field(default_factory=list)
+    concerns: list[dict[str, Any]] = field(default_factory=list)
+    ungrouped: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing is wrong enough to fail the check."""
+        return not self.errors
+
+
+async def check(config: FilteringConfig, *, file: str = "<config>") -> CheckReport:
+    """Connect to the upstream(s) through the proxy and sort their tools into the declarations.
+
+    Lists tools as the proxy serves them before any filtering (namespaced, with
+    the configured tags), counts each group's members (direct, and with its
+    subgroups), and reports tools in no group. A group with no tool even through
+    its subgroups is an error; tag and ``concern_mapping`` patterns that match
+    nothing are warnings.
+
+    Example:
+        ```python
+        report = await check(load_config("proxy.toml"))
+        print(report.ungrouped, report.errors)
+        ```
+    """
+    report = CheckReport(file=file)
+    meta_names = _meta_names(config)
+    # No client session: the proxy's handshake would connect upstream and log the failure.
+    proxy, transports = _build(config)
+    try:
+        listed = await proxy.list_tools(run_middleware=False)
+    except Exception as error:
+        report.errors.extend(await _upstream_errors(config, error))
+        return report
+    finally:
+        for transport in transports:
+            await transport.close()  # type: ignore[no-untyped-call]
+    tools = [t for t in listed if t.name not in meta_names]
+    catalog = config.catalog()
+    names = sorted({t.name for t in tools})
+    report.tools = names
+    for upstream in config.upstreams:
+        prefix = f"{upstream.namespace}_" if upstream.namespace else ""
+        if prefix:
+            count: int | None = sum(1 for n in names if n.startswith(prefix))
+        else:
+            # Un-namespaced tools of several upstreams cannot be told apart by name.
+            count = len(names) if len(config.upstreams) == 1 else None
+        report.upstreams.append(
+            {"name": upstream.label, "namespace": upstream.namespace, "tools": count}
+        )
+    direct: dict[str, list[str]] = {g.name: [] for g in catalog.groups}
+    effective: dict[str, list[str]] = {g.name: [] for g in catalog.groups}
+    for tool in sorted(tools, key=lambda t: t.name):
+        membership = catalog.membership(tool)
+        for name in membership.direct:
+            direct[name].append(tool.name)
+        for name in membership.effective:
+            effective[name].append(tool.name)
+        if not membership.direct:
+            report.ungrouped.append(tool.name)
+    for group in catalog.groups:
+        report.groups.append(
+            {
+                "name": group.name,
+                "title": group.title,
+                "parents": list(group.parents),
+                "tools": direct[group.name],
+                "with_subgroups": len(effective[group.name]),
+            }
+        )
+        if not effective[group.name]:
+            patterns = ", ".join(repr(p) for p in group.tools) or "no tools patterns"
+            report.errors.append(
+                f"group {group.name!r} matches no tool ({patterns}); fix its tools patterns "
+                f"against the tool names above, or remove the group"
+            )
+    for group in catalog.groups:
+        for pattern in group.tools:
+            for meta_name in sorted(fnmatch.filter(meta_names, pattern)):
+                report.warnings.append(
+                    f"group {group.name!r} pattern {pattern!r} also matches the meta-tool "
+                    f"{meta_name!r}, which then follows the group; name the tools instead"
+                )
+    declared = {t.name: t.description for t in catalog.tags}
+    found = [*declared, *sorted({tag for t in tools for tag in t.tags} - set(declared))]
+    for tag in found:
+        members = sorted(t.name for t in tools if tag in t.tags)
+        report.tags.append({"name": tag, "description": declared.get(tag), "tools": members})
+    for tag_config in config.tags:
+        for pattern in tag_config.tools:
+            if not fnmatch.filter(names, pattern):
+                report.warnings.append(
+                    f"tag {tag_config.name!r} pattern {pattern!r} matches no tool"
+                )
+    for concern in config.concerns:
+        counts = {value: 0 for value in concern.values}
+        unmapped = 0
+        for tool in tools:
+            value = ((tool.meta or {}).get("concerns") or {}).get(concern.name)
+            if value in counts:
+                counts[value] += 1
+            else:
+                unmapped += 1
+        report.concerns.append(
+            {
+                "name": concern.name,
+                "default": concern.default,
+                "values": counts,
+                "unmapped": unmapped,
+            }
+        )
+    for pattern in config.concern_mapping:
+        if not fnmatch.filter(names, pattern):
+            report.warnings.append(f"concern_mapping key {pattern!r} matches no tool")
+    return report
+
+
+def _meta_names(config: FilteringConfig) -> set[str]:
+    """The stack's own tools (search_tools, enable_tools, ...): not the upstream's."""
+    names: set[str | None] = set()
+    if config.search.enabled:
+        names.add(config.search.options()["search_tool"])
+    if config.progressive is not None and config.progressive.enabled:
+        progressive = config.progressive
+        names |= {progressive.enable_tool_name, progressive.disable_tool_name}
+        names.add(progressive.call_tool_name)
+    return {n for n in names if n is not None}
+
+
+async def _upstream_errors(config: FilteringConfig, error: Exception) -> list[str]:
+    """Which upstream failed, found by connecting to each one alone."""
+    errors = []
+    for upstream in config.upstreams:
+        transport = upstream_transport(upstream)
+        try:
+            async with Client(transport) as client:
+                await client.list_tools()
+        except Exception as failure:
+            errors.append(
+                f"upstream {upstream.label!r} cannot be listed: {_reason(failure)}; check its "
+                "command/args (run it by hand) or url, and that it speaks MCP"
+            )
+        finally:
+            await transport.close()  # type: ignore[no-untyped-call]
+    return errors or [f"listing the upstream tools failed: {_reason(error)}"]
+
+
+def _reason(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0][:300]
+
+
+# -- output -------------------------------------------------------------------------------
+
+
+def _print_report(report: CheckReport, out: TextIO) -> None:
+    if not report.tools and report.errors:
+        for error in report.errors:
+            print(f"error: {error}", file=out)
+        print(f"\nFAILED: {len(report.errors)} error(s)", file=out)
+        return
+    width = max(
+        [len(g["name"]) for g in report.groups] + [len(t["name"]) for t in report.tags] + [12]
+    )
+    print(f"{report.file}: {len(report.tools)} upstream tools", file=out)
+    for upstream in report.upstreams:
+        count = "" if upstream["tools"] is None else f": {upstream['tools']} tools"
+        namespace = f" (namespace {upstream['namespace']})" if upstream["namespace"] else ""
+        print(f"  upstream {upstream['name']}{namespace}{count}", file=out)
+    print(f"\ngroups ({len(report.groups)})", file=out)
+    print(f"  {'name':<{width}}  {'tools':>5}  {'+sub':>5}  parent", file=out)
+    for group in report.groups:
+        parents = ", ".join(group["parents"])
+        print(
+            f"  {group['name']:<{width}}  {len(group['tools']):>5}  "
+            f"{group['with_subgroups']:>5}  {parents}",
+            file=out,
+        )
+    print(f"\ntags ({len(report.tags)})", file=out)
+    for tag in report.tags:
+        description = f"  {tag['description']}" if tag["description"] else ""
+        print(f"  {tag['name']:<{width}}  {len(tag['tools']):>5}{description}", file=out)
+    if report.concerns:
+        print(f"\nconcerns ({len(report.concerns)})", file=out)
+        for concern in report.concerns:
+            values = ", ".join(f"{v} {n}" for v, n in concern["values"].items())
+            default = f" (default {concern['default']})" if concern["default"] else ""
+            print(
+                f"  {concern['name']}{default}: {values}, unmapped {concern['unmapped']}", file=out
+            )
+    print(f"\ntools in no group ({len(report.ungrouped)})", file=out)
+    for name in report.ungrouped:
+        print(f"  {name}", file=out)
+    for warning in report.warnings:
+        print(f"warning: {warning}", file=out)
+    for error in report.errors:
+        print(f"error: {error}", file=out)
+    print("\nOK" if report.ok else f"\nFAILED: {len(report.errors)} error(s)", file=out)
+
+
+# -- entry point --------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fastmcp-filtering",
+        description="Put groups, tags, concerns, search and progressive disclosure "
+        "in front of any MCP server.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    serve = commands.add_parser("serve", help="serve the filtering proxy (stdio by default)")
+    serve.add_argument("config", help="configuration file (.toml, .json, .yaml)")
+    serve.add_argument("--http", action="store_true", help="serve streamable HTTP, not stdio")
+    serve.add_argument("--host", default="127.0.0.1", help="HTTP host (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    serve.add_argument("--path", default="/mcp", help="HTTP path of the endpoint (default /mcp)")
+    check_cmd = commands.add_parser(
+        "check", help="validate a configuration against the upstream's tools"
+    )
+    check_cmd.add_argument("config", help="configuration file (.toml, .json, .yaml)")
+    check_cmd.add_argument("--json", action="store_true", help="print a JSON report")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 ok, 1 failed, 2 usage).
+
+    Example:
+        ```python
+        raise SystemExit(main(["check", "examples/server-github.toml"]))
+        ```
+    """
+    args = _parser().parse_args(argv)
+    try:
+        config = load_config(args.config)
+    except ConfigError as error:
+        if getattr(args, "json", False):
+            problems = [
+                {"file": error.file, "key": key, "line": line, "message": message}
+                for key, line, message in error.problems
+            ]
+            print(json.dumps({"ok": False, "config_errors": problems}, indent=2))
+        else:
+            print(f"invalid configuration:\n{error}", file=sys.stderr)
+        return 1
+    if args.command == "check":
+        report = asyncio.run(check(config, file=args.config))
+        if args.json:
+            print(json.dumps({"ok": report.ok, **asdict(report)}, indent=2))
+        else:
+            _print_report(report, sys.stdout)
+        return 0 if report.ok else 1
+    proxy = build_proxy(config)
+    if args.http:
+        proxy.run(
+            transport="http", host=args.host, port=args.port, path=args.path, show_banner=False
+        )
+    else:
+        proxy.run(show_banner=False)
+    return 0

@@ -1,0 +1,273 @@
+"""Proxy mode: groups, tags, concerns, search and progressive disclosure for any MCP server.
+
+``build_proxy(config)`` puts FastMCP's proxy in front of the configured upstream
+server(s), stdio or HTTP, and adds the filtering stack (``add_filtering``) with
+the configured declarations, so an operator filters servers whose code they
+cannot change (GitHub's, Azure's, any npm or PyPI server).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from fastmcp import FastMCP
+from fastmcp.client.transports import ClientTransport, StdioTransport, StreamableHttpTransport
+from fastmcp.client.transports.sse import SSETransport
+from fastmcp.mcp_config import infer_transport_type_from_url
+from fastmcp.server import create_proxy
+from fastmcp.server.transforms import Transform
+
+from fastmcp_filtering._catalog import ComponentKind, kind_of
+from fastmcp_filtering._concerns import COMPONENT_META_KEY
+from fastmcp_filtering.stack import add_filtering
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Mapping, Sequence
+
+    from fastmcp.prompts.base import Prompt
+    from fastmcp.resources.base import Resource
+    from fastmcp.resources.template import ResourceTemplate
+    from fastmcp.server.transforms import (
+        GetPromptNext,
+        GetResourceNext,
+        GetResourceTemplateNext,
+        GetToolNext,
+    )
+    from fastmcp.tools.base import Tool
+    from fastmcp.utilities.components import FastMCPComponent
+    from fastmcp.utilities.versions import VersionSpec
+
+    from fastmcp_filtering.config import FilteringConfig, UpstreamConfig
+
+__all__ = ["ConfigAnnotations", "build_proxy", "upstream_transport"]
+
+_C = TypeVar("_C", bound="FastMCPComponent")
+
+# FastMCP's own names for the backend era: None mirrors each incoming request's era.
+_MODES: dict[str, str | None] = {"auto": "auto", "legacy": "legacy", "mirror": None}
+
+
+def upstream_transport(upstream: UpstreamConfig) -> ClientTransport:
+    """The FastMCP client transport that reaches ``upstream``.
+
+    A stdio upstream's subprocess is kept alive between requests and shared by
+    them; close the transport (``await transport.close()``) to stop it.
+
+    Example:
+        ```python
+        transport = upstream_transport(config.upstreams[0])
+        async with Client(transport) as client:
+            tools = await client.list_tools()
+        ```
+    """
+    if upstream.url is not None:
+        if infer_transport_type_from_url(upstream.url) == "sse":
+            return SSETransport(upstream.url, headers=dict(upstream.headers))
+        return StreamableHttpTransport(upstream.url, headers=dict(upstream.headers))
+    assert upstream.command is not None
+    return StdioTransport(
+        command=upstream.command,
+        args=list(upstream.args),
+        env=dict(upstream.env) or None,
+        cwd=upstream.cwd,
+    )
+
+
+def build_proxy(config: FilteringConfig) -> FastMCP:
+    """A FastMCP server proxying the configured upstream(s), with the filtering stack added.
+
+    One upstream without a namespace is served by ``create_proxy`` directly; with
+    several (or a namespace), each is a proxy mounted under its namespace, and
+    group and tag patterns match the prefixed names (``gh_create_issue``). Tags
+    with ``tools`` patterns and ``concern_mapping`` are applied to the proxied
+    components by a ``ConfigAnnotations`` transform, so every layer sees them.
+    Stdio upstreams start at the first request and stop when the server's
+    lifespan ends (the last in-memory client leaves, or the server stops).
+
+    Example:
+        ```python
+        proxy = build_proxy(load_config("examples/server-github.toml"))
+        proxy.run()  # stdio; proxy.run(transport="http", port=8000) for HTTP
+        ```
+    """
+    return _build(config)[0]
+
+
+def _build(config: FilteringConfig) -> tuple[FastMCP[Any], list[ClientTransport]]:
+    """The proxy and the transports it owns (``check`` lists and closes them itself)."""
+    transports = [upstream_transport(u) for u in config.upstreams]
+
+    @asynccontextmanager
+    async def close_upstreams(_server: FastMCP[Any]) -> AsyncIterator[dict[str, Any]]:
+        try:
+            yield {}
+        finally:
+            for transport in transports:
+                await transport.close()  # type: ignore[no-untyped-call]
+
+    strategy = config.on_upstream_error
+    lone = config.upstreams[0]
+    server: FastMCP[Any]
+    if len(config.upstreams) == 1 and lone.namespace is None:
+        server = create_proxy(
+            transports[0],
+            mode=_MODES[lone.mode],
+            name=config.name,
+            instructions=config.instructions,
+            lifespan=close_upstreams,
+            provider_error_strategy=strategy,
+        )
+    else:
+        server = FastMCP(config.name, instructions=config.instructions, lifespan=close_upstreams)
+        for upstream, transport in zip(config.upstreams, transports, strict=True):
+            child = create_proxy(
+                transport,
+                mode=_MODES[upstream.mode],
+                name=upstream.label,
+                provider_error_strategy=strategy,
+            )
+            server.mount(child, namespace=upstream.namespace)
+    server.provider_error_strategy = strategy
+    server.add_transform(
+        ConfigAnnotations(
+            tags={t.name: t.tools for t in config.tags if t.tools},
+            concern_mapping=config.concern_mapping,
+        )
+    )
+    add_filtering(
+        server,
+        groups=config.to_groups(),
+        tags=config.to_tags(),
+        search=config.search.options() if config.search.enabled else False,
+        concerns=config.to_concerns() or None,
+        progressive=config.progressive.options()
+        if config.progressive is not None and config.progressive.enabled
+        else False,
+    )
+    return server, transports
+
+
+def _compile(patterns: Sequence[str]) -> re.Pattern[str]:
+    return re.compile("|".join(fnmatch.translate(p) for p in patterns))
+
+
+def _match_names(component: FastMCPComponent, kind: ComponentKind) -> tuple[str, ...]:
+    # The strings Catalog matches Group.tools against, so tags and concerns agree with groups.
+    if kind == "resource":
+        return (component.name, str(getattr(component, "uri", "")))
+    if kind == "template":
+        return (component.name, str(getattr(component, "uri_template", "")))
+    return (component.name,)
+
+
+class ConfigAnnotations(Transform):
+    """Put configured tags and concern values on proxied components, by name or glob.
+
+    An upstream that is not a FastMCP server has no FastMCP tags and no
+    ``_meta.concerns``; this transform adds them as components are listed or
+    looked up, so filters, search, concerns and calls all see the same values.
+    For ``concern_mapping`` an exact name wins over patterns, and among patterns
+    the first one wins; values the upstream set itself are overridden. An
+    unchanged component keeps its identity between listings (the proxy builds
+    new objects on every listing), so the search index does not re-read it.
+
+    Example:
+        ```python
+        server.add_transform(ConfigAnnotations(
+            tags={"read-only": ["get_*", "list_*"]},
+            concern_mapping={"merge_*": {"risk": "destructive"}},
+        ))
+        ```
+    """
+
+    def __init__(
+        self,
+        *,
+        tags: Mapping[str, Sequence[str]] | None = None,
+        concern_mapping: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
+        self._tags = [(name, _compile(p)) for name, p in (tags or {}).items() if p]
+        mapping = dict(concern_mapping or {})
+        self._exact = {k: dict(v) for k, v in mapping.items() if not _is_glob(k)}
+        self._patterns = [(_compile([k]), dict(v)) for k, v in mapping.items() if _is_glob(k)]
+        self._last: dict[tuple[ComponentKind, str], tuple[Any, Any]] = {}
+
+    def __repr__(self) -> str:
+        return f"ConfigAnnotations(tags={[t for t, _ in self._tags]!r})"
+
+    def annotate(self, component: _C) -> _C:
+        """``component`` with the configured tags and concern values (the same object if none)."""
+        kind = kind_of(component)
+        key = (kind, component.name)
+        last = self._last.get(key)
+        if last is not None and last[0] == component:
+            return last[1]  # type: ignore[no-any-return]
+        names = _match_names(component, kind)
+        tags = {tag for tag, pattern in self._tags if any(pattern.match(n) for n in names)}
+        values: dict[str, str] = {}
+        for name in names:
+            for concern, value in self._exact.get(name, {}).items():
+                values.setdefault(concern, value)
+        for pattern, mapped in self._patterns:
+            if any(pattern.match(n) for n in names):
+                for concern, value in mapped.items():
+                    values.setdefault(concern, value)
+        result = component
+        if (tags and not tags <= component.tags) or values:
+            update: dict[str, Any] = {"tags": component.tags | tags}
+            if values:
+                meta = dict(component.meta or {})
+                meta[COMPONENT_META_KEY] = {**(meta.get(COMPONENT_META_KEY) or {}), **values}
+                update["meta"] = meta
+            result = component.model_copy(update=update)
+        self._last[key] = (component, result)
+        return result
+
+    async def list_tools(self, tools: Sequence[Tool]) -> Sequence[Tool]:
+        return [self.annotate(t) for t in tools]
+
+    async def get_tool(
+        self, name: str, call_next: GetToolNext, *, version: VersionSpec | None = None
+    ) -> Tool | None:
+        tool = await call_next(name, version=version)
+        return self.annotate(tool) if tool is not None else None
+
+    async def list_prompts(self, prompts: Sequence[Prompt]) -> Sequence[Prompt]:
+        return [self.annotate(p) for p in prompts]
+
+    async def get_prompt(
+        self, name: str, call_next: GetPromptNext, *, version: VersionSpec | None = None
+    ) -> Prompt | None:
+        prompt = await call_next(name, version=version)
+        return self.annotate(prompt) if prompt is not None else None
+
+    async def list_resources(self, resources: Sequence[Resource]) -> Sequence[Resource]:
+        return [self.annotate(r) for r in resources]
+
+    async def get_resource(
+        self, uri: str, call_next: GetResourceNext, *, version: VersionSpec | None = None
+    ) -> Resource | None:
+        resource = await call_next(uri, version=version)
+        return self.annotate(resource) if resource is not None else None
+
+    async def list_resource_templates(
+        self, templates: Sequence[ResourceTemplate]
+    ) -> Sequence[ResourceTemplate]:
+        return [self.annotate(t) for t in templates]
+
+    async def get_resource_template(
+        self,
+        uri: str,
+        call_next: GetResourceTemplateNext,
+        *,
+        version: VersionSpec | None = None,
+    ) -> ResourceTemplate | None:
+        template = await call_next(uri, version=version)
+        return self.annotate(template) if template is not None else None
+
+
+def _is_glob(pattern: str) -> bool:
+    return any(c in pattern for c in "*?[")

@@ -1,0 +1,167 @@
+"""The ``fastmcp-filtering`` command as a subprocess: ``check`` and ``serve`` (stdio and HTTP)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+from fastmcp.exceptions import ToolError
+
+from fastmcp_filtering.cli import main
+from fastmcp_filtering.client import list_groups, list_tools
+
+from ._servers import free_port
+from .conftest import ERAS
+from .test_proxy import EXAMPLE_CONFIG, RECORDED, STANDIN, reply, wait_for_port
+
+CLI = [sys.executable, "-m", "fastmcp_filtering"]
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, timeout=60, cwd=Path(__file__).parent
+    )
+
+
+def partial_config(tmp_path: Path) -> Path:
+    """Groups that leave tools out, and one whose pattern matches nothing."""
+    path = tmp_path / "partial.toml"
+    path.write_text(
+        f'[[upstreams]]\ncommand = "python"\nargs = [{json.dumps(str(STANDIN))}]\n\n'
+        '[[groups]]\nname = "issues"\ntools = ["*_issue*"]\n\n'
+        '[[groups]]\nname = "pulls"\ntools = ["*pull_request*"]\n\n'
+        '[[groups]]\nname = "wiki"\ntools = ["wiki_*"]\n\n'
+        '[[groups]]\nname = "finding"\ntools = ["search_*"]\n\n'
+        '[[tags]]\nname = "read-only"\ntools = ["get_*", "list_*", "read_*"]\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+class TestCheck:
+    def test_the_example_passes_and_prints_the_groups(self) -> None:
+        result = run("check", str(EXAMPLE_CONFIG))
+        assert result.returncode == 0, result.stderr
+        out = result.stdout
+        assert f"{EXAMPLE_CONFIG}: 26 upstream tools\n  upstream github: 26 tools\n" in out
+        rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line[:2] == "  "}
+        assert rows["pull_requests"] == ["10", "10"]
+        assert rows["repos"] == ["4", "8"]  # 4 of its own, 8 with files and branches
+        assert rows["reviews"] == ["2", "2", "pull_requests"]
+        assert rows["read-only"][0] == "14"
+        assert "risk (default write): read 14, write 10, irreversible 2, unmapped 0" in out
+        assert "tools in no group (0)" in out
+        assert out.rstrip().endswith("OK")
+
+    def test_a_group_matching_nothing_fails_and_ungrouped_tools_are_listed(
+        self, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+    ) -> None:
+        assert main(["check", str(partial_config(tmp_path)), "--json"]) == 1
+        report = json.loads(capfd.readouterr().out)
+        assert report["ok"] is False
+        assert report["tools"] == sorted(RECORDED)
+        groups = {g["name"]: g for g in report["groups"]}
+        assert len(groups["issues"]["tools"]) == 6
+        assert groups["wiki"]["tools"] == []
+        assert report["errors"] == [
+            "group 'wiki' matches no tool ('wiki_*'); fix its tools patterns against the tool "
+            "names above, or remove the group"
+        ]
+        assert report["ungrouped"] == [
+            "create_branch",
+            "create_or_update_file",
+            "create_repository",
+            "fork_repository",
+            "get_file_contents",
+            "list_commits",
+            "push_files",
+        ]
+        assert "tag 'read-only' pattern 'read_*' matches no tool" in report["warnings"]
+        assert any("also matches the meta-tool 'search_tools'" in w for w in report["warnings"])
+
+    def test_an_invalid_config_fails_with_file_line_and_key(
+        self, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+    ) -> None:
+        path = tmp_path / "bad.toml"
+        path.write_text('[[upstreams]]\ncommand = "x"\n[[groups]]\nname = "a"\nparent = "b"\n')
+        assert main(["check", str(path)]) == 1
+        stderr = capfd.readouterr().err
+        assert f"{path}:5: groups[0].parent: group 'a' names unknown parent 'b'" in stderr
+        assert main(["serve", str(path)]) == 1
+        assert "groups[0].parent" in capfd.readouterr().err
+        assert main(["check", str(path), "--json"]) == 1
+        as_json = json.loads(capfd.readouterr().out)
+        assert as_json["config_errors"][0]["key"] == "groups[0].parent"
+        assert as_json["config_errors"][0]["line"] == 5
+
+    def test_an_unreachable_upstream_is_named(
+        self, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+    ) -> None:
+        path = tmp_path / "dead.toml"
+        path.write_text('[[upstreams]]\nname = "ghost"\ncommand = "/nonexistent/mcp-server"\n')
+        assert main(["check", str(path)]) == 1
+        out = capfd.readouterr().out
+        assert "error: upstream 'ghost' cannot be listed" in out
+        assert "No such file or directory: '/nonexistent/mcp-server'" in out
+
+
+class TestServe:
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_stdio(self, era: str) -> None:
+        transport = StdioTransport(
+            command=sys.executable, args=["-m", "fastmcp_filtering", "serve", str(EXAMPLE_CONFIG)]
+        )
+        async with Client(transport, **ERAS[era]) as client:
+            await exercise(client)
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_streamable_http(self, era: str) -> None:
+        with serve_http() as url:
+            async with Client(url, **ERAS[era]) as client:
+                # 2026-07-28 over HTTP without auth has no client identity: no enable_tools.
+                await exercise(client, stateful=era == "legacy")
+
+
+@contextmanager
+def serve_http() -> Iterator[str]:
+    """``fastmcp-filtering serve --http`` on a free loopback port; yields its MCP URL."""
+    port = free_port()
+    process = subprocess.Popen(
+        [*CLI, "serve", str(EXAMPLE_CONFIG), "--http", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_for_port(process, port)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+async def exercise(client: Client[Any], *, stateful: bool = True) -> None:
+    """Groups, a filtered list, a refused hidden call, and a call reaching the upstream."""
+    assert len(await list_groups(client)) == 7
+    issues = await list_tools(client, groups=["issues"], tags=["read-only"])
+    assert sorted(t.name for t in issues.tools) == ["get_issue", "list_issues", "search_issues"]
+    with pytest.raises(
+        ToolError, match=r"'list_commits' is in group 'repos', which is not enabled"
+    ):
+        await client.call_tool("list_commits", {"owner": "o", "repo": "r"})
+    if stateful:
+        await client.call_tool("enable_tools", {"groups": ["repos"]})
+        commits = await client.call_tool("list_commits", {"owner": "o", "repo": "r"})
+        assert reply(commits)["tool"] == "list_commits"
+    issue = await client.call_tool("get_issue", {"owner": "o", "repo": "r", "issue_number": 1})
+    assert reply(issue)["arguments"]["issue_number"] == 1

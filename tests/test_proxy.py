@@ -1,0 +1,288 @@
+"""Proxy mode against a real upstream subprocess: the recorded GitHub server's stand-in."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastmcp import Client, FastMCP
+from fastmcp.exceptions import ToolError
+from fastmcp.tools.base import Tool
+
+from fastmcp_filtering.client import (
+    concerns_meta,
+    list_concerns,
+    list_groups,
+    list_tags,
+    list_tools,
+)
+from fastmcp_filtering.config import FilteringConfig, load_config
+from fastmcp_filtering.proxy import ConfigAnnotations, build_proxy
+
+from ._servers import free_port
+from .conftest import ERAS
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE_CONFIG = ROOT / "examples" / "server-github.toml"
+STANDIN = ROOT / "examples" / "upstream_standin.py"
+FIXTURE = ROOT / "examples" / "fixtures" / "server-github.tools.json"
+RECORDED = [t["name"] for t in json.loads(FIXTURE.read_text())["tools/list"]["tools"]]
+
+INITIAL = [  # issues (initial group) plus the meta-tools
+    "add_issue_comment",
+    "call_tool",
+    "create_issue",
+    "disable_tools",
+    "enable_tools",
+    "get_issue",
+    "list_issues",
+    "search_issues",
+    "search_tools",
+    "update_issue",
+]
+
+
+def reply(result: Any) -> dict[str, Any]:
+    """The stand-in's canned reply: which upstream ran which tool with which arguments."""
+    return dict(json.loads(result.content[0].text))
+
+
+async def names(client: Client[Any], **kwargs: Any) -> list[str]:
+    return sorted(t.name for t in (await list_tools(client, **kwargs)).tools)
+
+
+@contextmanager
+def standin_http(label: str = "standin") -> Iterator[str]:
+    """The stand-in over streamable HTTP on a free loopback port; yields its MCP URL."""
+    port = free_port()
+    command = [sys.executable, str(STANDIN), "--http", "--port", str(port), "--label", label]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for_port(process, port)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def wait_for_port(process: subprocess.Popen[bytes], port: int) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        if process.poll() is not None:
+            stderr = process.stderr.read().decode() if process.stderr else ""
+            raise RuntimeError(f"server exited: {stderr[-2000:]}")
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/", timeout=0.5)
+            return
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                raise TimeoutError("server did not start within 30 s") from None
+            time.sleep(0.1)
+
+
+class TestExampleOverStdio:
+    """examples/server-github.toml: the proxy starts the stand-in as a stdio subprocess."""
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_an_agent_session(self, era: str) -> None:
+        proxy = build_proxy(load_config(EXAMPLE_CONFIG))
+        async with Client(proxy, **ERAS[era]) as client:
+            groups = await list_groups(client)
+            assert [g.name for g in groups] == [
+                "repos",
+                "files",
+                "branches",
+                "issues",
+                "pull_requests",
+                "reviews",
+                "search",
+            ]
+            assert groups[1].parents == ["repos"]
+            assert [t.name for t in await list_tags(client)] == ["read-only", "irreversible"]
+            assert [c.name for c in await list_concerns(client)] == ["risk"]
+            assert await names(client) == INITIAL
+
+            # A hidden tool is refused with the call that makes it available.
+            with pytest.raises(ToolError, match=r'Call enable_tools\(groups=\["pull_requests"\]\)'):
+                await client.call_tool("get_pull_request", {"owner": "o", "repo": "r"})
+            enabled = await client.call_tool("enable_tools", {"groups": ["pull_requests"]})
+            assert enabled.structured_content is not None
+            assert enabled.structured_content["enabled"] == ["pull_requests"]
+
+            # filter: the glob "*pull_request*" put ten proxied tools in the group; the
+            # risk concern's default ("write") leaves out the irreversible merge.
+            listed = await names(client, groups=["pull_requests"])
+            assert listed == sorted(
+                n for n in RECORDED if "pull_request" in n and n != "merge_pull_request"
+            )
+            read_only = await names(client, groups=["pull_requests"], tags=["read-only"])
+            assert read_only == [
+                "get_pull_request",
+                "get_pull_request_comments",
+                "get_pull_request_files",
+                "get_pull_request_reviews",
+                "get_pull_request_status",
+                "list_pull_requests",
+            ]
+
+            # query search ranks the visible proxied tools.
+            found = await names(client, query="comment on an issue")
+            assert "add_issue_comment" in found
+            top = (await list_tools(client, query="merge a pull request")).tools[0]
+            assert top.name != "merge_pull_request"  # excluded by the concern default
+
+            # concerns: refused under the default, reachable with a per-request override.
+            with pytest.raises(ToolError, match=r"excluded by concern 'risk'"):
+                await client.call_tool("merge_pull_request", {"owner": "o", "repo": "r"})
+            wide = concerns_meta({"risk": "irreversible"})
+            assert "merge_pull_request" in await names(client, meta=wide)
+            merged = await client.call_tool(
+                "merge_pull_request", {"owner": "o", "repo": "r", "pull_number": 7}, meta=wide
+            )
+            assert reply(merged) == {
+                "upstream": "standin",
+                "tool": "merge_pull_request",
+                "arguments": {"owner": "o", "repo": "r", "pull_number": 7},
+            }
+
+            # A normal call reaches the upstream with its arguments; its errors come back.
+            issue = await client.call_tool(
+                "get_issue", {"owner": "o", "repo": "r", "issue_number": 3}
+            )
+            assert reply(issue)["arguments"] == {"owner": "o", "repo": "r", "issue_number": 3}
+            with pytest.raises(ToolError, match="missing repo, issue_number"):
+                await client.call_tool("get_issue", {"owner": "o"})
+
+            # call_tool, for clients that ignore list_changed: every layer still applies.
+            arguments = {"owner": "o", "repo": "r", "title": "t"}
+            proxied = await client.call_tool(
+                "call_tool", {"name": "create_issue", "arguments": arguments}
+            )
+            assert reply(proxied) == {
+                "upstream": "standin",
+                "tool": "create_issue",
+                "arguments": arguments,
+            }
+            with pytest.raises(ToolError, match=r'enable_tools\(groups=\["repos", "branches"\]\)'):
+                await client.call_tool(
+                    "call_tool", {"name": "create_branch", "arguments": {"owner": "o"}}
+                )
+
+
+def two_upstreams(url: str | None = None) -> FilteringConfig:
+    """The stand-in twice, namespaced ``a`` (stdio) and ``b`` (stdio, or HTTP at ``url``)."""
+    second: dict[str, Any] = (
+        {"url": url} if url else {"command": sys.executable, "args": [str(STANDIN), "--label", "b"]}
+    )
+    return FilteringConfig.model_validate(
+        {
+            "upstreams": [
+                {
+                    "command": sys.executable,
+                    "args": [str(STANDIN), "--label", "a"],
+                    "namespace": "a",
+                },
+                {**second, "namespace": "b"},
+            ],
+            "groups": [
+                {"name": "a_issues", "tools": ["a_*_issue", "a_list_issues"]},
+                {"name": "b_search", "tools": ["b_search_*"]},
+            ],
+            "tags": [{"name": "read-only", "tools": ["*_get_*", "*_list_*", "*_search_*"]}],
+        }
+    )
+
+
+@pytest.fixture(scope="class")
+def http_upstream() -> Iterator[str]:
+    with standin_http(label="b") as url:
+        yield url
+
+
+class TestSeveralUpstreams:
+    """Namespaced stdio and HTTP upstreams: globs see prefixed names, calls reach the right one."""
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_stdio_and_http_upstreams(self, era: str, http_upstream: str) -> None:
+        proxy = build_proxy(two_upstreams(http_upstream))
+        async with Client(proxy, **ERAS[era]) as client:
+            everything = await names(client)
+            assert len(everything) == 2 * len(RECORDED) + 1  # + search_tools
+            assert {n.split("_", 1)[0] for n in everything if n != "search_tools"} == {"a", "b"}
+            assert await names(client, groups=["a_issues"]) == [
+                "a_create_issue",
+                "a_get_issue",
+                "a_list_issues",
+                "a_update_issue",
+            ]
+            assert await names(client, groups=["b_search"], tags=["read-only"]) == [
+                "b_search_code",
+                "b_search_issues",
+                "b_search_repositories",
+                "b_search_users",
+            ]
+            args = {"owner": "o", "repo": "r", "issue_number": 1}
+            assert reply(await client.call_tool("a_get_issue", args))["upstream"] == "a"
+            result = reply(await client.call_tool("b_search_users", {"q": "octocat"}))
+            assert result == {
+                "upstream": "b",
+                "tool": "search_users",
+                "arguments": {"q": "octocat"},
+            }
+
+
+def tool(name: str) -> Tool:
+    return Tool(name=name, parameters={"type": "object", "properties": {}})
+
+
+class TestConfigAnnotations:
+    def test_exact_name_beats_patterns_and_first_pattern_wins(self) -> None:
+        annotations = ConfigAnnotations(
+            tags={"read-only": ["get_*"]},
+            concern_mapping={
+                "get_*": {"risk": "read"},
+                "*": {"risk": "write", "cost": "low"},
+                "get_secret": {"risk": "high"},
+            },
+        )
+        secret = annotations.annotate(tool("get_secret"))
+        assert secret.tags == {"read-only"}
+        assert secret.meta == {"concerns": {"risk": "high", "cost": "low"}}
+        assert annotations.annotate(tool("get_issue")).meta == {
+            "concerns": {"risk": "read", "cost": "low"}
+        }
+        plain = annotations.annotate(tool("create_issue"))
+        assert plain.tags == set()
+        assert plain.meta == {"concerns": {"risk": "write", "cost": "low"}}
+
+    def test_an_unchanged_component_keeps_its_identity(self) -> None:
+        """The proxy lists new objects each time; search indexes by identity."""
+        annotations = ConfigAnnotations(tags={"read-only": ["get_*"]})
+        first = annotations.annotate(tool("get_issue"))
+        assert annotations.annotate(tool("get_issue")) is first
+        changed = Tool(name="get_issue", description="new", parameters={"type": "object"})
+        assert annotations.annotate(changed) is not first
+
+    def test_nothing_to_add_returns_the_component(self) -> None:
+        component = tool("create_issue")
+        assert ConfigAnnotations(tags={"read-only": ["get_*"]}).annotate(component) is component
+
+    async def test_tags_reach_filters_on_a_local_server(self) -> None:
+        """The transform works on any FastMCP server, not only proxies."""
+        server = FastMCP("local")
+        server.add_tool(tool("get_issue"))
+        server.add_tool(tool("create_issue"))
+        server.add_transform(ConfigAnnotations(tags={"read-only": ["get_*"]}))
+        listed = {t.name: t.tags for t in await server.list_tools()}
+        assert listed == {"get_issue": {"read-only"}, "create_issue": set()}
