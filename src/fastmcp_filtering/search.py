@@ -496,7 +496,12 @@ class _SyncedIndex:
             self._version = version
         seen = self._seen
         kind = self.kind
-        changed = [c for c in components if seen.get(_key(c, kind)) is not c]
+        lookup = seen.get
+        if kind == "tool" or kind == "prompt":
+            # The hot loop at 10,000 tools: no function call per component.
+            changed = [c for c in components if lookup(c.name) is not c]
+        else:
+            changed = [c for c in components if lookup(_key(c, kind)) is not c]
         if not changed and len(components) == len(seen):
             return
         if len(components) - len(changed) < len(seen):
@@ -518,10 +523,35 @@ class _Catalog:
         """Names that several tool versions share: FastMCP picks which one shows."""
 
 
+async def _provider_tools(server: FastMCP) -> Sequence[Tool]:
+    """What the server's providers list, server transforms applied: FastMCP's own listing.
+
+    The same public steps as ``AggregateProvider.list_tools`` (each provider's
+    ``list_tools``, then the server's transforms), without its per-tool key
+    bookkeeping for duplicate warnings, which costs more than the rest at 10,000
+    tools. Provider errors follow the server's ``provider_error_strategy``.
+    """
+    providers = getattr(server, "providers", None)
+    if not isinstance(providers, list):
+        return await AggregateProvider.list_tools(server)
+    tools: list[Tool] = []
+    for provider in providers:
+        try:
+            tools.extend(await provider.list_tools())
+        except Exception:
+            if getattr(server, "provider_error_strategy", "warn") == "raise":
+                raise
+            logger.warning("a provider failed to list its tools", exc_info=True)
+    listed: Sequence[Tool] = tools
+    for transform in server.transforms:
+        listed = await transform.list_tools(listed)
+    return listed
+
+
 async def _all_tools(server: FastMCP) -> _Catalog:
     tools: dict[str, Tool] = {}
     versioned: set[str] = set()
-    for tool in await AggregateProvider.list_tools(server):
+    for tool in await _provider_tools(server):
         if tool.name in tools:
             versioned.add(tool.name)
         tools.setdefault(tool.name, tool)
