@@ -91,7 +91,9 @@ class SearchIndex:
         # Sorted lazily, for prefix lookups: sorting on every new word would be quadratic.
         self._vocabulary: list[str] = []
         self._vocabulary_dirty = False
-        self._deletes: dict[str, set[str]] = {}
+        # Deletion neighbourhoods for typo tolerance: built at the first unknown query word,
+        # then kept up to date (most catalogs are searched with known words first).
+        self._deletes: dict[str, set[str]] | None = None
         # Field length averages and boilerplate parameters, frozen between recomputations
         # so one upsert does not touch every posting.
         self._averages: dict[str, float] = dict.fromkeys(FIELDS, 1.0)
@@ -220,17 +222,19 @@ class SearchIndex:
 
     def _add_term(self, term: str) -> None:
         self._vocabulary_dirty = True
-        for variant in _deletions(term):
-            self._deletes.setdefault(variant, set()).add(term)
+        if self._deletes is not None:
+            for variant in _deletions(term):
+                self._deletes.setdefault(variant, set()).add(term)
 
     def _drop_term(self, term: str) -> None:
         self._vocabulary_dirty = True
-        for variant in _deletions(term):
-            owners = self._deletes.get(variant)
-            if owners is not None:
-                owners.discard(term)
-                if not owners:
-                    del self._deletes[variant]
+        if self._deletes is not None:
+            for variant in _deletions(term):
+                owners = self._deletes.get(variant)
+                if owners is not None:
+                    owners.discard(term)
+                    if not owners:
+                        del self._deletes[variant]
 
     # -- queries ------------------------------------------------------------------------
 
@@ -275,9 +279,15 @@ class SearchIndex:
 
     def _near(self, word: str) -> Iterable[str]:
         """Vocabulary words one insertion, deletion, substitution or swap away."""
+        deletes = self._deletes
+        if deletes is None:
+            deletes = self._deletes = {}
+            for term in self._postings:
+                for variant in _deletions(term):
+                    deletes.setdefault(variant, set()).add(term)
         found: set[str] = set()
         for variant in (word, *_deletions(word)):
-            found |= self._deletes.get(variant, set())
+            found |= deletes.get(variant, set())
             if variant in self._postings:
                 found.add(variant)
         found.discard(word)
