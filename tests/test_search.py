@@ -12,6 +12,7 @@ from inline_snapshot import snapshot
 from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering import FilterMiddleware, Group, in_group
+from fastmcp_filtering._ranking import Document, SearchIndex
 from fastmcp_filtering.client import call_method, list_tools
 from fastmcp_filtering.search import SearchMiddleware
 
@@ -423,3 +424,11 @@ class TestSemantic:
     def test_bad_option(self) -> None:
         with pytest.raises(ValueError, match="semantic must be True"):
             SearchMiddleware(semantic="minilm")  # type: ignore[arg-type]
+
+
+class TestIndex:
+    def test_a_query_of_common_words_still_matches(self) -> None:
+        index = SearchIndex()
+        index.upsert("get_me", Document(name="get_me", description="The authenticated user"))
+        index.upsert("get_repo", Document(name="get_repo", description="A repository"))
+        assert [key for key, _ in index.search("get me")] == ["get_me"]

@@ -12,6 +12,7 @@ on the order the middlewares were added in.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fastmcp.exceptions import PromptError, ResourceError, ToolError
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from fastmcp.prompts.base import PromptResult
     from fastmcp.resources.base import ResourceResult
     from fastmcp.server.middleware import CallNext, MiddlewareContext
-    from fastmcp.tools.base import ToolResult
+    from fastmcp.tools.base import Tool, ToolResult
     from fastmcp.utilities.components import FastMCPComponent
 
     from fastmcp_filtering._catalog import ComponentKind
@@ -75,8 +76,7 @@ class AccessLayer(ListHooks):
         context: MiddlewareContext[mt.CallToolRequestParams],
         call_next: CallNext[mt.CallToolRequestParams, ToolResult],
     ) -> ToolResult:
-        server = _server(context)
-        tool = await server.get_tool(context.message.name) if server else None
+        tool = await _called_tool(context)
         if tool is not None and (message := (await self.client_view(context)).refusal(tool)):
             raise ToolError(message)
         return await call_next(context)
@@ -110,6 +110,23 @@ class AccessLayer(ListHooks):
         if prompt is not None and (message := (await self.client_view(context)).refusal(prompt)):
             raise PromptError(message)
         return await call_next(context)
+
+
+# The tool a tools/call names, looked up once per call and shared by every layer: FastMCP's
+# lookup scans the whole catalog, so one lookup per layer is one scan per layer.
+_CALLED: ContextVar[tuple[object, Tool | None] | None] = ContextVar(
+    "fastmcp_filtering_called_tool", default=None
+)
+
+
+async def _called_tool(context: MiddlewareContext[mt.CallToolRequestParams]) -> Tool | None:
+    cached = _CALLED.get()
+    if cached is not None and cached[0] is context.message:
+        return cached[1]
+    server = _server(context)
+    tool = await server.get_tool(context.message.name) if server else None
+    _CALLED.set((context.message, tool))
+    return tool
 
 
 def _server(context: MiddlewareContext[Any]) -> FastMCP | None:

@@ -241,7 +241,9 @@ class SearchIndex:
     def expand(self, query: str) -> dict[str, float]:
         """Index terms the query matches, with the weight each match counts for."""
         weighted: dict[str, float] = {}
-        for word in dict.fromkeys(terms(query)):
+        # A query of common words only ("get me") still means something: keep them then.
+        words = terms(query) or terms(query, keep_stopwords=True)
+        for word in dict.fromkeys(words):
             if word in self._postings:
                 weighted[word] = max(weighted.get(word, 0.0), 1.0)
             elif len(word) >= 3:
