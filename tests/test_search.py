@@ -431,4 +431,4 @@ class TestIndex:
         index = SearchIndex()
         index.upsert("get_me", Document(name="get_me", description="The authenticated user"))
         index.upsert("get_repo", Document(name="get_repo", description="A repository"))
-        assert [key for key, _ in index.search("get me")][0] == "get_me"
+        assert index.search("get me")[0][0] == "get_me"
