@@ -308,14 +308,6 @@ class Catalog:
         if methods:
             await self.broadcast(*sorted(methods))
 
-    def found_tags(self) -> frozenset[str]:
-        """Tags seen on the server's components at the last look."""
-        if self._baseline is None:
-            return frozenset()
-        return frozenset(
-            t for entries in self._baseline.values() for _, tags in entries.values() for t in tags
-        )
-
     # -- connected clients ----------------------------------------------------------------
 
     def remember(self, connection: Connection) -> None:

@@ -37,7 +37,12 @@ def _scope_of(params: Mapping[str, Any]) -> str:
         scoped[f"_meta.{CONCERNS_META_KEY}"] = meta[CONCERNS_META_KEY]
     if not scoped:
         return ""
-    canonical = json.dumps(scoped, sort_keys=True, separators=(",", ":"), default=repr)
+    try:
+        canonical = json.dumps(scoped, sort_keys=True, separators=(",", ":"), default=repr)
+    except (RecursionError, ValueError):
+        # Nothing valid nests this deep; name the parameter rather than fail inside the SDK.
+        field = next(iter(scoped)).removeprefix("_meta.")
+        raise invalid_params(f"{field} is nested too deeply", field=field) from None
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 

@@ -12,6 +12,7 @@ on the order the middlewares were added in.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -19,6 +20,7 @@ from fastmcp.exceptions import PromptError, ResourceError, ToolError
 from typing_extensions import override
 
 from fastmcp_filtering._hooks import ListHooks
+from fastmcp_filtering._protocol import invalid_params, request_info
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -69,6 +71,19 @@ class AccessLayer(ListHooks):
         kind: ComponentKind,
     ) -> Sequence[_C]:
         return await self._keep(context, await call_next(context))
+
+    @override
+    async def on_request(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+    ) -> Any:
+        if context.method == "completion/complete":
+            component = await _completed_component(context)
+            if component is not None and (
+                message := (await self.client_view(context)).refusal(component)
+            ):
+                # Completions describe a prompt or template: hidden means hidden here too.
+                raise invalid_params(message, field="ref")
+        return await call_next(context)
 
     @override
     async def on_call_tool(
@@ -127,6 +142,24 @@ async def _called_tool(context: MiddlewareContext[mt.CallToolRequestParams]) -> 
     tool = await server.get_tool(context.message.name) if server else None
     _CALLED.set((context.message, tool))
     return tool
+
+
+async def _completed_component(context: MiddlewareContext[Any]) -> FastMCPComponent | None:
+    """The prompt or resource template a ``completion/complete`` request refers to."""
+    server = _server(context)
+    info = request_info(context)
+    ref = info.params.get("ref") if info is not None else None
+    if server is None or not isinstance(ref, Mapping):
+        return None
+    if ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str):
+        return await server.get_prompt(ref["name"])
+    uri = ref.get("uri")
+    if ref.get("type") == "ref/resource" and isinstance(uri, str):
+        for template in await server.list_resource_templates(run_middleware=False):
+            if template.uri_template == uri:
+                return template
+        return await server.get_resource(uri)
+    return None
 
 
 def _server(context: MiddlewareContext[Any]) -> FastMCP | None:

@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from fastmcp_filtering._protocol import brief
+
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
@@ -110,7 +112,9 @@ def _request_errors(groups: object, tool: str) -> tuple[list[str], list[str]]:
     """The string names in ``groups`` and an error for everything else."""
     if not isinstance(groups, list):
         got = type(groups).__name__
-        example = call_hint(tool, [groups] if isinstance(groups, str) else ["<group>"])
+        example = call_hint(
+            tool, [groups] if isinstance(groups, str) and len(groups) <= 64 else ["<group>"]
+        )
         return [], [f"groups must be a list of group names, got {got}: call {example}"]
     names: list[str] = []
     errors: list[str] = []
@@ -119,7 +123,7 @@ def _request_errors(groups: object, tool: str) -> tuple[list[str], list[str]]:
             if item not in names:
                 names.append(item)
         else:
-            errors.append(f"group names are strings, got {item!r}")
+            errors.append(f"group names are strings, got {brief(item)}")
     return names, errors
 
 
@@ -145,7 +149,7 @@ def enable(
     for name in names:
         if catalog.group(name) is None:
             change.errors.append(
-                f"unknown group {name!r}; groups you can enable now: "
+                f"unknown group {brief(name)}; groups you can enable now: "
                 f"{as_names(offered(catalog, enabled))}"
             )
     for name in _parents_first(catalog, known):
@@ -240,7 +244,8 @@ def disable(catalog: Catalog, enabled: frozenset[str], groups: object, *, tool: 
     for name in names:
         if catalog.group(name) is None:
             change.errors.append(
-                f"unknown group {name!r}; enabled groups: {as_names(_ordered(catalog, enabled))}"
+                f"unknown group {brief(name)}; "
+                f"enabled groups: {as_names(_ordered(catalog, enabled))}"
             )
             continue
         if name not in change.enabled:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RequestInfo",
     "add_capabilities",
+    "brief",
     "custom_result",
     "invalid_params",
     "request_info",
@@ -66,6 +68,21 @@ def request_info(context: MiddlewareContext[Any]) -> RequestInfo | None:
         protocol_version=request_context.protocol_version,
         connection=getattr(session, "_connection", None),
     )
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = 64
+_SHORT.maxother = 64
+_SHORT.maxlevel = 2
+
+
+def brief(value: object) -> str:
+    """``repr`` of a client-sent value, short and safe to put in a reply.
+
+    A name or argument may be huge or nested thousands deep: an error message
+    must neither echo it whole nor fail while describing it.
+    """
+    return _SHORT.repr(value)
 
 
 def invalid_params(message: str, **data: Any) -> MCPError:

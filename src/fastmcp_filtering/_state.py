@@ -47,7 +47,8 @@ async def load_state(context: Context, namespace: str) -> Any:
     try:
         stored = await context.fastmcp._state_store.get(key=_store_key(namespace, key))
     except Exception as exc:
-        raise StateUnavailable(f"the session state store failed: {exc!r}") from exc
+        # The exception's text may name the store's address: the client gets its type only.
+        raise StateUnavailable(f"the session state store failed: {type(exc).__name__}") from exc
     return None if stored is None else stored.value
 
 
@@ -63,4 +64,5 @@ async def save_state(context: Context, namespace: str, value: Any) -> None:
             key=_store_key(namespace, key), value=StateValue(value=value), ttl=_TTL_SECONDS
         )
     except Exception as exc:
-        raise StateUnavailable(f"the session state store failed: {exc!r}") from exc
+        # The exception's text may name the store's address: the client gets its type only.
+        raise StateUnavailable(f"the session state store failed: {type(exc).__name__}") from exc

@@ -26,7 +26,7 @@ from fastmcp_filtering._concerns import (
     merge_values,
     parse_config,
 )
-from fastmcp_filtering._cursor import LIST_METHODS, install_cursor_scope
+from fastmcp_filtering._cursor import LIST_METHODS
 from fastmcp_filtering._declarations import validate_name
 from fastmcp_filtering._layers import AccessLayer, ClientView
 from fastmcp_filtering._protocol import (
@@ -325,14 +325,13 @@ class ConcernMiddleware(AccessLayer):
     ) -> Any:
         if context.fastmcp_context is not None:
             server = context.fastmcp_context.fastmcp
-            install_cursor_scope(server)
             if server not in self._checked:
                 # Until the declarations are fixed every request fails, so the error is seen.
                 await self.check(server)
                 self._checked.add(server)
                 # Outermost, like the cursor scope, so it sees the serialized list result.
                 server._mcp_server.middleware.insert(0, _ListWarnings(self))
-        return await call_next(context)
+        return await super().on_message(context, call_next)
 
     @override
     async def on_initialize(
@@ -406,7 +405,7 @@ class ConcernMiddleware(AccessLayer):
             return custom_result(request_info(context), {"concerns": self._declaration()})
         if context.method == "concerns/update":
             return await self._update(context)
-        return await call_next(context)
+        return await super().on_request(context, call_next)
 
     async def _update(self, context: MiddlewareContext[Any]) -> dict[str, Any]:
         info = request_info(context)

@@ -10,6 +10,7 @@ from fastmcp_filtering._catalog import Catalog, ComponentKind
 from fastmcp_filtering._declarations import GROUPS_META_KEY, Group, Tag
 from fastmcp_filtering._filter import ListFilter, parse_filter
 from fastmcp_filtering._hooks import ListHooks
+from fastmcp_filtering._layers import admitted
 from fastmcp_filtering._protocol import RequestInfo, add_capabilities, custom_result, request_info
 
 if TYPE_CHECKING:
@@ -156,7 +157,18 @@ class FilterMiddleware(ListHooks):
         kind: ComponentKind,
     ) -> Sequence[_C]:
         components = await call_next(context)
-        select = self.selector(request_info(context), kind, components)
+        info = request_info(context)
+        known: Sequence[FastMCPComponent] = components
+        list_filter = _requested_filter(info, kind)
+        if (
+            list_filter is not None
+            and not list_filter.tags <= {t.name for t in self.catalog.tags}
+            and context.fastmcp_context is not None
+        ):
+            # Undeclared tag names are valid only if a component this client can see has
+            # them: a layer outside this one may hide some of ``components``.
+            known = await admitted(context.fastmcp_context.fastmcp, context, components)
+        select = self.selector(info, kind, known)
         narrowed = [kept for c in components if (kept := select(c)) is not None]
         if context.fastmcp_context is not None:
             await self.catalog.refresh(context.fastmcp_context.fastmcp)
@@ -166,22 +178,25 @@ class FilterMiddleware(ListHooks):
         self,
         info: RequestInfo | None,
         kind: ComponentKind,
-        known: Iterable[FastMCPComponent] = (),
+        known: Iterable[FastMCPComponent] | Callable[[], Iterable[FastMCPComponent]] = (),
     ) -> Callable[[_C], _C | None]:
         """This request's view of one component: it marked with its groups, or None if filtered out.
 
         Validates the request's ``filter`` first (-32602 on bad input); ``known``
-        are components whose tags count as valid tag names besides the declared
-        and previously seen ones. Other middlewares (search) apply the same view
-        to the components they return, so a filter means the same whatever the
-        order of the middlewares.
+        are the components this client can see (or a function giving them, called
+        only when the filter names an undeclared tag): their tags are valid tag
+        names besides the declared ones, and no hidden component's tag is. Other
+        middlewares (search) apply the same view to the components they return,
+        so a filter means the same whatever the order of the middlewares.
         """
         list_filter = _requested_filter(info, kind)
         catalog = self.catalog
         if list_filter is not None:
-            list_filter.check_names(
-                groups=[g.name for g in catalog.groups], tags=_known_tags(catalog, known)
-            )
+            tags = {tag.name for tag in catalog.tags}
+            if not list_filter.tags <= tags:
+                for component in known() if callable(known) else known:
+                    tags |= component.tags
+            list_filter.check_names(groups=[g.name for g in catalog.groups], tags=tags)
         marked = self._marked
 
         def select(component: _C) -> _C | None:
@@ -218,13 +233,6 @@ def _requested_filter(info: RequestInfo | None, kind: ComponentKind) -> ListFilt
     if info is None or info.method != _LIST_METHOD[kind]:
         return None
     return parse_filter(info.params.get("filter"))
-
-
-def _known_tags(catalog: Catalog, components: Iterable[FastMCPComponent]) -> set[str]:
-    known = {tag.name for tag in catalog.tags} | catalog.found_tags()
-    for component in components:
-        known |= component.tags
-    return known
 
 
 async def _visible_components(server: FastMCP) -> list[Sequence[FastMCPComponent]]:

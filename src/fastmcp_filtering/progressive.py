@@ -31,7 +31,7 @@ from fastmcp_filtering._progressive import (
     path_to,
     shown,
 )
-from fastmcp_filtering._protocol import request_info
+from fastmcp_filtering._protocol import brief, request_info
 from fastmcp_filtering._state import StateUnavailable, client_key, load_state, save_state
 
 if TYPE_CHECKING:
@@ -500,7 +500,7 @@ class ProgressiveDisclosureMiddleware(AccessLayer, ToolInjectionMiddleware):
         info = request_info(context)
         if info is not None and not info.modern and info.connection is not None:
             self.catalog.remember(info.connection)
-        return await call_next(context)
+        return await super().on_message(context, call_next)
 
     # -- meta-tool bodies --------------------------------------------------------------------
 
@@ -628,7 +628,7 @@ class ProgressiveDisclosureMiddleware(AccessLayer, ToolInjectionMiddleware):
         tool = await server.get_tool(name)
         if tool is None:
             raise ToolError(
-                f"unknown tool {name!r}; enable a group with {self.enable_tool_name} and "
+                f"unknown tool {brief(name)}; enable a group with {self.enable_tool_name} and "
                 "use a tool from the available_tools of its reply"
             )
         context = MiddlewareContext[Any](message=None, fastmcp_context=ctx)

@@ -328,15 +328,24 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
     ) -> Callable[[_C], _C | None]:
         """One request's decision for a candidate: every layer's refusal and filter view."""
         views: list[ClientView] = []
-        selectors: list[Callable[[Any], Any]] = []
+        filters: list[FilterMiddleware] = []
         if server is not None:
             for middleware in server.middleware:
                 if isinstance(middleware, AccessLayer):
                     views.append(await middleware.client_view(context))
                 elif isinstance(middleware, FilterMiddleware):
-                    if not known:
-                        known = self._index(kind).components()
-                    selectors.append(middleware.selector(info, kind, known))
+                    filters.append(middleware)
+
+        def visible() -> list[FastMCPComponent]:
+            # Only for a filter naming an undeclared tag: the tags of what this client sees.
+            components = known or self._index(kind).components()
+            return [
+                c
+                for c in components
+                if is_enabled(c) and all(view.refusal(c) is None for view in views)
+            ]
+
+        selectors = [f.selector(info, kind, visible) for f in filters]
 
         def check(component: _C) -> _C | None:
             for view in views:
