@@ -8,19 +8,14 @@ reply, so a test can tell a leak from a correct answer.
 from __future__ import annotations
 
 import fnmatch
-import subprocess
 import sys
-import tempfile
-import time
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from ._servers import free_port
+from ._servers import RunningServer, serve_http
 
 ROOT = Path(__file__).resolve().parents[1]
 FULL_STACK_SERVER = ROOT / "examples" / "full_stack_server.py"
@@ -160,44 +155,9 @@ class Expected:
             self.enabled -= descendants(group)
 
 
-@dataclass(frozen=True)
-class RunningServer:
-    url: str
-    pid: int
-
-
-@contextmanager
-def full_stack_http_server(*args: str) -> Iterator[RunningServer]:
+def full_stack_http_server(*args: str) -> AbstractContextManager[RunningServer]:
     """Start the full-stack example over streamable HTTP on a free loopback port."""
-    # A file, not a pipe: under load the server's log would fill a pipe nobody reads and stall it.
-    with tempfile.TemporaryFile() as log:
-        port = free_port()
-        process = subprocess.Popen(
-            [sys.executable, str(FULL_STACK_SERVER), "--http", "--port", str(port), *args],
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-        )
-        try:
-            deadline = time.monotonic() + 30
-            while True:
-                if process.poll() is not None:
-                    log.seek(0)
-                    raise RuntimeError(f"server exited: {log.read().decode()[-2000:]}")
-                try:
-                    httpx.get(f"http://127.0.0.1:{port}/", timeout=0.5)
-                    break
-                except httpx.TransportError:
-                    if time.monotonic() > deadline:
-                        raise TimeoutError("server did not start within 30 s") from None
-                    time.sleep(0.1)
-            yield RunningServer(url=f"http://127.0.0.1:{port}/mcp", pid=process.pid)
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
+    return serve_http(FULL_STACK_SERVER, *args)
 
 
 def rss_kib(pid: int) -> int:

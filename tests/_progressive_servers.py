@@ -6,55 +6,24 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
 import pytest
 
-from ._servers import free_port
+from ._servers import free_port, serve_http, stop
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRESSIVE_SERVER = ROOT / "examples" / "progressive_server.py"
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=10)
-
-
 @contextmanager
 def progressive_http_server(*args: str) -> Iterator[str]:
     """Start the progressive example over streamable HTTP on loopback; yield its MCP URL."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, str(PROGRESSIVE_SERVER), "--http", "--port", str(port), *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                stderr = process.stderr.read().decode() if process.stderr else ""
-                raise RuntimeError(f"server exited: {stderr[-2000:]}")
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/", timeout=0.5)
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline:
-                    raise TimeoutError("server did not start within 30 s") from None
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        _stop(process)
+    with serve_http(PROGRESSIVE_SERVER, *args) as running:
+        yield running.url
 
 
 def redis_server_binary() -> str:
@@ -94,4 +63,4 @@ def redis_server() -> Iterator[str]:
             time.sleep(0.05)
         yield f"redis://127.0.0.1:{port}/0"
     finally:
-        _stop(process)
+        stop(process)

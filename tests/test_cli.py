@@ -18,9 +18,9 @@ from fastmcp.exceptions import ToolError
 from fastmcp_filtering.cli import main
 from fastmcp_filtering.client import list_groups, list_tools
 
-from ._servers import free_port
+from ._servers import free_port, wait_for_http
 from .conftest import ERAS
-from .test_proxy import EXAMPLE_CONFIG, RECORDED, STANDIN, reply, wait_for_port
+from .test_proxy import EXAMPLE_CONFIG, RECORDED, STANDIN, reply
 
 CLI = [sys.executable, "-m", "fastmcp_filtering"]
 
@@ -140,7 +140,7 @@ def serve_http() -> Iterator[str]:
         stderr=subprocess.PIPE,
     )
     try:
-        wait_for_port(process, port)
+        wait_for_http(process, port)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()

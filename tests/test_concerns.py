@@ -5,9 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -41,7 +39,7 @@ from fastmcp_filtering.client import (
 )
 from fastmcp_filtering.concerns import Concern, ConcernMiddleware, concerns
 
-from ._servers import free_port
+from ._servers import serve_http
 from .conftest import ERAS, Connect
 
 
@@ -789,32 +787,8 @@ def stdio_transport() -> StdioTransport:
 @contextmanager
 def http_concerns_server() -> Iterator[str]:
     """Start ``_concerns_server.py`` over streamable HTTP on loopback; yield its MCP URL."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, str(SERVER_SCRIPT), "--http", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                stderr = process.stderr.read().decode() if process.stderr else ""
-                raise RuntimeError(f"server exited: {stderr[-2000:]}")
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/", timeout=0.5)
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline:
-                    raise TimeoutError("server did not start within 30 s") from None
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    with serve_http(SERVER_SCRIPT) as running:
+        yield running.url
 
 
 class TestSubprocess:

@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from fastmcp import Client, FastMCP
 from fastmcp.exceptions import ToolError
@@ -27,7 +25,7 @@ from fastmcp_filtering.client import (
 from fastmcp_filtering.config import FilteringConfig, load_config
 from fastmcp_filtering.proxy import ConfigAnnotations, build_proxy
 
-from ._servers import free_port
+from ._servers import free_port, stop, wait_for_http
 from .conftest import ERAS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,29 +64,10 @@ def standin_http(label: str = "standin") -> Iterator[str]:
     command = [sys.executable, str(STANDIN), "--http", "--port", str(port), "--label", label]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        wait_for_port(process, port)
+        wait_for_http(process, port)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-
-
-def wait_for_port(process: subprocess.Popen[bytes], port: int) -> None:
-    deadline = time.monotonic() + 30
-    while True:
-        if process.poll() is not None:
-            stderr = process.stderr.read().decode() if process.stderr else ""
-            raise RuntimeError(f"server exited: {stderr[-2000:]}")
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/", timeout=0.5)
-            return
-        except httpx.TransportError:
-            if time.monotonic() > deadline:
-                raise TimeoutError("server did not start within 30 s") from None
-            time.sleep(0.1)
+        stop(process)
 
 
 class TestExampleOverStdio:

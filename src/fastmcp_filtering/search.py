@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import unicodedata
@@ -130,6 +131,8 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
                 f"(a function from texts to vectors), got {semantic!r}"
             )
         self._embedder: Embedder | None = semantic or None
+        # Building the index when the first client arrives, off the event loop.
+        self._warming: asyncio.Task[None] | None = None
         # Embedding a new catalog takes a while: it runs in the background meanwhile.
         self._embedding: set[asyncio.Task[None]] = set()
         SearchIndex(weights=self._weights)  # validates the weights now, not at first search
@@ -219,6 +222,7 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         info: RequestInfo | None,
     ) -> list[_C]:
         """Rank components a list already produced (the path that lists everything)."""
+        await self._settled()
         index = self._index(kind)
         by_key = {_key(c, kind): c for c in components}
         index.merge(by_key.values(), self._document)
@@ -251,6 +255,7 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         checks only the best candidates against FastMCP's visibility (enabled
         state, session rules, auth) and every layer of this package.
         """
+        await self._settled()
         index = self._index("tool")
         catalog = await _all_tools(server)
         index.sync(catalog.tools.values(), self._document, self.catalog.version)
@@ -266,6 +271,35 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
                     break
         return found
 
+    @override
+    async def on_message(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+    ) -> Any:
+        server = _server(context)
+        if server is not None and self._warming is None:
+            # Index the catalog while the client connects and lists, in a worker thread,
+            # rather than during the first search.
+            self._warming = asyncio.get_running_loop().create_task(self._warm(server))
+            self._warming.add_done_callback(_log_failure)
+        return await super().on_message(context, call_next)
+
+    async def _warm(self, server: FastMCP) -> None:
+        index = self._index("tool")
+        catalog = await _all_tools(server)
+
+        def build() -> None:
+            index.sync(catalog.tools.values(), self._document, self.catalog.version)
+            index.index.search("")  # posts the documents
+
+        await anyio.to_thread.run_sync(build)
+
+    async def _settled(self) -> None:
+        """Wait for a warm-up in progress: the index is not to be touched meanwhile."""
+        task = self._warming
+        if task is not None and not task.done():
+            with contextlib.suppress(Exception):
+                await asyncio.shield(task)
+
     async def prepare(self, server: FastMCP) -> None:
         """Index (and with ``semantic``, embed) the server's tools now, not at the first search.
 
@@ -276,6 +310,7 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
             await search.prepare(mcp)   # e.g. in the server's lifespan
             ```
         """
+        await self._settled()
         index = self._index("tool")
         catalog = await _all_tools(server)
         index.sync(catalog.tools.values(), self._document, self.catalog.version)
@@ -530,6 +565,11 @@ class _Catalog:
         self.tools = tools
         self.versioned = versioned
         """Names that several tool versions share: FastMCP picks which one shows."""
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and (error := task.exception()) is not None:
+        logger.warning("indexing the tool catalog ahead of time failed: %r", error)
 
 
 async def _provider_tools(server: FastMCP) -> Sequence[Tool]:
