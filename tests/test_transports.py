@@ -12,6 +12,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel, ConfigDict
 
 from fastmcp_filtering.client import groups_of, list_groups, list_tags, list_tools
@@ -68,40 +69,55 @@ class _Any(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+async def _sdk_session_exchange(session: ClientSession, era: str) -> None:
+    """groups/list and tools/list with a filter, as plain JSON-RPC from the SDK's session."""
+    if era == "legacy":
+        await session.initialize()
+    else:
+        await session.discover()
+    groups = await session.send_request(_Raw(method="groups/list"), _Any)  # type: ignore[arg-type]
+    names = [g["name"] for g in groups.model_dump()["groups"]]
+    assert names == [
+        "code",
+        "repos",
+        "pull_requests",
+        "issues",
+        "actions",
+        "releases",
+        "security",
+        "orgs",
+        "admin",
+    ]
+    request = _Raw(method="tools/list", params={"filter": {"groups": ["admin"]}})
+    tools = await session.send_request(request, _Any)  # type: ignore[arg-type]
+    listed = tools.model_dump()["tools"]
+    assert sorted(t["name"] for t in listed) == [
+        "archive_repo",
+        "delete_branch",
+        "delete_release",
+        "delete_repo",
+        "transfer_repo",
+        "update_branch_protection",
+    ]
+    assert {tuple(t["_meta"]["io.modelcontextprotocol/groups"]) for t in listed} == {("admin",)}
+
+
 @pytest.mark.parametrize("era", list(ERAS))
-async def test_mcp_sdk_client_session_raw_jsonrpc(era: str) -> None:
+async def test_mcp_sdk_client_session_over_stdio(era: str) -> None:
     """The MCP Python SDK's own ClientSession, sending the new methods as plain JSON-RPC."""
     params = StdioServerParameters(command=sys.executable, args=[str(EXAMPLE_SERVER)])
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        if era == "legacy":
-            await session.initialize()
-        else:
-            await session.discover()
-        groups = await session.send_request(_Raw(method="groups/list"), _Any)  # type: ignore[arg-type]
-        names = [g["name"] for g in groups.model_dump()["groups"]]
-        assert names == [
-            "code",
-            "repos",
-            "pull_requests",
-            "issues",
-            "actions",
-            "releases",
-            "security",
-            "orgs",
-            "admin",
-        ]
-        request = _Raw(method="tools/list", params={"filter": {"groups": ["admin"]}})
-        tools = await session.send_request(request, _Any)  # type: ignore[arg-type]
-        listed = tools.model_dump()["tools"]
-        assert sorted(t["name"] for t in listed) == [
-            "archive_repo",
-            "delete_branch",
-            "delete_release",
-            "delete_repo",
-            "transfer_repo",
-            "update_branch_protection",
-        ]
-        assert {tuple(t["_meta"]["io.modelcontextprotocol/groups"]) for t in listed} == {("admin",)}
+        await _sdk_session_exchange(session, era)
+
+
+@pytest.mark.parametrize("era", list(ERAS))
+async def test_mcp_sdk_client_session_over_http(era: str) -> None:
+    with http_server() as url:
+        async with (
+            streamable_http_client(url) as (read, write, *_),
+            ClientSession(read, write) as session,
+        ):
+            await _sdk_session_exchange(session, era)
 
 
 def test_capabilities_on_the_wire_at_top_level() -> None:
