@@ -22,7 +22,6 @@ streamable HTTP with ``python examples/full_stack_server.py --http --port 8000``
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from fastmcp import FastMCP
 sys.path.insert(0, str(Path(__file__).parent))
 
 from github_server import _TABLE as TOOL_TABLE
-from github_server import GROUPS, TAGS, build_catalog
+from github_server import GROUPS, TAGS, build_catalog, serve
 
 from fastmcp_filtering import (
     Catalog,
@@ -80,17 +79,7 @@ def build_full_stack_server(*, list_page_size: int | None = None) -> FastMCP:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--http", action="store_true", help="serve streamable HTTP, not stdio")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--page-size", type=int, default=None, help="paginate lists")
-    args = parser.parse_args()
-    server = build_full_stack_server(list_page_size=args.page_size)
-    if args.http:
-        server.run(transport="http", host=args.host, port=args.port, show_banner=False)
-    else:
-        server.run(show_banner=False)
+    serve(build_full_stack_server, __doc__)
 
 
 if __name__ == "__main__":

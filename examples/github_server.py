@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from typing import Any
 
 from fastmcp import FastMCP
@@ -185,18 +186,23 @@ def build_server(*, list_page_size: int | None = None) -> FastMCP:
     return mcp
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+def serve(build: Callable[..., FastMCP], description: str | None) -> None:
+    """Serve ``build(list_page_size=...)`` over stdio, or streamable HTTP with ``--http``."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP, not stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--page-size", type=int, default=None, help="paginate lists")
     args = parser.parse_args()
-    server = build_server(list_page_size=args.page_size)
+    server = build(list_page_size=args.page_size)
     if args.http:
         server.run(transport="http", host=args.host, port=args.port, show_banner=False)
     else:
         server.run(show_banner=False)
+
+
+def main() -> None:
+    serve(build_server, __doc__)
 
 
 if __name__ == "__main__":

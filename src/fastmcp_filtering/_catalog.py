@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from fastmcp.utilities.components import FastMCPComponent
     from mcp.server.connection import Connection
 
-__all__ = ["Catalog", "ComponentKind", "Membership", "kind_of"]
+__all__ = ["LIST_METHOD", "Catalog", "ComponentKind", "Membership", "kind_of"]
 
 logger = logging.getLogger("fastmcp_filtering")
 
@@ -35,6 +35,13 @@ _LIST_CHANGED: dict[ComponentKind, str] = {
     "resource": "notifications/resources/list_changed",
     "template": "notifications/resources/list_changed",
 }
+LIST_METHOD: dict[ComponentKind, str] = {
+    "tool": "tools/list",
+    "prompt": "prompts/list",
+    "resource": "resources/list",
+    "template": "resources/templates/list",
+}
+"""The list request of each kind."""
 GROUPS_LIST_CHANGED = "notifications/groups/list_changed"
 TAGS_LIST_CHANGED = "notifications/tags/list_changed"
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from fastmcp_filtering._catalog import LIST_METHOD
 from fastmcp_filtering._concerns import REQUEST_META_KEY as CONCERNS_META_KEY
 from fastmcp_filtering._protocol import invalid_params
 
@@ -18,9 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = ["install_cursor_scope"]
 
-LIST_METHODS = frozenset(
-    {"tools/list", "prompts/list", "resources/list", "resources/templates/list"}
-)
+LIST_METHODS = frozenset(LIST_METHOD.values())
 SCOPED_PARAMS = ("filter", "query")
 """Request parameters that change what a listing contains, and so what a cursor means."""
 

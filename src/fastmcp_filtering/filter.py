@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from typing_extensions import override
 
-from fastmcp_filtering._catalog import Catalog, ComponentKind
+from fastmcp_filtering._catalog import LIST_METHOD, Catalog, ComponentKind
 from fastmcp_filtering._declarations import GROUPS_META_KEY, Group, Tag
 from fastmcp_filtering._filter import ListFilter, parse_filter
 from fastmcp_filtering._hooks import ListHooks
@@ -26,13 +26,6 @@ __all__ = ["FilterMiddleware"]
 _C = TypeVar("_C", bound="FastMCPComponent")
 
 _MAX_CACHED_COPIES = 100_000
-
-_LIST_METHOD: dict[ComponentKind, str] = {
-    "tool": "tools/list",
-    "prompt": "prompts/list",
-    "resource": "resources/list",
-    "template": "resources/templates/list",
-}
 
 
 class FilterMiddleware(ListHooks):
@@ -230,7 +223,7 @@ class FilterMiddleware(ListHooks):
 
 def _requested_filter(info: RequestInfo | None, kind: ComponentKind) -> ListFilter | None:
     """The ``filter`` of the wire request, if this hook is serving that request's list."""
-    if info is None or info.method != _LIST_METHOD[kind]:
+    if info is None or info.method != LIST_METHOD[kind]:
         return None
     return parse_filter(info.params.get("filter"))
 

@@ -20,7 +20,7 @@ from fastmcp.tools import Tool
 from pydantic import BaseModel, Field
 from typing_extensions import override
 
-from fastmcp_filtering._catalog import Catalog, ComponentKind
+from fastmcp_filtering._catalog import LIST_METHOD, Catalog, ComponentKind
 from fastmcp_filtering._declarations import META_TOOL_KEY
 from fastmcp_filtering._fusion import blend
 from fastmcp_filtering._hooks import ListHooks
@@ -51,13 +51,6 @@ MAX_QUERY_LENGTH = 1000
 _EMBED_INLINE = 32
 # Cosine similarity below which a semantic neighbour is noise, not a match.
 _MIN_SIMILARITY = 0.1
-
-_LIST_METHOD: dict[ComponentKind, str] = {
-    "tool": "tools/list",
-    "prompt": "prompts/list",
-    "resource": "resources/list",
-    "template": "resources/templates/list",
-}
 
 
 class SearchToolsResult(BaseModel):
@@ -639,7 +632,7 @@ def _server(context: MiddlewareContext[Any]) -> FastMCP | None:
 
 def _requested_query(info: RequestInfo | None, kind: ComponentKind) -> str | None:
     """The request's ``query``, cleaned; None when absent, blank, or another method's."""
-    if info is None or info.method != _LIST_METHOD[kind]:
+    if info is None or info.method != LIST_METHOD[kind]:
         return None
     raw = info.params.get("query")
     if raw is None:
