@@ -30,6 +30,15 @@ _installed: weakref.WeakSet[FastMCP] = weakref.WeakSet()
 def _scope_of(params: Mapping[str, Any]) -> str:
     """A short digest of the scoped parameters, or "" when the request has none."""
     scoped = {key: params[key] for key in SCOPED_PARAMS if params.get(key) is not None}
+    raw_filter = scoped.get("filter")
+    if isinstance(raw_filter, Mapping):
+        # The same names in another order, or repeated, are the same filter.
+        scoped["filter"] = {
+            key: sorted(set(value))
+            if isinstance(value, list) and all(isinstance(v, str) for v in value)
+            else value
+            for key, value in raw_filter.items()
+        }
     meta = params.get("_meta")
     if isinstance(meta, Mapping) and meta.get(CONCERNS_META_KEY) is not None:
         # A per-request concerns override changes the listing as much as a filter does.

@@ -62,7 +62,7 @@ def parse_filter(raw: object) -> ListFilter | None:
     groups = raw.get("groups")
     return ListFilter(
         groups=None if groups is None else _names(groups, "filter.groups"),
-        tags=_names(raw.get("tags") or [], "filter.tags"),
+        tags=_names([] if raw.get("tags") is None else raw.get("tags"), "filter.tags"),
     )
 
 

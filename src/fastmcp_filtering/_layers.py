@@ -17,6 +17,8 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fastmcp.exceptions import PromptError, ResourceError, ToolError
+from fastmcp.server.dependencies import extract_version_spec
+from fastmcp.utilities.versions import VersionSpec
 from typing_extensions import override
 
 from fastmcp_filtering._hooks import ListHooks
@@ -105,9 +107,10 @@ class AccessLayer(ListHooks):
         server = _server(context)
         if server is not None:
             uri = str(context.message.uri)
-            component: FastMCPComponent | None = await server.get_resource(uri)
+            version = _requested_version(context)
+            component: FastMCPComponent | None = await server.get_resource(uri, version)
             if component is None:
-                component = await server.get_resource_template(uri)
+                component = await server.get_resource_template(uri, version)
             if component is not None and (
                 message := (await self.client_view(context)).refusal(component)
             ):
@@ -121,7 +124,8 @@ class AccessLayer(ListHooks):
         call_next: CallNext[mt.GetPromptRequestParams, PromptResult],
     ) -> PromptResult:
         server = _server(context)
-        prompt = await server.get_prompt(context.message.name) if server else None
+        version = _requested_version(context)
+        prompt = await server.get_prompt(context.message.name, version) if server else None
         if prompt is not None and (message := (await self.client_view(context)).refusal(prompt)):
             raise PromptError(message)
         return await call_next(context)
@@ -139,9 +143,20 @@ async def _called_tool(context: MiddlewareContext[mt.CallToolRequestParams]) -> 
     if cached is not None and cached[0] is context.message:
         return cached[1]
     server = _server(context)
-    tool = await server.get_tool(context.message.name) if server else None
+    version = _requested_version(context)
+    tool = await server.get_tool(context.message.name, version) if server else None
     _CALLED.set((context.message, tool))
     return tool
+
+
+def _requested_version(context: MiddlewareContext[Any]) -> VersionSpec | None:
+    """The component version the request asks for (FastMCP's ``_meta.fastmcp.version``).
+
+    The layers must judge the version that will run, not the highest one.
+    """
+    info = request_info(context)
+    version = extract_version_spec(dict(info.meta)) if info is not None else None
+    return VersionSpec(eq=version) if version else None
 
 
 async def _completed_component(context: MiddlewareContext[Any]) -> FastMCPComponent | None:

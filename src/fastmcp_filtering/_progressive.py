@@ -25,6 +25,10 @@ __all__ = [
 ]
 
 
+MAX_GROUP_NAMES = 100
+"""Most group names one enable_tools / disable_tools call takes."""
+
+
 def call_hint(tool: str, groups: Sequence[str]) -> str:
     """``enable_tools(groups=["code", "repos"])``: a call the agent can copy."""
     return f"{tool}(groups={json.dumps(list(groups))})"
@@ -116,15 +120,20 @@ def _request_errors(groups: object, tool: str) -> tuple[list[str], list[str]]:
             tool, [groups] if isinstance(groups, str) and len(groups) <= 64 else ["<group>"]
         )
         return [], [f"groups must be a list of group names, got {got}: call {example}"]
-    names: list[str] = []
+    if len(groups) > MAX_GROUP_NAMES:
+        return [], [
+            f"groups has {len(groups)} names; at most {MAX_GROUP_NAMES} fit in one call: "
+            "name the groups you need"
+        ]
+    # A dict keeps the order and makes each duplicate check constant time.
+    names: dict[str, None] = {}
     errors: list[str] = []
     for item in groups:
         if isinstance(item, str):
-            if item not in names:
-                names.append(item)
+            names.setdefault(item, None)
         else:
             errors.append(f"group names are strings, got {brief(item)}")
-    return names, errors
+    return list(names), errors
 
 
 def enable(

@@ -326,9 +326,14 @@ class ConcernMiddleware(AccessLayer):
         if context.fastmcp_context is not None:
             server = context.fastmcp_context.fastmcp
             if server not in self._checked:
-                # Until the declarations are fixed every request fails, so the error is seen.
-                await self.check(server)
+                # Claimed before awaiting: clients arriving together must not install twice.
                 self._checked.add(server)
+                try:
+                    # Until the declarations are fixed every request fails, so it is seen.
+                    await self.check(server)
+                except BaseException:
+                    self._checked.discard(server)
+                    raise
                 # Outermost, like the cursor scope, so it sees the serialized list result.
                 server._mcp_server.middleware.insert(0, _ListWarnings(self))
         return await super().on_message(context, call_next)

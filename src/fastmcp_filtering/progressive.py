@@ -6,6 +6,7 @@ import asyncio
 import logging
 import re
 import weakref
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -112,6 +113,18 @@ class _Enabled:
     groups: frozenset[str]
     problem: str | None = None
     """None, ``"anonymous"`` (nothing identifies the client) or ``"store"`` (the store failed)."""
+
+
+class _ShowAll:
+    def refusal(self, component: FastMCPComponent) -> str | None:
+        return None
+
+
+_SHOW_ALL = _ShowAll()
+# Set while this layer lists components on a client's behalf, letting every other one decide.
+_STANDING_ASIDE: ContextVar[ProgressiveDisclosureMiddleware | None] = ContextVar(
+    "fastmcp_filtering_progressive_aside", default=None
+)
 
 
 class _View:
@@ -452,6 +465,8 @@ class ProgressiveDisclosureMiddleware(AccessLayer, ToolInjectionMiddleware):
 
     @override
     async def client_view(self, context: MiddlewareContext[Any]) -> ClientView:
+        if _STANDING_ASIDE.get() is self:
+            return _SHOW_ALL
         return _View(self, await self._load(context.fastmcp_context))
 
     def _hint(self, component: FastMCPComponent, membership: Membership, enabled: _Enabled) -> str:
@@ -513,21 +528,22 @@ class ProgressiveDisclosureMiddleware(AccessLayer, ToolInjectionMiddleware):
         return {g: frozenset(names) for g, names in members.items()}
 
     async def _components(self, ctx: Context) -> _Components:
-        """Components as this client sees them through every other layer."""
+        """Components as this client sees them through every other middleware, not this one."""
         server = ctx.fastmcp
-        context = MiddlewareContext[Any](message=None, fastmcp_context=ctx)
-        listed = await server.list_tools(run_middleware=False)
+        # The whole middleware chain (another layer, a filter of the server's own, ...)
+        # decides, with this layer standing aside, so a reply never names what the client
+        # could not list once the groups are enabled.
+        token = _STANDING_ASIDE.set(self)
+        try:
+            listed = await server.list_tools()
+            others: dict[ComponentKind, list[FastMCPComponent]] = {
+                "prompt": list(await server.list_prompts()),
+                "resource": list(await server.list_resources()),
+                "template": list(await server.list_resource_templates()),
+            }
+        finally:
+            _STANDING_ASIDE.reset(token)
         tools = [t for t in listed if t.name not in self._meta_names]
-        others: dict[ComponentKind, list[FastMCPComponent]] = {
-            "prompt": list(await server.list_prompts(run_middleware=False)),
-            "resource": list(await server.list_resources(run_middleware=False)),
-            "template": list(await server.list_resource_templates(run_middleware=False)),
-        }
-        for middleware in server.middleware:
-            if isinstance(middleware, AccessLayer) and middleware is not self:
-                tools = await middleware._keep(context, tools)
-                for kind, components in others.items():
-                    others[kind] = await middleware._keep(context, components)
         return _Components(tools, others)
 
     def _shown(self, components: Iterable[FastMCPComponent], enabled: frozenset[str]) -> set[str]:

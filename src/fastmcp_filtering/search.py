@@ -394,17 +394,7 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
             position = server.middleware.index(self)
         except ValueError:
             return False
-        for middleware in server.middleware[position + 1 :]:
-            if isinstance(middleware, AccessLayer | FilterMiddleware | SearchMiddleware):
-                continue
-            cls = type(middleware)
-            if isinstance(middleware, ToolInjectionMiddleware):
-                continue
-            if cls.on_list_tools is not Middleware.on_list_tools or cls.__call__ is not (
-                Middleware.__call__
-            ):
-                return False
-        return True
+        return _list_neutral(server.middleware[position + 1 :])
 
     # -- index bookkeeping --------------------------------------------------------------
 
@@ -461,8 +451,15 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
             text = _clean_query(query, field="query")
             found: list[Tool] = []
             if text:
+                server = ctx.fastmcp
                 context = MiddlewareContext(message=None, fastmcp_context=ctx)
-                found = await middleware.search_tools(ctx.fastmcp, context, text)
+                if _list_neutral(server.middleware):
+                    found = await middleware.search_tools(server, context, text)
+                else:
+                    # A middleware of the server's own narrows tool lists: rank what the
+                    # client gets through the whole chain, so it is never bypassed.
+                    listed = await server.list_tools()
+                    found = await middleware._rank_listed(context, listed, text, "tool", None)
             return SearchToolsResult(
                 query=query,
                 tools=[
@@ -558,6 +555,22 @@ class _Catalog:
         self.tools = tools
         self.versioned = versioned
         """Names that several tool versions share: FastMCP picks which one shows."""
+
+
+def _list_neutral(middlewares: Iterable[Middleware]) -> bool:
+    """Whether each middleware is this package's, or leaves tool lists as they are."""
+    for middleware in middlewares:
+        if isinstance(
+            middleware,
+            AccessLayer | FilterMiddleware | SearchMiddleware | ToolInjectionMiddleware,
+        ):
+            continue
+        cls = type(middleware)
+        if cls.on_list_tools is not Middleware.on_list_tools or cls.__call__ is not (
+            Middleware.__call__
+        ):
+            return False
+    return True
 
 
 def _log_failure(task: asyncio.Task[None]) -> None:
