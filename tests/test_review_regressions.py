@@ -146,3 +146,15 @@ class TestConcernsFirstRequests:
         await asyncio.gather(*(one() for _ in range(4)))
         installed = [type(m).__name__ for m in mcp._mcp_server.middleware]
         assert installed.count("_ListWarnings") == 1
+
+
+class TestConfigTypes:
+    def test_a_number_given_as_a_string_is_an_error(self, tmp_path: Any) -> None:
+        from fastmcp_filtering.config import ConfigError, load_config
+
+        config = tmp_path / "proxy.toml"
+        config.write_text(
+            '[[upstreams]]\ncommand = "python"\nargs = ["x.py"]\n\n[search]\nmax_results = "8"\n'
+        )
+        with pytest.raises(ConfigError, match=r"proxy\.toml:6: search\.max_results"):
+            load_config(config)

@@ -139,7 +139,7 @@ Patterns = Annotated[list[str], AfterValidator(_check_patterns)]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class UpstreamConfig(_Model):
