@@ -24,14 +24,39 @@ if TYPE_CHECKING:
 __all__ = ["ListHooks"]
 
 _C = TypeVar("_C", bound="FastMCPComponent")
+_R = TypeVar("_R")
 
 
 class ListHooks(Middleware):
     """Routes tools, prompts, resources and templates lists to one ``on_list``.
 
+    ``initialize`` and ``server/discover`` results pass through one ``announce``,
+    where a middleware adds its capabilities and instructions in both eras.
+
     Also binds pagination cursors to the parameters that shape a listing, once
     per server, since every middleware of the package narrows or reorders lists.
     """
+
+    def announce(self, result: _R) -> _R:
+        """The ``initialize`` / ``server/discover`` result with what this middleware adds."""
+        return result
+
+    @override
+    async def on_initialize(
+        self,
+        context: MiddlewareContext[mt.InitializeRequest],
+        call_next: CallNext[mt.InitializeRequest, mt.InitializeResult | None],
+    ) -> mt.InitializeResult | None:
+        result = await call_next(context)
+        return None if result is None else self.announce(result)
+
+    @override
+    async def on_discover(
+        self,
+        context: MiddlewareContext[mt.DiscoverRequest],
+        call_next: CallNext[mt.DiscoverRequest, mt.DiscoverResult | dict[str, Any]],
+    ) -> mt.DiscoverResult | dict[str, Any]:
+        return self.announce(await call_next(context))
 
     async def on_list(
         self,

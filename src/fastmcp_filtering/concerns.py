@@ -51,6 +51,7 @@ __all__ = ["COMPONENT_META_KEY", "REQUEST_META_KEY", "Concern", "ConcernMiddlewa
 logger = logging.getLogger("fastmcp_filtering")
 
 _T = TypeVar("_T")
+_R = TypeVar("_R")
 
 _STATE_NAMESPACE = "concerns"
 
@@ -360,17 +361,11 @@ class ConcernMiddleware(AccessLayer):
         result = await call_next(context)
         if configured is not None:
             await self._store_quietly(context.fastmcp_context, configured, warnings, "initialize")
-        if result is None:
-            return None
-        return add_capabilities(result, {"concerns": self._declaration()})
+        return None if result is None else self.announce(result)
 
     @override
-    async def on_discover(
-        self,
-        context: MiddlewareContext[mt.DiscoverRequest],
-        call_next: CallNext[mt.DiscoverRequest, mt.DiscoverResult | dict[str, Any]],
-    ) -> mt.DiscoverResult | dict[str, Any]:
-        return add_capabilities(await call_next(context), {"concerns": self._declaration()})
+    def announce(self, result: _R) -> _R:
+        return add_capabilities(result, {"concerns": self._declaration()})
 
     @override
     async def on_notification(

@@ -16,7 +16,6 @@ from fastmcp_filtering._protocol import RequestInfo, add_capabilities, custom_re
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
-    import mcp_types as mt
     from fastmcp import FastMCP
     from fastmcp.server.middleware import CallNext, MiddlewareContext
     from fastmcp.utilities.components import FastMCPComponent
@@ -24,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["FilterMiddleware"]
 
 _C = TypeVar("_C", bound="FastMCPComponent")
+_R = TypeVar("_R")
 
 _MAX_CACHED_COPIES = 100_000
 
@@ -91,28 +91,15 @@ class FilterMiddleware(ListHooks):
 
     # -- capabilities -------------------------------------------------------------------
 
+    @override
+    def announce(self, result: _R) -> _R:
+        return add_capabilities(result, self._capabilities())
+
     def _capabilities(self) -> dict[str, dict[str, Any]]:
         return {
             "filtering": {"groups": {"listChanged": True}, "tags": {"listChanged": True}},
             "groups": {"listChanged": True},
         }
-
-    @override
-    async def on_initialize(
-        self,
-        context: MiddlewareContext[mt.InitializeRequest],
-        call_next: CallNext[mt.InitializeRequest, mt.InitializeResult | None],
-    ) -> mt.InitializeResult | None:
-        result = await call_next(context)
-        return None if result is None else add_capabilities(result, self._capabilities())
-
-    @override
-    async def on_discover(
-        self,
-        context: MiddlewareContext[mt.DiscoverRequest],
-        call_next: CallNext[mt.DiscoverRequest, mt.DiscoverResult | dict[str, Any]],
-    ) -> mt.DiscoverResult | dict[str, Any]:
-        return add_capabilities(await call_next(context), self._capabilities())
 
     # -- groups/list and tags/list ------------------------------------------------------
 

@@ -31,7 +31,6 @@ from fastmcp_filtering._semantic_index import EmbeddingIndex, document_text
 from fastmcp_filtering.filter import FilterMiddleware
 
 if TYPE_CHECKING:
-    import mcp_types as mt
     from fastmcp import FastMCP
     from fastmcp.utilities.components import FastMCPComponent
 
@@ -140,7 +139,8 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
 
     # -- capabilities and instructions --------------------------------------------------
 
-    def _with_search(self, result: Any) -> Any:
+    @override
+    def announce(self, result: Any) -> Any:
         tools = {"filtering": True}
         capabilities = getattr(result, "capabilities", None)
         if capabilities is not None and capabilities.tools is not None:
@@ -167,24 +167,6 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
             f"(at most {self.max_results}). Combine it with params.filter to search within "
             f"groups.{tool_hint}"
         )
-
-    @override
-    async def on_initialize(
-        self,
-        context: MiddlewareContext[mt.InitializeRequest],
-        call_next: CallNext[mt.InitializeRequest, mt.InitializeResult | None],
-    ) -> mt.InitializeResult | None:
-        result = await call_next(context)
-        return None if result is None else self._with_search(result)
-
-    @override
-    async def on_discover(
-        self,
-        context: MiddlewareContext[mt.DiscoverRequest],
-        call_next: CallNext[mt.DiscoverRequest, mt.DiscoverResult | dict[str, Any]],
-    ) -> mt.DiscoverResult | dict[str, Any]:
-        result = self._with_search(await call_next(context))
-        return result  # type: ignore[no-any-return]
 
     # -- lists with a query --------------------------------------------------------------
 
