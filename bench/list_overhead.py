@@ -26,7 +26,7 @@ from typing import Any
 from fastmcp import Client, FastMCP
 from fastmcp.tools import Tool
 
-from fastmcp_filtering import FilterMiddleware, Group
+from fastmcp_filtering import FilterMiddleware, Group, install
 from fastmcp_filtering.client import list_tools
 
 GROUPS = 10
@@ -52,7 +52,7 @@ def build(size: int, *, ours: bool, allowlist: bool = False) -> FastMCP:
     if allowlist:
         mcp.enable(tags={"g3"}, only=True)
     if ours:
-        mcp.add_middleware(FilterMiddleware(groups=[Group(f"g{i}") for i in range(GROUPS)]))
+        install(mcp, FilterMiddleware(groups=[Group(f"g{i}") for i in range(GROUPS)]))
     return mcp
 
 

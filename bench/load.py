@@ -51,6 +51,7 @@ from fastmcp_filtering import (
     Group,
     ProgressiveDisclosureMiddleware,
     SearchMiddleware,
+    install,
 )
 
 GROUPS = [f"g{i}" for i in range(10)]
@@ -103,14 +104,15 @@ def build(size: int, *, stack: str) -> FastMCP:
         mapping[name] = {"risk": "destructive" if verb == "delete" else "safe"}
     if stack == "full":
         catalog = Catalog(groups=[Group(g, description=f"Service {g}") for g in GROUPS])
-        mcp.add_middleware(FilterMiddleware(catalog=catalog))
-        mcp.add_middleware(SearchMiddleware(catalog=catalog))
+        install(mcp, FilterMiddleware(catalog=catalog))
+        install(mcp, SearchMiddleware(catalog=catalog))
         risk = Concern("risk", values=["safe", "destructive"], ordered=True)
-        mcp.add_middleware(ConcernMiddleware(concerns=[risk], mapping=mapping))
-        mcp.add_middleware(
+        install(mcp, ConcernMiddleware(concerns=[risk], mapping=mapping))
+        install(
+            mcp,
             ProgressiveDisclosureMiddleware(
                 catalog=catalog, initial_groups=GROUPS, call_tool_name="call_tool"
-            )
+            ),
         )
     return mcp
 

@@ -34,7 +34,7 @@ from fastmcp.server.transforms.search import BM25SearchTransform
 from fastmcp.tools import Tool
 from fastmcp.tools.base import ToolResult
 
-from fastmcp_filtering import Group, in_group
+from fastmcp_filtering import Group, in_group, install
 from fastmcp_filtering.client import list_tools
 from fastmcp_filtering.search import SearchMiddleware
 
@@ -104,7 +104,7 @@ def build_server(tools: list[dict[str, Any]], variant: str) -> tuple[FastMCP, di
         search = SearchMiddleware(
             groups=groups, max_results=K, search_tool=None, semantic=variant.endswith("semantic")
         )
-        mcp.add_middleware(search)
+        install(mcp, search)
     else:
         mcp.add_transform(BM25SearchTransform(max_results=K))
     return mcp, names

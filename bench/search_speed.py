@@ -31,6 +31,7 @@ from fastmcp.server.transforms.search import BM25SearchTransform
 from fastmcp.tools import Tool
 from fastmcp.tools.base import ToolResult
 
+from fastmcp_filtering import install
 from fastmcp_filtering.client import list_tools
 from fastmcp_filtering.search import SearchMiddleware
 
@@ -142,7 +143,7 @@ def build(tools: list[Tool], variant: str) -> FastMCP:
     if variant == "fastmcp bm25":
         mcp.add_transform(BM25SearchTransform(max_results=10))
     else:
-        mcp.add_middleware(SearchMiddleware(max_results=10))
+        install(mcp, SearchMiddleware(max_results=10))
     return mcp
 
 

@@ -39,6 +39,7 @@ from fastmcp_filtering import (
     FilterMiddleware,
     ProgressiveDisclosureMiddleware,
     SearchMiddleware,
+    install,
 )
 
 INITIAL_GROUPS = ["issues"]
@@ -67,13 +68,14 @@ def build_full_stack_server(*, list_page_size: int | None = None) -> FastMCP:
     mcp = build_catalog(name="github-full-stack", list_page_size=list_page_size)
     # One Catalog: group membership is resolved once and every layer agrees on it.
     catalog = Catalog(groups=GROUPS, tags=TAGS)
-    mcp.add_middleware(FilterMiddleware(catalog=catalog))
-    mcp.add_middleware(SearchMiddleware(catalog=catalog, max_results=10))
-    mcp.add_middleware(ConcernMiddleware(concerns=[RISK], mapping=RISK_MAPPING))
-    mcp.add_middleware(
+    install(mcp, FilterMiddleware(catalog=catalog))
+    install(mcp, SearchMiddleware(catalog=catalog, max_results=10))
+    install(mcp, ConcernMiddleware(concerns=[RISK], mapping=RISK_MAPPING))
+    install(
+        mcp,
         ProgressiveDisclosureMiddleware(
             catalog=catalog, initial_groups=INITIAL_GROUPS, call_tool_name="call_tool"
-        )
+        ),
     )
     return mcp
 

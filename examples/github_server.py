@@ -15,7 +15,7 @@ from fastmcp import FastMCP
 from fastmcp.tools import Tool
 from fastmcp.tools.base import ToolResult
 
-from fastmcp_filtering import FilterMiddleware, Group, Tag, in_group
+from fastmcp_filtering import FilterMiddleware, Group, Tag, in_group, install
 
 # fmt: off
 GROUPS = [
@@ -182,7 +182,7 @@ def build_server(*, list_page_size: int | None = None) -> FastMCP:
         instructions="A GitHub-like server. Call groups/list, then tools/list with a filter.",
         list_page_size=list_page_size,
     )
-    mcp.add_middleware(FilterMiddleware(groups=GROUPS, tags=TAGS))
+    install(mcp, FilterMiddleware(groups=GROUPS, tags=TAGS))
     return mcp
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from fastmcp import FastMCP
 
-from fastmcp_filtering import Group, in_group
+from fastmcp_filtering import Group, in_group, install
 from fastmcp_filtering.progressive import ProgressiveDisclosureMiddleware
 
 GROUPS = [
@@ -86,10 +86,11 @@ def build_server(*, redis_url: str | None = None, auth: bool = False) -> FastMCP
         """Review a repository."""
         return f"Review {repo}"
 
-    mcp.add_middleware(
+    install(
+        mcp,
         ProgressiveDisclosureMiddleware(
             groups=GROUPS, initial_groups=["issues"], max_tools=4, call_tool_name="call_tool"
-        )
+        ),
     )
     return mcp
 

@@ -6,6 +6,7 @@ import argparse
 
 from fastmcp import FastMCP
 
+from fastmcp_filtering import install
 from fastmcp_filtering.concerns import Concern, ConcernMiddleware, concerns
 
 CONCERNS = [
@@ -43,7 +44,7 @@ def make_server() -> FastMCP:
     def dump_plaintext(data: str) -> str:
         return data
 
-    mcp.add_middleware(ConcernMiddleware(concerns=CONCERNS, mapping=MAPPING))
+    install(mcp, ConcernMiddleware(concerns=CONCERNS, mapping=MAPPING))
     return mcp
 
 

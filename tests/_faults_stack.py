@@ -24,6 +24,7 @@ from fastmcp_filtering import (
     Tag,
     concerns,
     in_group,
+    install,
 )
 
 GROUPS = [
@@ -170,15 +171,16 @@ def make_stack(*, store: Any = None, page_size: int | None = None) -> FastMCP:
         return f"key of {name}"
 
     catalog = Catalog(groups=GROUPS, tags=TAGS)
-    mcp.add_middleware(FilterMiddleware(catalog=catalog))
-    mcp.add_middleware(SearchMiddleware(catalog=catalog, max_results=MAX_RESULTS))
-    mcp.add_middleware(ConcernMiddleware(concerns=CONCERNS))
-    mcp.add_middleware(
+    install(mcp, FilterMiddleware(catalog=catalog))
+    install(mcp, SearchMiddleware(catalog=catalog, max_results=MAX_RESULTS))
+    install(mcp, ConcernMiddleware(concerns=CONCERNS))
+    install(
+        mcp,
         ProgressiveDisclosureMiddleware(
             catalog=catalog,
             initial_groups=sorted(INITIAL_GROUPS),
             call_tool_name="call_tool",
-        )
+        ),
     )
     return mcp
 
@@ -217,9 +219,11 @@ class ClientState:
 
     enabled: frozenset[str] = INITIAL_GROUPS
     configured: dict[str, str] = field(default_factory=dict)
+    concerns_unknown: bool = False
+    """The store failed: no configuration is known, so whatever has concern values is hidden."""
 
     def copy(self) -> ClientState:
-        return ClientState(self.enabled, dict(self.configured))
+        return ClientState(self.enabled, dict(self.configured), self.concerns_unknown)
 
     def enable(self, names: object) -> None:
         """``enable_tools(groups=names)`` without max_tools: roots, and children of enabled."""
@@ -285,6 +289,8 @@ def allowed(
         if not _progressive_admits(component, state.enabled):
             continue
         if not _concerns_admit(component, asked):
+            continue
+        if override is None and state.concerns_unknown and component.concerns:
             continue
         if wanted_groups is not None and not wanted_groups & set(component.groups):
             continue

@@ -9,6 +9,9 @@ from typing import Any
 import pytest
 from fastmcp import Client, FastMCP
 
+from fastmcp_filtering import install
+from fastmcp_filtering._hooks import ListHooks
+
 ERAS = {"modern": {}, "legacy": {"mode": "legacy"}}
 """2026-07-28 (stateless, server/discover) is FastMCP's default; 2025-11-25 is "legacy"."""
 
@@ -30,3 +33,12 @@ def connect(era: str) -> Connect:
             yield client
 
     return _connect
+
+
+def use(server: FastMCP, *middlewares: Any) -> None:
+    """Add middlewares in order: the package's through ``install``, others as FastMCP does."""
+    for middleware in middlewares:
+        if isinstance(middleware, ListHooks):
+            install(server, middleware)
+        else:
+            server.add_middleware(middleware)

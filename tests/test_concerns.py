@@ -17,7 +17,6 @@ import pytest
 from fastmcp import Client, FastMCP
 from fastmcp.client.transports import StdioTransport
 from fastmcp.exceptions import ToolError
-from fastmcp.server.middleware import MiddlewareContext
 from fastmcp.tools.base import Tool
 from inline_snapshot import snapshot
 from key_value.aio.stores.memory import MemoryStore
@@ -26,9 +25,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict
 
+from fastmcp_filtering import install
 from fastmcp_filtering._concerns import MAX_CONFIG_ENTRIES
 from fastmcp_filtering._cursor import _scope_of
-from fastmcp_filtering._layers import admitted
 from fastmcp_filtering.client import (
     CONCERNS_META_KEY,
     call_method,
@@ -40,7 +39,7 @@ from fastmcp_filtering.client import (
 from fastmcp_filtering.concerns import Concern, ConcernMiddleware, concerns
 
 from ._servers import serve_http
-from .conftest import ERAS, Connect
+from .conftest import ERAS, Connect, use
 
 
 def declared(*, ordered: bool = False) -> list[Concern]:
@@ -137,7 +136,7 @@ def make_server(
         return day
 
     middleware = ConcernMiddleware(concerns=declared(ordered=ordered), mapping=MAPPING)
-    mcp.add_middleware(middleware)
+    use(mcp, middleware)
     return mcp, middleware
 
 
@@ -296,11 +295,10 @@ class TestFilteringRule:
         assert cleared.concerns == {"security": "medium"}
         assert second.warnings == []
 
-    async def test_admitted_applies_the_defaults_outside_a_request(self) -> None:
+    async def test_outside_a_request_nothing_is_shown(self) -> None:
         server, _ = make_server()
-        tools = await server.list_tools(run_middleware=False)
-        kept = await admitted(server, MiddlewareContext(message=None), tools)
-        assert names(kept) == ["archive", "log_data", "validate_data"]
+        # No client to judge for: every component is concealed (fail closed).
+        assert await server.list_tools(run_middleware=False) == []
 
 
 class TestOrdered:
@@ -628,7 +626,9 @@ class TestIsolation:
 
 
 class TestStateFailure:
-    async def test_a_failing_store_falls_back_to_the_defaults(self, connect: Connect) -> None:
+    async def test_a_failing_store_hides_what_any_configuration_could(
+        self, connect: Connect
+    ) -> None:
         store = FlakyStore()
         server, _ = make_server(store=store)
         async with connect(server) as client:
@@ -639,7 +639,8 @@ class TestStateFailure:
                 "validate_data",
             ]
             store.broken = True
-            assert names(await client.list_tools()) == DEFAULT_VIEW["tools"]
+            # The configuration is unknown: only components without concern values remain.
+            assert names(await client.list_tools()) == ["validate_data"]
             with pytest.raises(MCPError) as refused:
                 await update_concerns(client, {"security": "high"})
             # The per-request override needs no state and still works.
@@ -747,7 +748,7 @@ class TestServerDeclarations:
             "'low' in _meta['concerns']; give each concern one value per component"
         )
 
-    async def test_undeclared_concern_on_a_component_fails_the_first_request(self) -> None:
+    async def test_undeclared_concern_hides_the_component_and_fails_check(self) -> None:
         mcp = FastMCP("typo")
 
         @concerns(securty="high")
@@ -755,12 +756,12 @@ class TestServerDeclarations:
         def encrypt_data() -> str:
             return "x"
 
-        mcp.add_middleware(
-            ConcernMiddleware(concerns=[Concern("security", values=["high", "low"])])
-        )
-        with pytest.raises(MCPError):
-            async with Client(mcp, mode="legacy") as client:
-                await client.list_tools()
+        install(mcp, ConcernMiddleware(concerns=[Concern("security", values=["high", "low"])]))
+        async with Client(mcp, mode="legacy") as client:
+            # Serving goes on; the component with the bad declaration is hidden, loudly.
+            assert await client.list_tools() == []
+            with pytest.raises(ToolError, match="concern values for it are invalid"):
+                await client.call_tool("encrypt_data", {})
         with pytest.raises(ValueError, match="uses concern 'securty', which is not declared"):
             await mcp.middleware[-1].check(mcp)  # type: ignore[attr-defined]
 

@@ -58,7 +58,7 @@ WIDENED = ClientState(
     enabled=frozenset({"issues", "code", "repos", "admin"}), configured={"security": "low"}
 )
 """The state a client reaches before the store fails: everything its state can open."""
-FAIL_CLOSED = ClientState()
+FAIL_CLOSED = ClientState(concerns_unknown=True)
 """What a client whose state cannot be read may see: initial groups, default concerns."""
 
 
@@ -105,8 +105,9 @@ async def assert_fail_closed(client: Client[Any]) -> None:
     assert {t["name"] for t in found["structuredContent"]["tools"]} <= allowed("tool", FAIL_CLOSED)
     with pytest.raises(MCPError) as read:
         await request(client, "resources/read", {"uri": "secret://dump"})
-    assert read.value.error.code == mt.INTERNAL_ERROR
-    assert "excluded by concern" in read.value.error.message
+    # With the configuration unknown, it is concealed: as if it did not exist.
+    assert read.value.error.code == mt.INVALID_PARAMS
+    assert read.value.error.message == "Resource not found: 'secret://dump'"
 
     refused = await tool_call(client, "enable_tools", {"groups": ["code"]})
     assert refused.get("isError")

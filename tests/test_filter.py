@@ -18,7 +18,7 @@ from fastmcp_filtering.client import (
     list_tools,
 )
 
-from .conftest import Connect
+from .conftest import Connect, use
 
 GROUPS = [
     Group("code", title="Code", description="Code management"),
@@ -87,7 +87,7 @@ def make_server(*, page_size: int | None = None) -> tuple[FastMCP, FilterMiddlew
         return "MIT"
 
     middleware = FilterMiddleware(groups=GROUPS, tags=TAGS)
-    mcp.add_middleware(middleware)
+    use(mcp, middleware)
     return mcp, middleware
 
 

@@ -1,31 +1,50 @@
-"""The shared decision: an AccessLayer hides and refuses by every path, in both eras."""
+"""The shared decision: a policy layer hides and refuses by every path, in both eras."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
-from fastmcp.server.middleware import MiddlewareContext
 from fastmcp.utilities.components import FastMCPComponent
 from mcp.shared.exceptions import MCPError
 
-from fastmcp_filtering._layers import AccessLayer, ClientView, admitted, refusal_for
+from fastmcp_filtering import install
+from fastmcp_filtering._layers import LayerMiddleware
+from fastmcp_filtering._policy import ClientRequest, Hidden, LayerView, PolicyLayer, unrestricted
 
 from .conftest import Connect
 
 
-class _HideSecret:
-    def refusal(self, component: FastMCPComponent) -> str | None:
-        if "secret" in component.tags:
-            return f"{component.name} is hidden: ask for clearance first"
-        return None
+class _Judge:
+    def __init__(self, hide: Callable[[FastMCPComponent], str | None]) -> None:
+        self._hide = hide
+
+    def judge(self, component: FastMCPComponent) -> Hidden | None:
+        message = self._hide(component)
+        return None if message is None else Hidden(message)
 
 
-class HideSecret(AccessLayer):
-    async def client_view(self, context: MiddlewareContext[Any]) -> ClientView:
-        return _HideSecret()
+class _HideLayer(PolicyLayer):
+    def __init__(self, hide: Callable[[FastMCPComponent], str | None]) -> None:
+        self._view = _Judge(hide)
+
+    async def view(self, client: ClientRequest) -> LayerView:
+        return self._view
+
+
+class HideLayer(LayerMiddleware):
+    """A fifth layer, as a newcomer writes one: a policy class and a middleware holding it."""
+
+    def __init__(self, hide: Callable[[FastMCPComponent], str | None]) -> None:
+        self.policy_layer = _HideLayer(hide)
+
+
+def hide_secret(component: FastMCPComponent) -> str | None:
+    if "secret" in component.tags:
+        return f"{component.name} is hidden: ask for clearance first"
+    return None
 
 
 def make_server() -> FastMCP:
@@ -56,11 +75,11 @@ def make_server() -> FastMCP:
     def named_key(name: str) -> str:
         return name
 
-    mcp.add_middleware(HideSecret())
+    install(mcp, HideLayer(hide_secret))
     return mcp
 
 
-class TestAccessLayer:
+class TestPolicyLayer:
     async def test_lists_hide(self, connect: Connect) -> None:
         async with connect(make_server()) as client:
             assert sorted(t.name for t in await client.list_tools()) == ["proxy", "status"]
@@ -82,13 +101,30 @@ class TestAccessLayer:
                 await client.read_resource("vault://x/key")
             assert (await client.call_tool("proxy", {"name": "status"})).data == "ok"
 
-    async def test_admitted_and_refusal_for_ask_every_layer(self) -> None:
+    async def test_outside_a_request_nothing_is_shown_unless_unrestricted(self) -> None:
         server = make_server()
-        tools = await server.list_tools(run_middleware=False)
-        context = MiddlewareContext(message=None)
-        kept = await admitted(server, context, tools)
-        assert sorted(t.name for t in kept) == ["proxy", "status"]
-        launch = next(t for t in tools if t.name == "launch")
-        assert await refusal_for(server, context, launch) == (
-            "launch is hidden: ask for clearance first"
-        )
+        # No request, no client to show anything to: fail closed.
+        assert await server.list_tools(run_middleware=False) == []
+        assert await server.get_tool("status") is None
+        with unrestricted():
+            listed = await server.list_tools(run_middleware=False)
+        assert sorted(t.name for t in listed) == ["launch", "proxy", "status"]
+
+    async def test_a_middleware_added_without_install_refuses_to_serve(
+        self, connect: Connect
+    ) -> None:
+        mcp = FastMCP("forgot")
+
+        @mcp.tool(tags={"secret"})
+        def launch() -> str:
+            return "launched"
+
+        mcp.add_middleware(HideLayer(hide_secret))
+        with pytest.raises(MCPError, match=r"fastmcp_filtering\.install"):
+            async with connect(mcp) as client:
+                await client.list_tools()
+
+
+def HideSecret() -> HideLayer:
+    """A layer that hides whatever is tagged ``secret``."""
+    return HideLayer(hide_secret)

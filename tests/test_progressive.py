@@ -9,17 +9,16 @@ from typing import Any, SupportsFloat
 import pytest
 from fastmcp import Client, Context, FastMCP
 from fastmcp.exceptions import ToolError
-from fastmcp.server.middleware import MiddlewareContext
 from fastmcp.utilities.components import FastMCPComponent
 from inline_snapshot import snapshot
 from key_value.aio.stores.memory import MemoryStore
 from mcp.shared.exceptions import MCPError
 
-from fastmcp_filtering import Catalog, Group, in_group
-from fastmcp_filtering._layers import AccessLayer, ClientView
+from fastmcp_filtering import Catalog, Group, in_group, install
 from fastmcp_filtering.progressive import ProgressiveDisclosureMiddleware
 
-from .conftest import Connect
+from .conftest import Connect, use
+from .test_layers import HideLayer
 
 GROUPS = [
     Group("issues", title="Issues", description="Create and triage issues"),
@@ -103,7 +102,7 @@ def make_server(
 
     options.setdefault("initial_groups", ["issues"])
     middleware = ProgressiveDisclosureMiddleware(groups=GROUPS, **options)
-    mcp.add_middleware(middleware)
+    use(mcp, middleware)
     return mcp, middleware
 
 
@@ -719,25 +718,20 @@ class TestFailClosed:
                 await client.call_tool("enable_tools", {"groups": ["code"]})
 
 
-class _HideDestructive:
-    def refusal(self, component: FastMCPComponent) -> str | None:
-        if component.name == "delete_branch":
-            return "delete_branch needs approval"
-        return None
-
-
-class HideDestructive(AccessLayer):
-    async def client_view(self, context: MiddlewareContext[Any]) -> ClientView:
-        return _HideDestructive()
+def _hide_delete_branch(component: FastMCPComponent) -> str | None:
+    return "delete_branch needs approval" if component.name == "delete_branch" else None
 
 
 class TestOtherLayers:
-    async def test_other_layers_govern_replies_counts_and_the_proxy(self, connect: Connect) -> None:
-        mcp, _ = make_server(max_tools=4, call_tool_name="call_tool")
-        mcp.add_middleware(HideDestructive())
+    async def test_other_layers_govern_replies_and_the_proxy_not_counts(
+        self, connect: Connect
+    ) -> None:
+        mcp, _ = make_server(max_tools=5, call_tool_name="call_tool")
+        install(mcp, HideLayer(_hide_delete_branch))
         async with connect(mcp) as client:
             reply = await call(client, "enable_tools", groups=["admin"])
-            # delete_branch is hidden by the other layer: not listed, not counted.
+            # delete_branch is hidden by the other layer: not listed, but max_tools counts
+            # it, so no other layer's per-request view can let more tools be enabled.
             assert reply["enabled"] == ["admin"]
             assert reply["available_tools"] == [
                 "create_issue",

@@ -12,7 +12,7 @@ from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools import Tool
 from mcp.shared.exceptions import MCPError
 
-from fastmcp_filtering import Concern, ConcernMiddleware, Group, add_filtering, in_group
+from fastmcp_filtering import Concern, ConcernMiddleware, Group, add_filtering, in_group, install
 from fastmcp_filtering.client import call_method, list_tools
 
 from .conftest import Connect
@@ -137,7 +137,7 @@ class TestConcernsFirstRequests:
     async def test_clients_arriving_together_install_once(self) -> None:
         mcp = FastMCP("race")
         mcp.tool(lambda: "x", name="ping")
-        mcp.add_middleware(ConcernMiddleware(concerns=[Concern("risk", values=["a", "b"])]))
+        install(mcp, ConcernMiddleware(concerns=[Concern("risk", values=["a", "b"])]))
 
         async def one() -> None:
             async with Client(mcp, mode="legacy") as client:

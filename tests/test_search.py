@@ -11,12 +11,12 @@ from fastmcp.tools.base import ToolResult
 from inline_snapshot import snapshot
 from mcp.shared.exceptions import MCPError
 
-from fastmcp_filtering import FilterMiddleware, Group, in_group
+from fastmcp_filtering import FilterMiddleware, Group, in_group, install
 from fastmcp_filtering._ranking import Document, SearchIndex
 from fastmcp_filtering.client import call_method, list_tools
 from fastmcp_filtering.search import SearchMiddleware
 
-from .conftest import Connect
+from .conftest import Connect, use
 from .test_layers import HideSecret
 
 
@@ -67,9 +67,9 @@ def make_server(
         elif tool.name in ("send-email", "calendar.create_event"):
             in_group("mail")(copy)
         mcp.add_tool(copy)
-    mcp.add_middleware(search or SearchMiddleware(groups=GROUPS, max_results=3))
+    use(mcp, search or SearchMiddleware(groups=GROUPS, max_results=3))
     for middleware in extra:
-        mcp.add_middleware(middleware)
+        use(mcp, middleware)
     return mcp
 
 
@@ -116,7 +116,7 @@ class TestRanking:
         for i in range(12):
             mcp.add_tool(stub(f"op_{i}", f"Operation number {i}", params=boilerplate))
         mcp.add_tool(stub("fetch_invoice", "Fetch an invoice", params={"invoice_id": "Invoice"}))
-        mcp.add_middleware(SearchMiddleware(max_results=3))
+        install(mcp, SearchMiddleware(max_results=3))
         from fastmcp import Client
 
         async with Client(mcp) as client:
@@ -147,7 +147,7 @@ class TestWithFilterAndPagination:
         search = SearchMiddleware(groups=GROUPS, max_results=3)
         layers: list[Middleware] = [search, FilterMiddleware(groups=GROUPS), HideSecret()]
         for middleware in layers if order == "search-first" else reversed(layers):
-            mcp.add_middleware(middleware)
+            use(mcp, middleware)
         async with connect(mcp) as client:
             result = await ranked(client, "launch rocket delete branch", tags=["destructive"])
             hidden = await ranked(client, "launch rocket")
@@ -327,13 +327,13 @@ class TestIndexFollowsTheCatalog:
     ) -> None:
         search = SearchMiddleware(groups=GROUPS, max_results=3)
         described: list[str] = []
-        original = search._document
+        original = search._service.document
 
         def counting(component: Any) -> Any:
             described.append(component.name)
             return original(component)
 
-        monkeypatch.setattr(search, "_document", counting)
+        monkeypatch.setattr(search._service, "document", counting)
         server = make_server(search=search)
         async with connect(server) as client:
             await ranked(client, "email")

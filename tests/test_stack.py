@@ -24,7 +24,7 @@ from fastmcp_filtering import (
 )
 from fastmcp_filtering.client import call_method, list_tools
 
-from .conftest import ERAS
+from .conftest import ERAS, use
 
 GROUPS = [
     Group("code", title="Code", description="Source code"),
@@ -70,7 +70,7 @@ def build(kinds: tuple[str, ...]) -> FastMCP:
         ),
     }
     for kind in kinds:
-        mcp.add_middleware(made[kind])
+        use(mcp, made[kind])
     return mcp
 
 

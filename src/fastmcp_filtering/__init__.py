@@ -3,7 +3,7 @@
 Example:
     ```python
     from fastmcp import FastMCP
-    from fastmcp_filtering import FilterMiddleware, Group, in_group
+    from fastmcp_filtering import FilterMiddleware, Group, in_group, install
 
     mcp = FastMCP("github")
 
@@ -11,7 +11,7 @@ Example:
     @mcp.tool
     def create_issue(title: str) -> str: ...
 
-    mcp.add_middleware(FilterMiddleware(groups=[Group("issues")]))
+    install(mcp, FilterMiddleware(groups=[Group("issues")]))
     ```
 """
 
@@ -27,7 +27,7 @@ from fastmcp_filtering.progressive import (
     ProgressiveDisclosureMiddleware,
 )
 from fastmcp_filtering.search import SearchMiddleware, SearchToolsResult
-from fastmcp_filtering.stack import FilteringStack, add_filtering
+from fastmcp_filtering.stack import FilteringStack, add_filtering, install
 
 __all__ = [
     "GROUPS_META_KEY",
@@ -47,4 +47,5 @@ __all__ = [
     "add_filtering",
     "concerns",
     "in_group",
+    "install",
 ]

@@ -15,14 +15,23 @@ from fastmcp.resources.base import Resource
 from fastmcp.resources.template import ResourceTemplate
 from fastmcp.tools.base import Tool
 
-from fastmcp_filtering._declarations import META_TOOL_KEY, Group, Tag, declared_groups_of
+from fastmcp_filtering._declarations import Group, Tag, declared_groups_of, is_meta_tool
+from fastmcp_filtering._policy import unrestricted
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
     from fastmcp.utilities.components import FastMCPComponent
     from mcp.server.connection import Connection
 
-__all__ = ["LIST_METHOD", "Catalog", "ComponentKind", "Membership", "kind_of"]
+__all__ = [
+    "LIST_METHOD",
+    "Catalog",
+    "ComponentKind",
+    "Membership",
+    "kind_label",
+    "kind_of",
+    "match_names",
+]
 
 logger = logging.getLogger("fastmcp_filtering")
 
@@ -59,8 +68,21 @@ def kind_of(component: FastMCPComponent) -> ComponentKind:
     raise TypeError(f"not a tool, prompt, resource or template: {type(component).__name__}")
 
 
-def _match_names(component: FastMCPComponent, kind: ComponentKind) -> tuple[str, ...]:
-    """The strings a ``Group.tools`` pattern is matched against."""
+_KIND_LABEL: dict[ComponentKind, str] = {
+    "tool": "tool",
+    "prompt": "prompt",
+    "resource": "resource",
+    "template": "resource template",
+}
+
+
+def kind_label(component: FastMCPComponent) -> str:
+    """How messages name a component's kind: ``resource template``."""
+    return _KIND_LABEL[kind_of(component)]
+
+
+def match_names(component: FastMCPComponent, kind: ComponentKind) -> tuple[str, ...]:
+    """The strings a name pattern (``Group.tools``, a proxy's tags) is matched against."""
     if kind == "resource":
         return (component.name, str(getattr(component, "uri", "")))
     if kind == "template":
@@ -81,6 +103,7 @@ class Membership:
 
 
 _NO_GROUPS = Membership((), frozenset(), ())
+_MAX_CACHED = 100_000
 
 
 class Catalog:
@@ -192,6 +215,7 @@ class Catalog:
             if group.tools
         ]
         self._cache: dict[tuple[Any, ...], Membership] = {}
+        self._by_id: dict[int, tuple[FastMCPComponent, Membership]] = {}
         self._version = getattr(self, "_version", -1) + 1
         # The change that rebuilt us announces itself; the next look starts a new baseline.
         self._baseline = None
@@ -201,19 +225,30 @@ class Catalog:
 
     def membership(self, component: FastMCPComponent) -> Membership:
         """The groups ``component`` belongs to, from the cache when nothing changed."""
-        if (component.meta or {}).get(META_TOOL_KEY):
+        by_id = self._by_id.get(id(component))
+        if by_id is not None and by_id[0] is component:
+            return by_id[1]
+        if is_meta_tool(component):
             # A pattern like "search_*" must not put the stack's own search_tools in a group.
             return _NO_GROUPS
+        membership = self._membership(component)
+        if len(self._by_id) > _MAX_CACHED:
+            self._by_id.clear()
+        # Holding the component keeps its id from being reused by another object.
+        self._by_id[id(component)] = (component, membership)
+        return membership
+
+    def _membership(self, component: FastMCPComponent) -> Membership:
         kind = kind_of(component)
         claimed = declared_groups_of(component)
-        key = (kind, *_match_names(component, kind), claimed)
+        key = (kind, *match_names(component, kind), claimed)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
         # A component never seen before: the catalog may have grown since the last look.
         self._stale = True
         found = dict.fromkeys(g for g in claimed if g in self._groups)
-        names = _match_names(component, kind)
+        names = match_names(component, kind)
         for group_name, pattern in self._patterns:
             if any(pattern.match(n) for n in names):
                 found[group_name] = None
@@ -286,16 +321,18 @@ class Catalog:
         if not (self._stale or force):
             return
         self._stale = False
-        fetched: dict[ComponentKind, Sequence[FastMCPComponent]] = {
-            "tool": await server.list_tools(run_middleware=False),
-            "prompt": await server.list_prompts(run_middleware=False),
-            "resource": await server.list_resources(run_middleware=False),
-            "template": await server.list_resource_templates(run_middleware=False),
-        }
+        # What the server has, whoever asks: a change anyone could see is announced to all.
+        with unrestricted():
+            fetched: dict[ComponentKind, Sequence[FastMCPComponent]] = {
+                "tool": await server.list_tools(run_middleware=False),
+                "prompt": await server.list_prompts(run_middleware=False),
+                "resource": await server.list_resources(run_middleware=False),
+                "template": await server.list_resource_templates(run_middleware=False),
+            }
         current: dict[ComponentKind, dict[str, tuple[Any, ...]]] = {}
         for kind, components in fetched.items():
             current[kind] = {
-                f"{c.name}@{_match_names(c, kind)[-1]}": (
+                f"{c.name}@{match_names(c, kind)[-1]}": (
                     self.membership(c).direct,
                     tuple(sorted(c.tags)),
                 )

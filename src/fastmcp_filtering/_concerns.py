@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fastmcp_filtering._catalog import kind_of
-from fastmcp_filtering._declarations import validate_name
+from fastmcp_filtering._catalog import kind_label
+from fastmcp_filtering._declarations import (
+    function_attributes,
+    set_function_attribute,
+    validate_name,
+)
 from fastmcp_filtering._protocol import invalid_params
 
 if TYPE_CHECKING:
@@ -42,17 +45,9 @@ _FN_ATTRIBUTE = "__fastmcp_filtering_concerns__"
 _ECHO = 64
 
 
-_KIND_LABEL = {
-    "tool": "tool",
-    "prompt": "prompt",
-    "resource": "resource",
-    "template": "resource template",
-}
-
-
 def label(component: FastMCPComponent) -> str:
     """How messages name a component: ``tool 'encrypt_data'``."""
-    return f"{_KIND_LABEL[kind_of(component)]} {component.name!r}"
+    return f"{kind_label(component)} {component.name!r}"
 
 
 def _short(value: object) -> str:
@@ -217,19 +212,13 @@ def _declare_on_function(fn: object, values: Mapping[str, str]) -> None:
         [("@concerns", existing), ("@concerns", values)],
         where=f"function {getattr(fn, '__name__', fn)!r}",
     )
-    # Bound methods and builtins refuse attributes; a component's meta key still carries them.
-    with contextlib.suppress(AttributeError, TypeError):
-        setattr(fn, _FN_ATTRIBUTE, merged)
+    set_function_attribute(fn, _FN_ATTRIBUTE, merged)
 
 
 def _function_values(fn: object) -> dict[str, str]:
     found: dict[str, str] = {}
-    # FastMCP wraps some functions (resource templates); the decorator may sit on either side.
-    for _ in range(8):
-        if fn is None:
-            break
-        found.update(getattr(fn, _FN_ATTRIBUTE, {}))
-        fn = getattr(fn, "__wrapped__", None)
+    for values in function_attributes(fn, _FN_ATTRIBUTE):
+        found.update(values)
     return found
 
 

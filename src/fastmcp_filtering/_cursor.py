@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastmcp_filtering._catalog import LIST_METHOD
 from fastmcp_filtering._concerns import REQUEST_META_KEY as CONCERNS_META_KEY
+from fastmcp_filtering._fastmcp import sdk_middleware
 from fastmcp_filtering._protocol import invalid_params
 
 if TYPE_CHECKING:
@@ -108,4 +109,4 @@ def install_cursor_scope(server: FastMCP) -> None:
         return
     _installed.add(server)
     # Outermost, so it sees the wire params before validation and the final result.
-    server._mcp_server.middleware.insert(0, CursorScope())
+    sdk_middleware(server).insert(0, CursorScope())

@@ -11,13 +11,25 @@ from typing import Any, TypeVar
 import mcp_types as mt
 from fastmcp.utilities.components import FastMCPComponent
 
-__all__ = ["GROUPS_META_KEY", "MAX_NAME_LENGTH", "META_TOOL_KEY", "Group", "Tag", "in_group"]
+__all__ = [
+    "GROUPS_META_KEY",
+    "MAX_NAME_LENGTH",
+    "META_TOOL_KEY",
+    "Group",
+    "Tag",
+    "in_group",
+    "is_meta_tool",
+    "mark_meta_tool",
+]
 
 GROUPS_META_KEY = "io.modelcontextprotocol/groups"
 """The reserved ``_meta`` key that lists the groups a primitive (or a group) belongs to."""
 
 META_TOOL_KEY = "io.github.fastmcp-filtering/meta-tool"
-"""``_meta`` mark of the stack's own meta-tools: they belong to no group and no layer hides them."""
+"""``_meta`` mark of the stack's own meta-tools, for clients; the package itself never trusts it."""
+
+# The meta-tool objects this package built, by id (held, so an id is never reused).
+_META_TOOLS: dict[int, FastMCPComponent] = {}
 
 MAX_NAME_LENGTH = 256
 """Longest group or tag name accepted, in declarations and in a client's ``filter``."""
@@ -28,6 +40,24 @@ _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/\-]*")
 _FN_ATTRIBUTE = "__fastmcp_filtering_groups__"
 
 _T = TypeVar("_T")
+
+
+def mark_meta_tool(tool: _T) -> _T:
+    """Record ``tool`` as one of the package's meta-tools and mark its ``_meta`` for clients.
+
+    Meta-tools belong to no group, whatever a group's patterns say. What makes
+    one is this record of the object, never its ``_meta``: a proxied upstream
+    tool could carry any ``_meta`` it likes.
+    """
+    assert isinstance(tool, FastMCPComponent)
+    tool.meta = {**(tool.meta or {}), META_TOOL_KEY: True}
+    _META_TOOLS[id(tool)] = tool
+    return tool
+
+
+def is_meta_tool(component: FastMCPComponent) -> bool:
+    """Whether ``component`` is a meta-tool this package built (by identity)."""
+    return _META_TOOLS.get(id(component)) is component
 
 
 def validate_name(name: object, *, what: str) -> str:
@@ -201,22 +231,35 @@ def in_group(*names: str) -> Callable[[_T], _T]:
     return decorate
 
 
-def _tag_function(fn: object, names: tuple[str, ...]) -> None:
-    existing: tuple[str, ...] = getattr(fn, _FN_ATTRIBUTE, ())
+def set_function_attribute(fn: object, attribute: str, value: object) -> None:
+    """Record a decorator's declaration on a function, where the function accepts it."""
     # Bound methods and builtins refuse attributes; a component's meta key still carries them.
     with contextlib.suppress(AttributeError, TypeError):
-        setattr(fn, _FN_ATTRIBUTE, tuple(dict.fromkeys([*existing, *names])))
+        setattr(fn, attribute, value)
 
 
-def _function_groups(fn: object) -> tuple[str, ...]:
-    """Groups set by ``@in_group`` on ``fn`` or on any function it wraps."""
-    found: tuple[str, ...] = ()
+def function_attributes(fn: object, attribute: str) -> list[Any]:
+    """The values of ``attribute`` on ``fn`` and on every function it wraps, outermost first."""
+    found: list[Any] = []
     # FastMCP wraps some functions (resource templates); the decorator may sit on either side.
     for _ in range(8):
         if fn is None:
             break
-        found = (*found, *getattr(fn, _FN_ATTRIBUTE, ()))
+        value = getattr(fn, attribute, None)
+        if value is not None:
+            found.append(value)
         fn = getattr(fn, "__wrapped__", None)
+    return found
+
+
+def _tag_function(fn: object, names: tuple[str, ...]) -> None:
+    existing: tuple[str, ...] = getattr(fn, _FN_ATTRIBUTE, ())
+    set_function_attribute(fn, _FN_ATTRIBUTE, tuple(dict.fromkeys([*existing, *names])))
+
+
+def _function_groups(fn: object) -> tuple[str, ...]:
+    """Groups set by ``@in_group`` on ``fn`` or on any function it wraps."""
+    found = [g for names in function_attributes(fn, _FN_ATTRIBUTE) for g in names]
     return tuple(dict.fromkeys(found))
 
 

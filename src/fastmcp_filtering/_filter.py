@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from fastmcp_filtering._catalog import LIST_METHOD, Catalog, ComponentKind
 from fastmcp_filtering._declarations import MAX_NAME_LENGTH
-from fastmcp_filtering._protocol import invalid_params
+from fastmcp_filtering._protocol import RequestInfo, invalid_params
 
-__all__ = ["MAX_FILTER_NAMES", "ListFilter", "parse_filter"]
+if TYPE_CHECKING:
+    from fastmcp.utilities.components import FastMCPComponent
+
+__all__ = ["MAX_FILTER_NAMES", "ListFilter", "narrow", "parse_filter", "requested_filter"]
+
+_C = TypeVar("_C", bound="FastMCPComponent")
 
 MAX_FILTER_NAMES = 100
 """Most names a client may send in ``filter.groups`` or ``filter.tags``."""
@@ -87,3 +93,38 @@ def _names(value: Any, field: str) -> frozenset[str]:
                 field=field,
             )
     return frozenset(value)
+
+
+def requested_filter(info: RequestInfo | None, kind: ComponentKind) -> ListFilter | None:
+    """The ``filter`` of the wire request, if it is the list request of ``kind``."""
+    if info is None or info.method != LIST_METHOD[kind]:
+        return None
+    return parse_filter(info.params.get("filter"))
+
+
+def narrow(
+    catalog: Catalog, info: RequestInfo | None, kind: ComponentKind, components: Sequence[_C]
+) -> Sequence[_C]:
+    """``components`` that match the request's ``filter``: ANY of its groups, ALL of its tags.
+
+    Raises -32602 for a filter naming a group no one declared or a tag that
+    neither is declared nor is on a component in ``components`` (what this
+    client can see, so no hidden component's tag is valid). The filtering and
+    search middlewares both apply it, so a filter means the same in any order.
+    """
+    list_filter = requested_filter(info, kind)
+    if list_filter is None:
+        return components
+    tags = {tag.name for tag in catalog.tags}
+    if not list_filter.tags <= tags:
+        for component in components:
+            tags |= component.tags
+    list_filter.check_names(groups=[g.name for g in catalog.groups], tags=tags)
+    groups = list_filter.groups
+    wanted = list_filter.tags
+    return [
+        c
+        for c in components
+        if (groups is None or not catalog.membership(c).effective.isdisjoint(groups))
+        and wanted <= c.tags
+    ]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import mcp_types as mt
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from mcp.shared.exceptions import MCPError
 from typing_extensions import override
 
 from fastmcp_filtering._cursor import install_cursor_scope
@@ -12,7 +15,7 @@ from fastmcp_filtering._cursor import install_cursor_scope
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    import mcp_types as mt
+    from fastmcp import FastMCP
     from fastmcp.prompts.base import Prompt
     from fastmcp.resources.base import Resource
     from fastmcp.resources.template import ResourceTemplate
@@ -26,6 +29,11 @@ __all__ = ["ListHooks"]
 _C = TypeVar("_C", bound="FastMCPComponent")
 _R = TypeVar("_R")
 
+# Answered even by a middleware that was not set up, so the client connects and hears why.
+_HANDSHAKE = frozenset({"initialize", "server/discover", "notifications/initialized", "ping"})
+# The middlewares set up on each server (by install): one that was not refuses to serve.
+_SET_UP: weakref.WeakKeyDictionary[FastMCP, list[Middleware]] = weakref.WeakKeyDictionary()
+
 
 class ListHooks(Middleware):
     """Routes tools, prompts, resources and templates lists to one ``on_list``.
@@ -33,9 +41,17 @@ class ListHooks(Middleware):
     ``initialize`` and ``server/discover`` results pass through one ``announce``,
     where a middleware adds its capabilities and instructions in both eras.
 
-    Also binds pagination cursors to the parameters that shape a listing, once
-    per server, since every middleware of the package narrows or reorders lists.
+    ``setup`` runs once per server, when ``fastmcp_filtering.install`` (or
+    ``add_filtering``) adds the middleware: it binds pagination cursors to the
+    parameters that shape a listing, since every middleware of the package
+    narrows or reorders lists. A middleware added with ``mcp.add_middleware``
+    alone refuses every request with the fix, rather than serve unset up.
     """
+
+    def setup(self, server: FastMCP) -> None:
+        """Prepare ``server`` for this middleware; called once, before it serves."""
+        install_cursor_scope(server)
+        _SET_UP.setdefault(server, []).append(self)
 
     def announce(self, result: _R) -> _R:
         """The ``initialize`` / ``server/discover`` result with what this middleware adds."""
@@ -71,8 +87,19 @@ class ListHooks(Middleware):
     async def on_message(
         self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
     ) -> Any:
-        if context.fastmcp_context is not None:
-            install_cursor_scope(context.fastmcp_context.fastmcp)
+        if (
+            context.method not in _HANDSHAKE
+            and context.fastmcp_context is not None
+            and not any(m is self for m in _SET_UP.get(context.fastmcp_context.fastmcp, ()))
+        ):
+            raise MCPError(
+                code=mt.INTERNAL_ERROR,
+                message=(
+                    f"{type(self).__name__} was added to this server without being set up; "
+                    "the server's author should add it with fastmcp_filtering.install(mcp, "
+                    "middleware) or add_filtering(mcp, ...) instead of mcp.add_middleware()"
+                ),
+            )
         return await call_next(context)
 
     @override

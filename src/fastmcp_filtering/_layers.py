@@ -1,91 +1,59 @@
-"""The one visibility decision: layers that hide components from a client also refuse them.
+"""``LayerMiddleware``: a middleware that owns a layer of the access policy.
 
-Every middleware of the package that narrows what a client may use (concerns,
-progressive disclosure) is an ``AccessLayer``. A layer answers one question per
-request, through the ``ClientView`` it returns: may this client see and use
-this component, and if not, what should the agent do? Listing hides what a view
-refuses; calling, reading and rendering refuse it with the view's message. Code
-that must decide for all layers at once (search, meta-tools, proxies) calls
-``admitted``, which asks every layer on the server, so the answer never depends
-on the order the middlewares were added in.
+The decision itself lives in ``_policy.py`` and is applied inside FastMCP's
+lookup by ``_transform.AccessTransform``. What only a middleware can do stays
+here: registering the layer when the server is set up, turning FastMCP's
+"Unknown tool" into the agent-facing hint when the policy says the tool exists
+for this client but is hidden (and the client may learn of it), and refusing
+``completion/complete`` for a prompt or template the client cannot see.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from fastmcp.exceptions import PromptError, ResourceError, ToolError
+from fastmcp.exceptions import NotFoundError, PromptError, ResourceError, ToolError
 from fastmcp.server.dependencies import extract_version_spec
 from fastmcp.utilities.versions import VersionSpec
 from typing_extensions import override
 
 from fastmcp_filtering._hooks import ListHooks
-from fastmcp_filtering._protocol import invalid_params, request_info
+from fastmcp_filtering._policy import Hidden, unrestricted
+from fastmcp_filtering._protocol import brief, invalid_params, request_info
+from fastmcp_filtering._transform import AccessTransform
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     import mcp_types as mt
     from fastmcp import FastMCP
     from fastmcp.prompts.base import PromptResult
     from fastmcp.resources.base import ResourceResult
     from fastmcp.server.middleware import CallNext, MiddlewareContext
-    from fastmcp.tools.base import Tool, ToolResult
+    from fastmcp.tools.base import ToolResult
     from fastmcp.utilities.components import FastMCPComponent
 
-    from fastmcp_filtering._catalog import ComponentKind
+    from fastmcp_filtering._policy import PolicyLayer
 
-__all__ = ["AccessLayer", "ClientView", "admitted", "refusal_for"]
-
-_C = TypeVar("_C", bound="FastMCPComponent")
+__all__ = ["LayerMiddleware", "access_of", "judge_hidden"]
 
 
-class ClientView(Protocol):
-    """One layer's decision for one client, loaded once per request."""
+class LayerMiddleware(ListHooks):
+    """A middleware whose ``policy_layer`` narrows what a client may use.
 
-    def refusal(self, component: FastMCPComponent) -> str | None:
-        """None if the client may see and use ``component``; else what the agent should do."""
-
-
-class AccessLayer(ListHooks):
-    """A middleware that hides components from a client and refuses calls to them.
-
-    Subclasses implement ``client_view``; this base applies the view to every
-    list, to ``tools/call``, ``resources/read`` and ``prompts/get``, so the
-    layer that hides a component is the layer that refuses it.
+    Subclasses set ``policy_layer``. Lists and lookups are narrowed by the
+    server's ``AccessTransform``; this base only words refusals.
     """
 
-    async def client_view(self, context: MiddlewareContext[Any]) -> ClientView:
-        """This request's client as this layer sees it."""
-        raise NotImplementedError
-
-    async def _keep(self, context: MiddlewareContext[Any], components: Sequence[_C]) -> list[_C]:
-        view = await self.client_view(context)
-        return [c for c in components if view.refusal(c) is None]
+    policy_layer: PolicyLayer
 
     @override
-    async def on_list(
-        self,
-        context: MiddlewareContext[Any],
-        call_next: CallNext[Any, Sequence[_C]],
-        kind: ComponentKind,
-    ) -> Sequence[_C]:
-        return await self._keep(context, await call_next(context))
-
-    @override
-    async def on_request(
-        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
-    ) -> Any:
-        if context.method == "completion/complete":
-            component = await _completed_component(context)
-            if component is not None and (
-                message := (await self.client_view(context)).refusal(component)
-            ):
-                # Completions describe a prompt or template: hidden means hidden here too.
-                raise invalid_params(message, field="ref")
-        return await call_next(context)
+    def setup(self, server: FastMCP) -> None:
+        super().setup(server)
+        transform = AccessTransform.of(server)
+        if transform is None:
+            transform = AccessTransform()
+            server.add_transform(transform)
+        transform.add_layer(self.policy_layer)
 
     @override
     async def on_call_tool(
@@ -93,29 +61,13 @@ class AccessLayer(ListHooks):
         context: MiddlewareContext[mt.CallToolRequestParams],
         call_next: CallNext[mt.CallToolRequestParams, ToolResult],
     ) -> ToolResult:
-        tool = await _called_tool(context)
-        if tool is not None and (message := (await self.client_view(context)).refusal(tool)):
-            raise ToolError(message)
-        return await call_next(context)
-
-    @override
-    async def on_read_resource(
-        self,
-        context: MiddlewareContext[mt.ReadResourceRequestParams],
-        call_next: CallNext[mt.ReadResourceRequestParams, ResourceResult],
-    ) -> ResourceResult:
-        server = _server(context)
-        if server is not None:
-            uri = str(context.message.uri)
-            version = _requested_version(context)
-            component: FastMCPComponent | None = await server.get_resource(uri, version)
-            if component is None:
-                component = await server.get_resource_template(uri, version)
-            if component is not None and (
-                message := (await self.client_view(context)).refusal(component)
-            ):
-                raise ResourceError(message)
-        return await super().on_read_resource(context, call_next)
+        try:
+            return await call_next(context)
+        except NotFoundError:
+            message = await _hint(context, "tool", context.message.name)
+            if message is None:
+                raise
+            raise ToolError(message) from None
 
     @override
     async def on_get_prompt(
@@ -123,82 +75,102 @@ class AccessLayer(ListHooks):
         context: MiddlewareContext[mt.GetPromptRequestParams],
         call_next: CallNext[mt.GetPromptRequestParams, PromptResult],
     ) -> PromptResult:
-        server = _server(context)
-        version = _requested_version(context)
-        prompt = await server.get_prompt(context.message.name, version) if server else None
-        if prompt is not None and (message := (await self.client_view(context)).refusal(prompt)):
-            raise PromptError(message)
+        try:
+            return await call_next(context)
+        except NotFoundError:
+            message = await _hint(context, "prompt", context.message.name)
+            if message is None:
+                raise
+            raise PromptError(message) from None
+
+    @override
+    async def on_read_resource(
+        self,
+        context: MiddlewareContext[mt.ReadResourceRequestParams],
+        call_next: CallNext[mt.ReadResourceRequestParams, ResourceResult],
+    ) -> ResourceResult:
+        try:
+            return await super().on_read_resource(context, call_next)
+        except NotFoundError:
+            message = await _hint(context, "resource", str(context.message.uri))
+            if message is None:
+                raise
+            raise ResourceError(message) from None
+
+    @override
+    async def on_request(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+    ) -> Any:
+        if context.method == "completion/complete":
+            await _check_completion(context)
         return await call_next(context)
 
 
-# The tool a tools/call names, looked up once per call and shared by every layer: FastMCP's
-# lookup scans the whole catalog, so one lookup per layer is one scan per layer.
-_CALLED: ContextVar[tuple[object, Tool | None] | None] = ContextVar(
-    "fastmcp_filtering_called_tool", default=None
-)
+def access_of(server: FastMCP) -> AccessTransform | None:
+    """The server's ``AccessTransform``, if any layer is set up on it."""
+    return AccessTransform.of(server)
 
 
-async def _called_tool(context: MiddlewareContext[mt.CallToolRequestParams]) -> Tool | None:
-    cached = _CALLED.get()
-    if cached is not None and cached[0] is context.message:
-        return cached[1]
-    server = _server(context)
+async def judge_hidden(server: FastMCP, component: FastMCPComponent) -> Hidden | None:
+    """This request's policy's answer for ``component`` (None: visible)."""
+    transform = AccessTransform.of(server)
+    if transform is None:
+        return None
+    return (await transform.policy()).judge(component)
+
+
+async def _hint(context: MiddlewareContext[Any], kind: str, key: str) -> str | None:
+    """What to tell the agent about ``key`` FastMCP did not find; None: it is unknown."""
+    server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
+    if server is None:
+        return None
     version = _requested_version(context)
-    tool = await server.get_tool(context.message.name, version) if server else None
-    _CALLED.set((context.message, tool))
-    return tool
+    try:
+        # The component as no client sees it, only to ask the policy why it is hidden.
+        with unrestricted():
+            component: FastMCPComponent | None
+            if kind == "tool":
+                component = await server.get_tool(key, version)
+            elif kind == "prompt":
+                component = await server.get_prompt(key, version)
+            else:
+                component = await server.get_resource(key, version)
+                if component is None:
+                    component = await server.get_resource_template(key, version)
+    except Exception:
+        return None
+    if component is None:
+        return None
+    hidden = await judge_hidden(server, component)
+    return hidden.message if hidden is not None else None
 
 
 def _requested_version(context: MiddlewareContext[Any]) -> VersionSpec | None:
-    """The component version the request asks for (FastMCP's ``_meta.fastmcp.version``).
-
-    The layers must judge the version that will run, not the highest one.
-    """
+    """The component version the request asks for (FastMCP's ``_meta.fastmcp.version``)."""
     info = request_info(context)
     version = extract_version_spec(dict(info.meta)) if info is not None else None
     return VersionSpec(eq=version) if version else None
 
 
-async def _completed_component(context: MiddlewareContext[Any]) -> FastMCPComponent | None:
-    """The prompt or resource template a ``completion/complete`` request refers to."""
-    server = _server(context)
+async def _check_completion(context: MiddlewareContext[Any]) -> None:
+    """Refuse completing a prompt or template this client cannot see, as if it did not exist."""
+    server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
     info = request_info(context)
     ref = info.params.get("ref") if info is not None else None
     if server is None or not isinstance(ref, Mapping):
-        return None
-    if ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str):
-        return await server.get_prompt(ref["name"])
+        return
+    name = ref.get("name")
     uri = ref.get("uri")
+    if ref.get("type") == "ref/prompt" and isinstance(name, str):
+        if await server.get_prompt(name) is None:
+            message = await _hint(context, "prompt", name)
+            raise invalid_params(message or f"unknown prompt {brief(name)}", field="ref.name")
+        return
     if ref.get("type") == "ref/resource" and isinstance(uri, str):
-        for template in await server.list_resource_templates(run_middleware=False):
-            if template.uri_template == uri:
-                return template
-        return await server.get_resource(uri)
-    return None
-
-
-def _server(context: MiddlewareContext[Any]) -> FastMCP | None:
-    return context.fastmcp_context.fastmcp if context.fastmcp_context else None
-
-
-async def admitted(
-    server: FastMCP, context: MiddlewareContext[Any], components: Sequence[_C]
-) -> list[_C]:
-    """``components`` that every ``AccessLayer`` on ``server`` lets this client see."""
-    kept = list(components)
-    for middleware in server.middleware:
-        if isinstance(middleware, AccessLayer) and kept:
-            kept = await middleware._keep(context, kept)
-    return kept
-
-
-async def refusal_for(
-    server: FastMCP, context: MiddlewareContext[Any], component: FastMCPComponent
-) -> str | None:
-    """The first refusal any ``AccessLayer`` on ``server`` gives ``component``, or None."""
-    for middleware in server.middleware:
-        if isinstance(middleware, AccessLayer):
-            message = (await middleware.client_view(context)).refusal(component)
-            if message is not None:
-                return message
-    return None
+        # The template itself, or any URI it matches (which resources/read would serve).
+        if await server.get_resource_template(uri) is not None:
+            return
+        if any(t.uri_template == uri for t in await server.list_resource_templates()):
+            return
+        message = await _hint(context, "resource", uri)
+        raise invalid_params(message or f"unknown resource template {brief(uri)}", field="ref.uri")

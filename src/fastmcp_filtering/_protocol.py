@@ -12,7 +12,14 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ConfigDict
 
+from fastmcp_filtering._fastmcp import (
+    current_request,
+    request_connection,
+    request_method_and_params,
+)
+
 if TYPE_CHECKING:
+    from fastmcp.server.dependencies import FastMCPRequestContext
     from fastmcp.server.middleware import MiddlewareContext
     from mcp.server.connection import Connection
 
@@ -20,7 +27,9 @@ __all__ = [
     "RequestInfo",
     "add_capabilities",
     "brief",
+    "current_info",
     "custom_result",
+    "info_of",
     "invalid_params",
     "request_info",
 ]
@@ -52,21 +61,28 @@ def request_info(context: MiddlewareContext[Any]) -> RequestInfo | None:
     """The raw JSON-RPC request behind ``context``, or None outside a wire request.
 
     FastMCP hands list hooks a params-less typed message, so parameters that the
-    protocol does not define yet (``filter``, ``query``) are read from the SDK
-    request context that FastMCP binds for the duration of the handler.
+    protocol does not define yet (``filter``, ``query``) are read from the wire
+    request FastMCP binds for the duration of the handler.
     """
     fastmcp_context = context.fastmcp_context
-    request_context = fastmcp_context.request_context if fastmcp_context else None
-    if request_context is None:
-        return None
-    sdk_context = request_context._srctx
-    params = sdk_context.params
-    session = request_context.session
+    request = fastmcp_context.request_context if fastmcp_context else None
+    return None if request is None else info_of(request)
+
+
+def current_info() -> RequestInfo | None:
+    """The wire request being served, or None outside one."""
+    request = current_request()
+    return None if request is None else info_of(request)
+
+
+def info_of(request: FastMCPRequestContext) -> RequestInfo:
+    """The ``RequestInfo`` of one bound FastMCP request."""
+    method, params = request_method_and_params(request)
     return RequestInfo(
-        method=sdk_context.method,
-        params=params if isinstance(params, Mapping) else {},
-        protocol_version=request_context.protocol_version,
-        connection=getattr(session, "_connection", None),
+        method=method,
+        params=params,
+        protocol_version=request.protocol_version,
+        connection=request_connection(request),
     )
 
 

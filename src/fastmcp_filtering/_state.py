@@ -1,8 +1,10 @@
-"""Per-client state in FastMCP's session state store, keyed the way FastMCP keys sessions."""
+"""Per-client state in FastMCP's session state store, keyed by an identity the server trusts."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+from fastmcp_filtering._fastmcp import client_identity, state_store
 
 if TYPE_CHECKING:
     from fastmcp.server.context import Context
@@ -20,15 +22,12 @@ class StateUnavailable(Exception):
 def client_key(context: Context) -> str | None:
     """Who this request's state belongs to, or None when nothing identifies the client.
 
-    2025-11-25: the session. 2026-07-28 (stateless): the authenticated principal;
-    on stdio and in-memory transports, which serve one client, the process. An
-    unauthenticated 2026-07-28 HTTP request has no identity: None, so no client
-    ever reads another's state.
+    2025-11-25: the session the server issued (a client-chosen session id on a
+    stateless HTTP server is no identity). 2026-07-28: the authenticated
+    principal; on stdio and in-memory transports, which serve one client, the
+    process. None means no client ever reads another's state: there is none.
     """
-    try:
-        return context._session_scope_key()
-    except RuntimeError:
-        return None
+    return client_identity(context)
 
 
 def _store_key(namespace: str, key: str) -> str:
@@ -45,7 +44,7 @@ async def load_state(context: Context, namespace: str) -> Any:
     if key is None:
         raise StateUnavailable("this client has no session or authenticated principal")
     try:
-        stored = await context.fastmcp._state_store.get(key=_store_key(namespace, key))
+        stored = await state_store(context.fastmcp).get(key=_store_key(namespace, key))
     except Exception as exc:
         # The exception's text may name the store's address: the client gets its type only.
         raise StateUnavailable(f"the session state store failed: {type(exc).__name__}") from exc
@@ -60,7 +59,7 @@ async def save_state(context: Context, namespace: str, value: Any) -> None:
     if key is None:
         raise StateUnavailable("this client has no session or authenticated principal")
     try:
-        await context.fastmcp._state_store.put(
+        await state_store(context.fastmcp).put(
             key=_store_key(namespace, key), value=StateValue(value=value), ttl=_TTL_SECONDS
         )
     except Exception as exc:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from fastmcp import Client
 
+from fastmcp_filtering._policy import unrestricted
 from fastmcp_filtering.config import ConfigError, FilteringConfig, load_config
 from fastmcp_filtering.proxy import _build, build_proxy, upstream_transport
 
@@ -87,7 +88,9 @@ async def check(config: FilteringConfig, *, file: str = "<config>") -> CheckRepo
     # No client session: the proxy's handshake would connect upstream and log the failure.
     proxy, transports = _build(config)
     try:
-        listed = await proxy.list_tools(run_middleware=False)
+        # The whole catalog, as the operator configured it, not as one client sees it.
+        with unrestricted():
+            listed = await proxy.list_tools(run_middleware=False)
     except Exception as error:
         report.errors.extend(await _upstream_errors(config, error))
         return report

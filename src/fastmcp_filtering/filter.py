@@ -6,15 +6,14 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from typing_extensions import override
 
-from fastmcp_filtering._catalog import LIST_METHOD, Catalog, ComponentKind
+from fastmcp_filtering._catalog import Catalog, ComponentKind
 from fastmcp_filtering._declarations import GROUPS_META_KEY, Group, Tag
-from fastmcp_filtering._filter import ListFilter, parse_filter
+from fastmcp_filtering._filter import narrow
 from fastmcp_filtering._hooks import ListHooks
-from fastmcp_filtering._layers import admitted
-from fastmcp_filtering._protocol import RequestInfo, add_capabilities, custom_result, request_info
+from fastmcp_filtering._protocol import add_capabilities, custom_result, request_info
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import Iterable, Sequence
 
     from fastmcp import FastMCP
     from fastmcp.server.middleware import CallNext, MiddlewareContext
@@ -41,7 +40,7 @@ class FilterMiddleware(ListHooks):
 
     Example:
         ```python
-        mcp.add_middleware(FilterMiddleware(
+        install(mcp, FilterMiddleware(
             groups=[Group("issues", description="Create and triage issues")],
             tags=[Tag("stable", "Production-ready")],
         ))
@@ -137,60 +136,12 @@ class FilterMiddleware(ListHooks):
         kind: ComponentKind,
     ) -> Sequence[_C]:
         components = await call_next(context)
-        info = request_info(context)
-        known: Sequence[FastMCPComponent] = components
-        list_filter = _requested_filter(info, kind)
-        if (
-            list_filter is not None
-            and not list_filter.tags <= {t.name for t in self.catalog.tags}
-            and context.fastmcp_context is not None
-        ):
-            # Undeclared tag names are valid only if a component this client can see has
-            # them: a layer outside this one may hide some of ``components``.
-            known = await admitted(context.fastmcp_context.fastmcp, context, components)
-        select = self.selector(info, kind, known)
-        narrowed = [kept for c in components if (kept := select(c)) is not None]
+        narrowed = narrow(self.catalog, request_info(context), kind, components)
+        membership = self.catalog.membership
+        marked = [self._marked(c, membership(c).direct) for c in narrowed]
         if context.fastmcp_context is not None:
             await self.catalog.refresh(context.fastmcp_context.fastmcp)
-        return narrowed
-
-    def selector(
-        self,
-        info: RequestInfo | None,
-        kind: ComponentKind,
-        known: Iterable[FastMCPComponent] | Callable[[], Iterable[FastMCPComponent]] = (),
-    ) -> Callable[[_C], _C | None]:
-        """This request's view of one component: it marked with its groups, or None if filtered out.
-
-        Validates the request's ``filter`` first (-32602 on bad input); ``known``
-        are the components this client can see (or a function giving them, called
-        only when the filter names an undeclared tag): their tags are valid tag
-        names besides the declared ones, and no hidden component's tag is. Other
-        middlewares (search) apply the same view to the components they return,
-        so a filter means the same whatever the order of the middlewares.
-        """
-        list_filter = _requested_filter(info, kind)
-        catalog = self.catalog
-        if list_filter is not None:
-            tags = {tag.name for tag in catalog.tags}
-            if not list_filter.tags <= tags:
-                for component in known() if callable(known) else known:
-                    tags |= component.tags
-            list_filter.check_names(groups=[g.name for g in catalog.groups], tags=tags)
-        marked = self._marked
-
-        def select(component: _C) -> _C | None:
-            membership = catalog.membership(component)
-            if list_filter is not None:
-                if list_filter.groups is not None and not (
-                    membership.effective & list_filter.groups
-                ):
-                    return None
-                if not list_filter.tags <= component.tags:
-                    return None
-            return marked(component, membership.direct)
-
-        return select
+        return marked
 
     def _marked(self, component: _C, groups: tuple[str, ...]) -> _C:
         """``component`` with its groups in ``_meta``; the same copy while nothing changed."""
@@ -206,13 +157,6 @@ class FilterMiddleware(ListHooks):
         # Holding the original keeps its id from being reused by another object.
         self._copies[id(component)] = (component, groups, copy)
         return copy
-
-
-def _requested_filter(info: RequestInfo | None, kind: ComponentKind) -> ListFilter | None:
-    """The ``filter`` of the wire request, if this hook is serving that request's list."""
-    if info is None or info.method != LIST_METHOD[kind]:
-        return None
-    return parse_filter(info.params.get("filter"))
 
 
 async def _visible_components(server: FastMCP) -> list[Sequence[FastMCPComponent]]:

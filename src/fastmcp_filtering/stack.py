@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fastmcp_filtering._catalog import Catalog
+from fastmcp_filtering._hooks import ListHooks
 from fastmcp_filtering.concerns import Concern, ConcernMiddleware
 from fastmcp_filtering.filter import FilterMiddleware
 from fastmcp_filtering.progressive import ProgressiveDisclosureMiddleware
@@ -14,11 +15,36 @@ from fastmcp_filtering.search import SearchMiddleware
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
-    from fastmcp.server.middleware import Middleware
 
     from fastmcp_filtering._declarations import Group, Tag
 
-__all__ = ["FilteringStack", "add_filtering"]
+__all__ = ["FilteringStack", "add_filtering", "install"]
+
+
+def install(mcp: FastMCP, *middlewares: ListHooks) -> None:
+    """Add the package's middlewares to ``mcp`` and set the server up for them, once.
+
+    Use it where you would call ``mcp.add_middleware``: besides adding each
+    middleware, it installs, before the server serves anything, what the
+    middlewares need inside FastMCP: the ``AccessTransform`` that applies the
+    concern and progressive-disclosure layers in FastMCP's own component lookup
+    (added after the server's own transforms: add yours first), and the cursor
+    binding for filtered and searched lists. A middleware of this package added
+    with ``mcp.add_middleware`` alone refuses every request, saying so.
+
+    Example:
+        ```python
+        install(mcp, FilterMiddleware(groups=groups), SearchMiddleware(groups=groups))
+        ```
+    """
+    for middleware in middlewares:
+        if not isinstance(middleware, ListHooks):
+            raise ValueError(
+                f"install() takes this package's middlewares, got {type(middleware).__name__}; "
+                "add other middleware with mcp.add_middleware()"
+            )
+        middleware.setup(mcp)
+        mcp.add_middleware(middleware)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +57,7 @@ class FilteringStack:
     concerns: ConcernMiddleware | None
     progressive: ProgressiveDisclosureMiddleware | None
 
-    def __iter__(self) -> Iterator[Middleware]:
+    def __iter__(self) -> Iterator[ListHooks]:
         for middleware in (self.filter, self.search, self.concerns, self.progressive):
             if middleware is not None:
                 yield middleware
@@ -90,8 +116,7 @@ def add_filtering(
         if progressive
         else None,
     )
-    for middleware in stack:
-        mcp.add_middleware(middleware)
+    install(mcp, *stack)
     return stack
 
 

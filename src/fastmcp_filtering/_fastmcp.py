@@ -1,0 +1,118 @@
+"""Every use of a private FastMCP or MCP SDK attribute, in one place.
+
+FastMCP has no public API for a few things the package needs. Each function
+here reaches one private attribute, says why, and is covered by
+``tests/test_fastmcp_adapter.py``, which fails if FastMCP renames or changes it.
+Nothing else in the package touches a private FastMCP or SDK attribute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from fastmcp.server.dependencies import fastmcp_request_ctx
+
+if TYPE_CHECKING:
+    from fastmcp import FastMCP
+    from fastmcp.server.context import Context
+    from fastmcp.server.dependencies import FastMCPRequestContext
+    from mcp.server.connection import Connection
+
+__all__ = [
+    "client_identity",
+    "current_request",
+    "request_connection",
+    "request_method_and_params",
+    "sdk_middleware",
+    "state_store",
+]
+
+_HTTP_TRANSPORTS = frozenset({"sse", "streamable-http", "http"})
+
+
+def current_request() -> FastMCPRequestContext | None:
+    """The wire request being served, or None outside one (startup, programmatic calls).
+
+    FastMCP binds one ``FastMCPRequestContext`` per wire request (a public
+    ContextVar); nested ``Context`` objects inside that request share it, so
+    it identifies the request for the per-request policy cache.
+    """
+    return fastmcp_request_ctx.get()
+
+
+def request_method_and_params(
+    request: FastMCPRequestContext,
+) -> tuple[str, Mapping[str, Any]]:
+    """The JSON-RPC method and raw params of the wire request.
+
+    Private: ``_srctx`` is FastMCP's documented escape hatch to the SDK's request
+    context. FastMCP hands list hooks a params-less typed message, so parameters
+    the protocol does not define yet (``filter``, ``query``) exist only here.
+    """
+    sdk = request._srctx
+    params = sdk.params
+    return sdk.method, params if isinstance(params, Mapping) else {}
+
+
+def request_connection(request: FastMCPRequestContext) -> Connection | None:
+    """The SDK connection behind a request, to notify a session-era client later.
+
+    Private: ``ServerSession._connection``; the session object is rebuilt per
+    request while the connection lasts as long as the client's session.
+    """
+    return getattr(request.session, "_connection", None)
+
+
+def client_identity(ctx: Context) -> str | None:
+    """Who a request's per-client state belongs to; None when nothing trustworthy says.
+
+    - 2026-07-28 (stateless): the authenticated principal, or on stdio and
+      in-memory transports (one client per process) the process; an
+      unauthenticated HTTP request has none. This is FastMCP's own
+      ``Context._session_scope_key()`` (private), the key of its session state.
+    - 2025-11-25 over HTTP: the session id the server issued. With
+      ``stateless_http=True`` the server issues none and FastMCP would key on the
+      client-chosen ``Mcp-Session-Id`` header: a client naming another's id would
+      read its state, so that is no identity.
+    - 2025-11-25 on stdio and in memory: the connection's own id.
+    """
+    request = ctx.request_context
+    if request is None:
+        return None
+    try:
+        if request.protocol_version and _is_modern(request.protocol_version):
+            return ctx._session_scope_key()
+        if ctx.transport in _HTTP_TRANSPORTS:
+            connection = request_connection(request)
+            issued = getattr(connection, "session_id", None) if connection else None
+            return issued if isinstance(issued, str) and issued else None
+        return ctx.session_id
+    except RuntimeError:
+        return None
+
+
+def _is_modern(protocol_version: str) -> bool:
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    return protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+def state_store(server: FastMCP) -> Any:
+    """The server's session state store (memory by default, Redis or any py-key-value store).
+
+    Private: ``FastMCP._state_store``; per-client state lives where FastMCP keeps
+    its own session state, so replicas sharing a store share it.
+    """
+    return server._state_store
+
+
+def sdk_middleware(server: FastMCP) -> list[Any]:
+    """The MCP SDK server's middleware list, outermost first.
+
+    Private: ``FastMCP._mcp_server``. Pagination cursors are written and read by
+    FastMCP after its own middleware chain, so binding a cursor to its ``filter``
+    and ``query`` needs a hook at the SDK level.
+    """
+    middleware: list[Any] = server._mcp_server.middleware
+    return middleware

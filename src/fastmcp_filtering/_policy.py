@@ -1,0 +1,192 @@
+"""The one access decision: what one client may see and use, for one request.
+
+Every middleware of the package that narrows what a client may use (concerns,
+progressive disclosure) owns a ``PolicyLayer``. For each request the layers are
+asked once for a ``LayerView`` (one snapshot of each layer's state for this
+client), and the views are combined into a ``Policy`` that answers for any
+component: visible (``None``) or ``Hidden``, with what the agent may be told
+and whether it may learn the component exists at all.
+
+The policy is applied inside FastMCP's own component lookup by
+``AccessTransform`` (``_transform.py``), so every path FastMCP has sees one
+catalog per client. Search, meta-tools and hints ask the same ``Policy``.
+
+Fail closed: with no request (startup, a programmatic call), or when a layer
+cannot load its view, every component is concealed. Code of this package that
+must read the whole catalog (membership counts, change detection) does so
+inside ``unrestricted()``.
+
+Adding a layer: subclass ``PolicyLayer``, return a view whose ``judge`` says
+``Hidden(...)`` for what the client may not use, and expose it as the
+``policy_layer`` of a middleware (see ``_layers.LayerMiddleware``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from abc import ABC, abstractmethod
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from fastmcp_filtering._fastmcp import current_request
+from fastmcp_filtering._protocol import RequestInfo, info_of
+from fastmcp_filtering._state import client_key
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+    from fastmcp.server.context import Context
+    from fastmcp.utilities.components import FastMCPComponent
+
+__all__ = [
+    "CONCEALED",
+    "ClientRequest",
+    "Hidden",
+    "LayerView",
+    "Policy",
+    "PolicyLayer",
+    "invalidate",
+    "load_policy",
+    "unrestricted",
+]
+
+logger = logging.getLogger("fastmcp_filtering")
+
+
+@dataclass(frozen=True, slots=True)
+class Hidden:
+    """Why a component is hidden from a client, and what the client may learn of it."""
+
+    message: str | None = None
+    """What the agent is told when it names the component; None: it is unknown, nothing more."""
+    discoverable: bool = False
+    """True when the client could make it visible itself (enable its group): search may offer it."""
+
+
+CONCEALED = Hidden()
+"""Hidden without a trace: the answer for anything unknown."""
+
+
+class LayerView(Protocol):
+    """One layer's decision for one client, loaded once per request."""
+
+    def judge(self, component: FastMCPComponent) -> Hidden | None:
+        """None if the client may see and use ``component``, else why not."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClientRequest:
+    """The client a view is loaded for: its request context, wire request and identity."""
+
+    ctx: Context
+    info: RequestInfo
+    key: str | None
+    """The client's identity for per-client state, or None when nothing identifies it."""
+
+
+class PolicyLayer(ABC):
+    """One layer of the access policy: loads one client's view for one request."""
+
+    @abstractmethod
+    async def view(self, client: ClientRequest) -> LayerView:
+        """This client's view; raising conceals everything for this request."""
+
+
+class Policy:
+    """Every layer's view for one client and one request, combined.
+
+    A component is visible when every view admits it. When several hide it, a
+    view that conceals it wins over one that would let the client discover it,
+    so no layer's hint reveals what another layer conceals.
+    """
+
+    __slots__ = ("_views",)
+
+    def __init__(self, views: Sequence[LayerView]) -> None:
+        self._views = tuple(views)
+
+    def judge(self, component: FastMCPComponent) -> Hidden | None:
+        found: Hidden | None = None
+        for view in self._views:
+            hidden = view.judge(component)
+            if hidden is not None:
+                if not hidden.discoverable:
+                    return hidden
+                found = found or hidden
+        return found
+
+    def visible(self, component: FastMCPComponent) -> bool:
+        return self.judge(component) is None
+
+
+class _ConcealAll:
+    def judge(self, component: FastMCPComponent) -> Hidden | None:
+        return CONCEALED
+
+
+ALLOW_ALL = Policy(())
+CONCEAL_ALL = Policy((_ConcealAll(),))
+
+_UNRESTRICTED: ContextVar[bool] = ContextVar("fastmcp_filtering_unrestricted", default=False)
+# (request, owner, policy): one policy per wire request and AccessTransform.
+_CACHED: ContextVar[tuple[object, object, Policy] | None] = ContextVar(
+    "fastmcp_filtering_policy", default=None
+)
+
+
+@contextlib.contextmanager
+def unrestricted() -> Iterator[None]:
+    """Read the whole catalog, as no client sees it: for the package's own bookkeeping.
+
+    Counting a group's members or noticing new components needs every
+    component; nothing computed inside is shown to a client unjudged.
+    """
+    token = _UNRESTRICTED.set(True)
+    try:
+        yield
+    finally:
+        _UNRESTRICTED.reset(token)
+
+
+def invalidate() -> None:
+    """Forget this request's policy: a layer's state changed during the request."""
+    _CACHED.set(None)
+
+
+async def load_policy(owner: object, layers: Sequence[PolicyLayer]) -> Policy:
+    """This request's policy over ``layers``, loaded once per request and ``owner``."""
+    if not layers or _UNRESTRICTED.get():
+        return ALLOW_ALL
+    request = current_request()
+    if request is None:
+        # Startup, a programmatic call outside any request: nobody to show anything to.
+        return CONCEAL_ALL
+    cached = _CACHED.get()
+    if cached is not None and cached[0] is request and cached[1] is owner:
+        return cached[2]
+    policy = await _load(request, layers)
+    _CACHED.set((request, owner, policy))
+    return policy
+
+
+async def _load(request: object, layers: Sequence[PolicyLayer]) -> Policy:
+    from fastmcp.server.dependencies import get_context
+
+    try:
+        ctx = get_context()
+    except RuntimeError:
+        return CONCEAL_ALL
+    info = info_of(request)  # type: ignore[arg-type]
+    client = ClientRequest(ctx=ctx, info=info, key=client_key(ctx))
+    views: list[LayerView] = []
+    for layer in layers:
+        try:
+            views.append(await layer.view(client))
+        except Exception as exc:
+            # A request that names bad input gets its error from the middleware that
+            # validates it; here nothing is shown rather than too much.
+            logger.debug("%r could not load its view (%r); concealing", layer, exc)
+            return CONCEAL_ALL
+    return Policy(views)

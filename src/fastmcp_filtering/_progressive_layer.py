@@ -1,0 +1,153 @@
+"""The progressive-disclosure layer of the access policy: enabled groups per client, and hints."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from fastmcp_filtering._catalog import kind_label
+from fastmcp_filtering._policy import ClientRequest, Hidden, LayerView, PolicyLayer
+from fastmcp_filtering._progressive import as_names, call_hint, closed, path_to, shown
+from fastmcp_filtering._state import StateUnavailable, load_state, save_state
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from fastmcp.server.context import Context
+    from fastmcp.utilities.components import FastMCPComponent
+
+    from fastmcp_filtering._catalog import Catalog, Membership
+
+__all__ = ["Enabled", "EnabledStore", "ProgressiveLayer"]
+
+logger = logging.getLogger("fastmcp_filtering")
+
+
+@dataclass(frozen=True, slots=True)
+class Enabled:
+    """One client's enabled groups for one request, and why they may be the initial set."""
+
+    groups: frozenset[str]
+    problem: str | None = None
+    """None, ``"anonymous"`` (nothing identifies the client) or ``"store"`` (the store failed)."""
+
+
+class EnabledStore:
+    """Each client's enabled groups in FastMCP's state store, failing closed to the initial set."""
+
+    def __init__(self, catalog: Catalog, initial: Iterable[str], namespace: str) -> None:
+        self.catalog = catalog
+        self.initial = frozenset(initial)
+        self.namespace = namespace
+        # Serializes one client's read-modify-write on this replica; the state stays in the store.
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    def lock(self, key: str | None) -> asyncio.Lock:
+        lock = self._locks.get(key or "")
+        if lock is None:
+            lock = self._locks[key or ""] = asyncio.Lock()
+        return lock
+
+    async def load(self, ctx: Context, key: str | None) -> Enabled:
+        """This client's enabled groups; the initial set when they cannot be known."""
+        if key is None:
+            return Enabled(self.initial, "anonymous")
+        try:
+            stored = await load_state(ctx, self.namespace)
+        except StateUnavailable as exc:
+            logger.warning("progressive disclosure: %s; serving the initial groups", exc)
+            return Enabled(self.initial, "store")
+        if stored is None:
+            return Enabled(self.initial)
+        names = stored.get("enabled") if isinstance(stored, dict) else None
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            logger.warning("progressive disclosure: unreadable state %r; initial groups", stored)
+            return Enabled(self.initial, "store")
+        return Enabled(closed(self.catalog, names))
+
+    async def save(self, ctx: Context, enabled: frozenset[str]) -> None:
+        """Store this client's enabled groups; raises ``StateUnavailable``."""
+        await save_state(ctx, self.namespace, {"enabled": self.ordered(enabled)})
+
+    def ordered(self, names: Iterable[str]) -> list[str]:
+        wanted = set(names)
+        return [g.name for g in self.catalog.groups if g.name in wanted]
+
+
+class ProgressiveLayer(PolicyLayer):
+    """A component is visible when one of its direct groups is enabled for the client.
+
+    A hidden component in a declared group is discoverable: the client can
+    enable the group, and its hint says how. One hidden because it is in no
+    group (``hide_ungrouped``) or claims only undeclared groups is not.
+    """
+
+    def __init__(self, store: EnabledStore, *, hide_ungrouped: bool, enable_tool: str) -> None:
+        self.store = store
+        self.catalog = store.catalog
+        self.hide_ungrouped = hide_ungrouped
+        self.enable_tool = enable_tool
+
+    def __repr__(self) -> str:
+        return f"ProgressiveLayer(initial={sorted(self.store.initial)!r})"
+
+    async def view(self, client: ClientRequest) -> LayerView:
+        return _View(self, await self.store.load(client.ctx, client.key))
+
+    def hint(self, component: FastMCPComponent, membership: Membership, enabled: Enabled) -> str:
+        """What the agent should do to use ``component``."""
+        what = f"{kind_label(component).capitalize()} {component.name!r}"
+        if not membership.direct:
+            if membership.undeclared:
+                return (
+                    f"{what} is not available: it claims group(s) "
+                    f"{as_names(membership.undeclared)}, which this server does not declare"
+                )
+            hidden = f"{kind_label(component)}s in no group"
+            return f"{what} is not available: this server hides {hidden}"
+        groups = membership.direct
+        where = (
+            f"group {groups[0]!r}, which is not"
+            if len(groups) == 1
+            else "groups " + ", ".join(repr(g) for g in groups) + ", none of which is"
+        )
+        now = as_names(self.store.ordered(enabled.groups))
+        if enabled.problem == "anonymous":
+            return (
+                f"{what} is in {where} enabled, and this connection cannot enable groups: "
+                "this server keeps enabled groups per session (protocol 2025-11-25) or per "
+                "authenticated user, and this stateless HTTP request has neither. "
+                f"Authenticate or connect with a session. Enabled now: {now}."
+            )
+        if enabled.problem == "store":
+            return (
+                f"{what} is in {where} enabled; the server cannot read its session state "
+                f"store right now, so only the initial groups apply. Enabled now: {now}."
+            )
+        options = " or ".join(
+            call_hint(self.enable_tool, path_to(self.catalog, g, enabled.groups)) for g in groups
+        )
+        return f"{what} is in {where} enabled. Call {options} first. Enabled now: {now}."
+
+
+class _View:
+    """One client's enabled groups, judging components for one request."""
+
+    __slots__ = ("_enabled", "_layer")
+
+    def __init__(self, layer: ProgressiveLayer, enabled: Enabled) -> None:
+        self._layer = layer
+        self._enabled = enabled
+
+    def judge(self, component: FastMCPComponent) -> Hidden | None:
+        layer = self._layer
+        membership = layer.catalog.membership(component)
+        if shown(membership, self._enabled.groups, hide_ungrouped=layer.hide_ungrouped):
+            return None
+        return Hidden(
+            layer.hint(component, membership, self._enabled),
+            discoverable=bool(membership.direct),
+        )

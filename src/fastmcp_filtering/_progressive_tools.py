@@ -1,0 +1,253 @@
+"""The bodies of ``enable_tools``, ``disable_tools`` and ``call_tool``, and their replies."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from fastmcp.exceptions import NotFoundError, ToolError
+from pydantic import BaseModel
+
+from fastmcp_filtering._changes import Listing, listing, notify_changes
+from fastmcp_filtering._declarations import is_meta_tool
+from fastmcp_filtering._policy import unrestricted
+from fastmcp_filtering._progressive import as_names, call_hint, disable, enable, offered
+from fastmcp_filtering._protocol import brief
+from fastmcp_filtering._state import StateUnavailable, client_key
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from fastmcp import FastMCP
+    from fastmcp.server.context import Context
+    from fastmcp.tools.base import Tool, ToolResult
+
+    from fastmcp_filtering._progressive_layer import ProgressiveLayer
+
+__all__ = [
+    "DisableToolsResult",
+    "EnableToolsResult",
+    "EnableToolsWithSchemasResult",
+    "MetaToolBodies",
+]
+
+logger = logging.getLogger("fastmcp_filtering")
+
+
+class EnableToolsResult(BaseModel):
+    """The reply of ``enable_tools``: what changed and what the agent can use now."""
+
+    enabled: list[str]
+    """Groups this call enabled, parents before children."""
+    enabled_groups: list[str]
+    """Every enabled group, in declaration order."""
+    available_tools: list[str]
+    """Tools of the enabled groups the agent can call now, sorted."""
+    available_groups: list[str]
+    """Groups that can be enabled next: roots and children of enabled groups."""
+    errors: list[str]
+    """One entry per group that was not enabled, saying why and what to do."""
+
+
+class EnableToolsWithSchemasResult(EnableToolsResult):
+    """``EnableToolsResult`` plus the definitions of the tools this call made available."""
+
+    tools: list[dict[str, Any]]
+    """``tools/list`` entries of the newly available tools, for clients that ignore list_changed."""
+
+
+class DisableToolsResult(BaseModel):
+    """The reply of ``disable_tools``: what changed and what the agent can still use."""
+
+    disabled: list[str]
+    """Groups this call disabled, each followed by the descendants it took with it."""
+    enabled_groups: list[str]
+    """Every group still enabled, in declaration order."""
+    available_tools: list[str]
+    """Tools of the enabled groups the agent can still call, sorted."""
+    errors: list[str]
+    """One entry per group that was not disabled, saying why."""
+
+
+class MetaToolBodies:
+    """What the meta-tools do, for one ``ProgressiveLayer`` and its options."""
+
+    def __init__(
+        self,
+        layer: ProgressiveLayer,
+        *,
+        enable_tool: str,
+        disable_tool: str,
+        call_tool: str | None,
+        max_tools: int | None,
+        include_schemas: bool,
+    ) -> None:
+        self.layer = layer
+        self.store = layer.store
+        self.catalog = layer.catalog
+        self.enable_tool = enable_tool
+        self.disable_tool = disable_tool
+        self.call_tool = call_tool
+        self.max_tools = max_tools
+        self.include_schemas = include_schemas
+
+    def enable_description(self) -> str:
+        lines = [
+            "Enable groups of tools to make their tools available to you.",
+            f"Call {call_hint(self.enable_tool, ['<group>'])}; the reply lists the tools "
+            "now available.",
+            "A child group can be enabled once its parent is; name both to enable them together.",
+        ]
+        if self.max_tools is not None:
+            lines.append(
+                f"At most {self.max_tools} grouped tools can be enabled at once; disable groups "
+                f"with {self.disable_tool} to make room."
+            )
+        lines.append("Groups:")
+        lines.extend(self._tree())
+        return "\n".join(lines)
+
+    def _tree(self) -> list[str]:
+        lines: list[str] = []
+
+        def visit(name: str, depth: int, path: tuple[str, ...]) -> None:
+            group = self.catalog.group(name)
+            if group is None or name in path:
+                return
+            about = group.description or group.title
+            lines.append(f"{'  ' * depth}- {name}" + (f": {about}" if about else ""))
+            for child in self.catalog.children(name):
+                visit(child, depth + 1, (*path, name))
+
+        for root in self.catalog.roots():
+            visit(root, 0, ())
+        return lines
+
+    def disable_description(self) -> str:
+        return (
+            "Disable groups of tools you no longer need, to keep your tool list short; "
+            "disabling a group also disables the groups below it. "
+            f"Call {call_hint(self.disable_tool, ['<group>'])}."
+        )
+
+    def call_description(self) -> str:
+        return (
+            "Call a tool of an enabled group by name, for when your tool list has not "
+            "refreshed after enabling a group: "
+            f'{self.call_tool}(name="<tool>", arguments={{...}}). '
+            f"Enable the tool's group with {self.enable_tool} first."
+        )
+
+    async def members(self, server: FastMCP) -> dict[str, frozenset[str]]:
+        """Each group's tools, whoever asks: what ``max_tools`` counts.
+
+        Counted over the whole catalog, not this request's view of other layers,
+        so no request shape (a concerns override, say) can enable more.
+        """
+        with unrestricted():
+            tools = await server.list_tools(run_middleware=False)
+        members: dict[str, set[str]] = {}
+        for tool in tools:
+            if not is_meta_tool(tool):
+                for group in self.catalog.membership(tool).direct:
+                    members.setdefault(group, set()).add(tool.name)
+        return {g: frozenset(names) for g, names in members.items()}
+
+    async def _current(self, ctx: Context) -> frozenset[str]:
+        enabled = await self.store.load(ctx, client_key(ctx))
+        now = as_names(self.store.ordered(enabled.groups))
+        if enabled.problem == "anonymous":
+            raise ToolError(
+                "groups cannot be enabled or disabled on this connection: this server keeps "
+                "enabled groups per session (protocol 2025-11-25) or per authenticated user, "
+                "and this stateless HTTP request has neither. Authenticate or connect with a "
+                f"session; until then the initial groups apply: {now}"
+            )
+        if enabled.problem == "store":
+            raise ToolError(
+                "groups cannot be changed right now: the server could not read its session "
+                f"state store, so only the initial groups apply ({now}); try again later"
+            )
+        return enabled.groups
+
+    async def _save(self, ctx: Context, enabled: frozenset[str]) -> None:
+        try:
+            await self.store.save(ctx, enabled)
+        except StateUnavailable as exc:
+            logger.warning("progressive disclosure: %s", exc)
+            raise ToolError(
+                "groups were not changed: the server could not write its session state "
+                "store; try again later"
+            ) from exc
+
+    def _available(self, tools: Sequence[Tool], enabled: frozenset[str]) -> list[str]:
+        return sorted(
+            t.name
+            for t in tools
+            if not is_meta_tool(t) and not enabled.isdisjoint(self.catalog.membership(t).direct)
+        )
+
+    async def enable(self, ctx: Context, groups: object) -> EnableToolsResult:
+        async with self.store.lock(client_key(ctx)):
+            before = await self._current(ctx)
+            seen = await listing(ctx.fastmcp)
+            change = enable(
+                self.catalog,
+                before,
+                groups,
+                tool=self.enable_tool,
+                disable_tool=self.disable_tool,
+                members=await self.members(ctx.fastmcp),
+                max_tools=self.max_tools,
+            )
+            after = seen
+            if change.changed:
+                await self._save(ctx, change.enabled)
+                after = await listing(ctx.fastmcp)
+                await notify_changes(ctx, seen, after)
+        fields: dict[str, Any] = {
+            "enabled": change.changed,
+            "enabled_groups": self.store.ordered(change.enabled),
+            "available_tools": self._available(after.tools, change.enabled),
+            "available_groups": offered(self.catalog, change.enabled),
+            "errors": change.errors,
+        }
+        if not self.include_schemas:
+            return EnableToolsResult(**fields)
+        new = set(fields["available_tools"]) - set(self._available(seen.tools, before))
+        fields["tools"] = [
+            t.to_mcp_tool().model_dump(by_alias=True, mode="json", exclude_none=True)
+            for t in sorted(after.tools, key=lambda t: t.name)
+            if t.name in new
+        ]
+        return EnableToolsWithSchemasResult(**fields)
+
+    async def disable(self, ctx: Context, groups: object) -> DisableToolsResult:
+        async with self.store.lock(client_key(ctx)):
+            before = await self._current(ctx)
+            change = disable(self.catalog, before, groups, tool=self.disable_tool)
+            seen: Listing | None = None
+            if change.changed:
+                seen = await listing(ctx.fastmcp)
+                await self._save(ctx, change.enabled)
+            after = await listing(ctx.fastmcp)
+            if seen is not None:
+                await notify_changes(ctx, seen, after)
+        return DisableToolsResult(
+            disabled=change.changed,
+            enabled_groups=self.store.ordered(change.enabled),
+            available_tools=self._available(after.tools, change.enabled),
+            errors=change.errors,
+        )
+
+    async def proxy(self, ctx: Context, name: str, arguments: dict[str, Any] | None) -> ToolResult:
+        if name == self.call_tool:
+            raise ToolError(f"{name} cannot call itself; pass the name of the tool to call")
+        try:
+            # The whole middleware chain and the policy judge the proxied call as any other.
+            return await ctx.fastmcp.call_tool(name, arguments or {})
+        except NotFoundError:
+            raise ToolError(
+                f"unknown tool {brief(name)}; enable a group with {self.enable_tool} and "
+                "use a tool from the available_tools of its reply"
+            ) from None

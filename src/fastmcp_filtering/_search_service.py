@@ -1,0 +1,242 @@
+"""The search service of a ``SearchMiddleware``: indexes that follow the catalog, and ranking."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+from fastmcp.utilities.versions import version_sort_key
+
+from fastmcp_filtering._fusion import blend
+from fastmcp_filtering._policy import unrestricted
+from fastmcp_filtering._ranking import Document, SearchIndex
+from fastmcp_filtering._semantic_index import EmbeddingIndex, document_text
+
+if TYPE_CHECKING:
+    from fastmcp import FastMCP
+    from fastmcp.utilities.components import FastMCPComponent
+
+    from fastmcp_filtering._catalog import Catalog, ComponentKind
+    from fastmcp_filtering.semantic import Embedder
+
+__all__ = ["SearchService"]
+
+logger = logging.getLogger("fastmcp_filtering")
+
+_C = TypeVar("_C", bound="FastMCPComponent")
+
+# Up to this many new or changed tools are embedded before answering; more, in the background.
+_EMBED_INLINE = 32
+# Cosine similarity below which a semantic neighbour is noise, not a match.
+_MIN_SIMILARITY = 0.1
+
+
+def search_key(component: FastMCPComponent) -> str:
+    """The index key of a component: FastMCP's own key without the version."""
+    return component.key.rpartition("@")[0]
+
+
+class SearchService:
+    """Ranks components for a query, from indexes that follow the catalog by object identity.
+
+    The candidates are always what the caller's listing returned for this
+    client (FastMCP's listing, every middleware and the access policy
+    applied); the index only orders them. New or replaced objects are indexed
+    as they are met, so results stay exact when the catalog changes.
+    """
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        *,
+        weights: Mapping[str, float],
+        embedder: Embedder | None,
+        max_results: int,
+    ) -> None:
+        self.catalog = catalog
+        self._weights = dict(weights)
+        self._embedder = embedder
+        self._max_results = max_results
+        SearchIndex(weights=self._weights)  # validates the weights now, not at first search
+        self._indexes: dict[ComponentKind, _SyncedIndex] = {}
+        self._warming: asyncio.Task[None] | None = None
+        # Embedding a new catalog takes a while: it runs in the background meanwhile.
+        self._embedding: set[asyncio.Task[None]] = set()
+
+    def index(self, kind: ComponentKind) -> _SyncedIndex:
+        index = self._indexes.get(kind)
+        if index is None:
+            semantic = EmbeddingIndex(self._embedder) if self._embedder is not None else None
+            index = self._indexes[kind] = _SyncedIndex(SearchIndex(weights=self._weights), semantic)
+        return index
+
+    async def rank(
+        self, kind: ComponentKind, components: Sequence[_C], query: str, limit: int
+    ) -> list[_C]:
+        """The best ``limit`` of ``components`` for ``query``, best first."""
+        await self.settled()
+        index = self.index(kind)
+        by_key: dict[str, _C] = {}
+        for component in components:
+            # A list holds every visible version of a component; clients get the highest.
+            key = search_key(component)
+            held = by_key.get(key)
+            if held is None or version_sort_key(component) > version_sort_key(held):
+                by_key[key] = component
+        index.merge(by_key.values(), self.document, self.catalog.version)
+        ranked: list[_C] = []
+        for key in await self._ranked(index, query, within=by_key.keys()):
+            ranked.append(by_key[key])
+            if len(ranked) == limit:
+                break
+        return ranked
+
+    # -- warm-up --------------------------------------------------------------------------
+
+    def warm(self, server: FastMCP) -> None:
+        """Index the server's tools in a worker thread, once, ahead of the first search."""
+        if self._warming is None:
+            self._warming = asyncio.get_running_loop().create_task(self._warm(server))
+            self._warming.add_done_callback(_log_failure)
+
+    async def _all_tools(self, server: FastMCP) -> Sequence[FastMCPComponent]:
+        # Only to fill the index: what a client gets is judged per search.
+        with unrestricted():
+            return await server.list_tools(run_middleware=False)
+
+    async def _warm(self, server: FastMCP) -> None:
+        index = self.index("tool")
+        tools = await self._all_tools(server)
+
+        def build() -> None:
+            index.merge(tools, self.document, self.catalog.version)
+            index.index.search("")  # posts the documents
+
+        await anyio.to_thread.run_sync(build)
+
+    async def settled(self) -> None:
+        """Wait for a warm-up in progress: the index is not to be touched meanwhile."""
+        task = self._warming
+        if task is not None and not task.done():
+            with contextlib.suppress(Exception):
+                await asyncio.shield(task)
+
+    async def prepare(self, server: FastMCP) -> None:
+        """Index (and embed) the server's tools now."""
+        await self.settled()
+        index = self.index("tool")
+        index.merge(await self._all_tools(server), self.document, self.catalog.version)
+        index.index.search("")  # posts the documents
+        if index.semantic is not None:
+            await anyio.to_thread.run_sync(index.semantic.refresh)
+
+    # -- ranking --------------------------------------------------------------------------
+
+    async def _ranked(
+        self, index: _SyncedIndex, query: str, within: Collection[str] | None = None
+    ) -> list[str]:
+        """Keys best first: the lexical ranking, fused with the semantic one if enabled."""
+        lexical = index.index.search(query, within=within)
+        semantic = index.semantic
+        if semantic is None:
+            return [key for key, _score in lexical]
+        if semantic.pending:
+            if semantic.pending <= _EMBED_INLINE:
+                # A few new or changed tools: embed them now, off the event loop.
+                await anyio.to_thread.run_sync(semantic.refresh)
+            elif not self._embedding:
+                task = asyncio.get_running_loop().create_task(self._embed_all(semantic))
+                self._embedding.add(task)
+                task.add_done_callback(self._embedding.discard)
+        nearest = await anyio.to_thread.run_sync(
+            functools.partial(
+                semantic.search,
+                query,
+                limit=max(50, 5 * self._max_results),
+                within=within,
+                min_score=_MIN_SIMILARITY,
+                # Until a new catalog is embedded, rank with the vectors that are ready.
+                refresh=False,
+            )
+        )
+        return [key for key, _score in blend(lexical, nearest)]
+
+    async def _embed_all(self, semantic: EmbeddingIndex) -> None:
+        try:
+            await anyio.to_thread.run_sync(semantic.refresh)
+        except Exception:
+            logger.exception("embedding the tool catalog failed; search stays lexical")
+
+    def document(self, component: FastMCPComponent) -> Document:
+        """The searchable text of a component: its fields and its groups' titles."""
+        membership = self.catalog.membership(component)
+        group_text: list[str] = []
+        for name in membership.direct:
+            group = self.catalog.group(name)
+            if group is not None:
+                group_text.extend(t for t in (group.name, group.title, group.description) if t)
+        params: tuple[tuple[str, str], ...] = ()
+        schema = getattr(component, "parameters", None)
+        if isinstance(schema, Mapping):
+            properties = schema.get("properties")
+            if isinstance(properties, Mapping):
+                params = tuple(
+                    (
+                        str(name),
+                        str(spec.get("description", "")) if isinstance(spec, Mapping) else "",
+                    )
+                    for name, spec in properties.items()
+                )
+        elif (arguments := getattr(component, "arguments", None)) is not None:
+            params = tuple((a.name, a.description or "") for a in arguments)
+        return Document(
+            name=component.name,
+            title=component.title or "",
+            description=component.description or "",
+            tags=tuple(sorted(component.tags)),
+            groups=tuple(group_text),
+            params=params,
+        )
+
+
+class _SyncedIndex:
+    """A ``SearchIndex`` (and optional embeddings) that follows components by object identity."""
+
+    def __init__(self, index: SearchIndex, semantic: EmbeddingIndex | None = None) -> None:
+        self.index = index
+        self.semantic = semantic
+        self._seen: dict[str, FastMCPComponent] = {}
+        self._version = -1
+
+    def merge(
+        self,
+        components: Iterable[FastMCPComponent],
+        describe: Callable[[Any], Document],
+        version: int,
+    ) -> None:
+        """Index components not seen before, or changed (a new object), keeping the rest."""
+        if version != self._version:
+            # Group titles are part of the text: describe everything again (an upsert
+            # of an unchanged document is a no-op).
+            self._seen.clear()
+            self._version = version
+        seen = self._seen
+        for component in components:
+            key = search_key(component)
+            if seen.get(key) is not component:
+                document = describe(component)
+                self.index.upsert(key, document)
+                if self.semantic is not None:
+                    # A no-op when the text did not change: nothing is embedded again.
+                    self.semantic.upsert(key, document_text(document))
+                seen[key] = component
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and (error := task.exception()) is not None:
+        logger.warning("indexing the tool catalog ahead of time failed: %r", error)
