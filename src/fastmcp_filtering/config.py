@@ -389,6 +389,8 @@ class FilteringConfig(_Model):
     name: str = "fastmcp-filtering"
     instructions: str | None = None
     on_upstream_error: Literal["raise", "warn"] = "raise"
+    trust_upstream_groups: bool = False
+    """Keep group membership an upstream claims in ``_meta`` (off: the config alone decides)."""
     upstreams: list[UpstreamConfig] = Field(min_length=1)
     groups: list[GroupConfig] = Field(default_factory=list)
     tags: list[TagConfig] = Field(default_factory=list)

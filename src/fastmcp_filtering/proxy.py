@@ -20,8 +20,9 @@ from fastmcp.mcp_config import infer_transport_type_from_url
 from fastmcp.server import create_proxy
 from fastmcp.server.transforms import Transform
 
-from fastmcp_filtering._catalog import ComponentKind, kind_of
+from fastmcp_filtering._catalog import ComponentKind, kind_of, match_names
 from fastmcp_filtering._concerns import COMPONENT_META_KEY
+from fastmcp_filtering._declarations import GROUPS_META_KEY, META_TOOL_KEY
 from fastmcp_filtering.stack import add_filtering
 
 if TYPE_CHECKING:
@@ -45,6 +46,9 @@ if TYPE_CHECKING:
 __all__ = ["ConfigAnnotations", "build_proxy", "upstream_transport"]
 
 _C = TypeVar("_C", bound="FastMCPComponent")
+
+# What an upstream may claim in _meta that only the operator's configuration may decide.
+_UPSTREAM_MARKS = (GROUPS_META_KEY, META_TOOL_KEY)
 
 # FastMCP's own names for the backend era: None mirrors each incoming request's era.
 _MODES: dict[str, str | None] = {"auto": "auto", "legacy": "legacy", "mirror": None}
@@ -135,6 +139,7 @@ def _build(config: FilteringConfig) -> tuple[FastMCP[Any], list[ClientTransport]
         ConfigAnnotations(
             tags={t.name: t.tools for t in config.tags if t.tools},
             concern_mapping=config.concern_mapping,
+            trust_upstream_groups=config.trust_upstream_groups,
         )
     )
     add_filtering(
@@ -154,21 +159,16 @@ def _compile(patterns: Sequence[str]) -> re.Pattern[str]:
     return re.compile("|".join(fnmatch.translate(p) for p in patterns))
 
 
-def _match_names(component: FastMCPComponent, kind: ComponentKind) -> tuple[str, ...]:
-    # The strings Catalog matches Group.tools against, so tags and concerns agree with groups.
-    if kind == "resource":
-        return (component.name, str(getattr(component, "uri", "")))
-    if kind == "template":
-        return (component.name, str(getattr(component, "uri_template", "")))
-    return (component.name,)
-
-
 class ConfigAnnotations(Transform):
     """Put configured tags and concern values on proxied components, by name or glob.
 
     An upstream that is not a FastMCP server has no FastMCP tags and no
     ``_meta.concerns``; this transform adds them as components are listed or
     looked up, so filters, search, concerns and calls all see the same values.
+    The operator's configuration is the only source of group membership: the
+    groups an upstream claims in ``_meta["io.modelcontextprotocol/groups"]``, and
+    the package's own meta-tool mark, are removed unless
+    ``trust_upstream_groups=True``.
     For ``concern_mapping`` an exact name wins over patterns, and among patterns
     the first one wins; values the upstream set itself are overridden. An
     unchanged component keeps its identity between listings (the proxy builds
@@ -188,7 +188,9 @@ class ConfigAnnotations(Transform):
         *,
         tags: Mapping[str, Sequence[str]] | None = None,
         concern_mapping: Mapping[str, Mapping[str, str]] | None = None,
+        trust_upstream_groups: bool = False,
     ) -> None:
+        self._trust_groups = trust_upstream_groups
         self._tags = [(name, _compile(p)) for name, p in (tags or {}).items() if p]
         mapping = dict(concern_mapping or {})
         self._exact = {k: dict(v) for k, v in mapping.items() if not _is_glob(k)}
@@ -203,9 +205,9 @@ class ConfigAnnotations(Transform):
         kind = kind_of(component)
         key = (kind, component.name)
         last = self._last.get(key)
-        if last is not None and last[0] == component:
+        if last is not None and (last[0] is component or last[0] == component):
             return last[1]  # type: ignore[no-any-return]
-        names = _match_names(component, kind)
+        names = match_names(component, kind)
         tags = {tag for tag, pattern in self._tags if any(pattern.match(n) for n in names)}
         values: dict[str, str] = {}
         for name in names:
@@ -215,13 +217,16 @@ class ConfigAnnotations(Transform):
             if any(pattern.match(n) for n in names):
                 for concern, value in mapped.items():
                     values.setdefault(concern, value)
+        meta = dict(component.meta or {})
+        untrusted = [] if self._trust_groups else [k for k in _UPSTREAM_MARKS if k in meta]
         result = component
-        if (tags and not tags <= component.tags) or values:
+        if (tags and not tags <= component.tags) or values or untrusted:
             update: dict[str, Any] = {"tags": component.tags | tags}
+            for mark in untrusted:
+                del meta[mark]
             if values:
-                meta = dict(component.meta or {})
                 meta[COMPONENT_META_KEY] = {**(meta.get(COMPONENT_META_KEY) or {}), **values}
-                update["meta"] = meta
+            update["meta"] = meta
             result = component.model_copy(update=update)
         self._last[key] = (component, result)
         return result

@@ -1,0 +1,398 @@
+"""Hidden means hidden: each path that ran or revealed a hidden component before the lookup rework.
+
+One class per case of issue 10, each in both protocol eras where the case applies.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+import mcp_types as mt
+import pytest
+from fastmcp import Client, Context, FastMCP
+from fastmcp.apps.app import FastMCPApp
+from fastmcp.exceptions import ToolError
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from fastmcp.server.providers.addressing import hash_tool
+from fastmcp.server.providers.base import Provider
+from fastmcp.server.transforms import PromptsAsTools
+from fastmcp.tools.base import Tool
+from fastmcp.utilities.tests import asgi_server
+from fastmcp.utilities.versions import VersionSpec
+from mcp.shared.exceptions import MCPError
+
+from fastmcp_filtering import (
+    Concern,
+    ConcernMiddleware,
+    FilterMiddleware,
+    Group,
+    ProgressiveDisclosureMiddleware,
+    SearchMiddleware,
+    in_group,
+    install,
+)
+from fastmcp_filtering.client import call_method, concerns_meta, list_tools
+from fastmcp_filtering.config import FilteringConfig
+from fastmcp_filtering.proxy import build_proxy
+
+from .conftest import ERAS, Connect
+
+UPSTREAM = Path(__file__).with_name("_marked_upstream.py")
+
+
+def progressive(*groups: Group, **options: Any) -> ProgressiveDisclosureMiddleware:
+    options.setdefault("initial_groups", ["public"])
+    return ProgressiveDisclosureMiddleware(groups=[Group("public"), *groups], **options)
+
+
+async def names(client: Client[Any], **kwargs: Any) -> list[str]:
+    return sorted(t.name for t in (await list_tools(client, **kwargs)).tools)
+
+
+class TestHashedNames:
+    """1. A FastMCPApp tool called by ``<hash>_<name>`` resolves through the policy too."""
+
+    async def test_a_hidden_app_tool_cannot_be_called_by_its_hash(self, connect: Connect) -> None:
+        mcp = FastMCP("apps")
+        app = FastMCPApp("deploys")
+
+        @app.tool(model=True)
+        def delete_everything() -> str:
+            return "deleted"
+
+        mcp.add_provider(app)
+        install(mcp, progressive(Group("admin", tools=["delete_*"])))
+        hashed = f"{hash_tool('deploys', 'delete_everything')}_delete_everything"
+        async with connect(mcp) as client:
+            assert "delete_everything" not in await names(client)
+            for name in (hashed, "delete_everything"):
+                with pytest.raises(ToolError) as refused:
+                    await client.call_tool(name, {})
+                assert "deleted" not in str(refused.value)
+            await client.call_tool("enable_tools", {"groups": ["admin"]})
+            assert (await client.call_tool(hashed, {})).data == "deleted"
+
+
+def versioned_server() -> FastMCP:
+    mcp = FastMCP("versions")
+
+    @in_group("public")
+    @mcp.tool(name="deploy", version="1")
+    def deploy_v1() -> str:
+        return "v1"
+
+    @in_group("admin")
+    @mcp.tool(name="deploy", version="2")
+    def deploy_v2() -> str:
+        return "v2"
+
+    @in_group("public")
+    @mcp.tool
+    async def wrapper(ctx: Context) -> str:
+        result = await ctx.fastmcp.call_tool("deploy", {})
+        return str((result.structured_content or {}).get("result"))
+
+    @in_group("public")
+    @mcp.prompt(name="brief", version="1")
+    def brief_v1() -> str:
+        return "brief v1"
+
+    @in_group("admin")
+    @mcp.prompt(name="brief", version="2")
+    def brief_v2() -> str:
+        return "brief v2"
+
+    mcp.add_transform(PromptsAsTools(mcp))
+    install(mcp, progressive(Group("admin")))
+    return mcp
+
+
+class TestVersions:
+    """2. Nested calls run the highest version the client may see, not a hidden higher one."""
+
+    async def test_nested_calls_and_prompts_as_tools_run_the_visible_version(
+        self, connect: Connect
+    ) -> None:
+        async with connect(versioned_server()) as client:
+            listed = {t.name: t for t in await client.list_tools()}
+            assert listed["deploy"].meta["fastmcp"]["version"] == "1"  # type: ignore[index]
+            assert (await client.call_tool("deploy", {})).data == "v1"
+            # The outer request names version 1 of the wrapper's own call; the nested
+            # call asks for no version and must get the highest visible one.
+            nested = await client.call_tool_mcp("wrapper", {}, meta={"fastmcp": {"version": "1"}})
+            assert nested.content[0].text == "v1"  # type: ignore[union-attr]
+            assert (await client.call_tool("wrapper", {})).data == "v1"
+            with pytest.raises(ToolError):
+                await client.call_tool("deploy", {}, version="2")
+            rendered = await client.call_tool("get_prompt", {"name": "brief"})
+            assert "brief v1" in str(rendered.data)
+            assert "brief v2" not in str(rendered.data)
+            prompt = await client.get_prompt("brief")
+            assert prompt.messages[0].content.text == "brief v1"  # type: ignore[union-attr]
+
+    async def test_enabling_the_group_shows_the_higher_version(self, connect: Connect) -> None:
+        async with connect(versioned_server()) as client:
+            await client.call_tool("enable_tools", {"groups": ["admin"]})
+            assert (await client.call_tool("wrapper", {})).data == "v2"
+            assert (await client.call_tool("deploy", {}, version="1")).data == "v1"
+
+
+def capped_server() -> FastMCP:
+    mcp = FastMCP("capped")
+    groups = [Group(f"g{i}") for i in range(3)]
+    for i in range(3):
+        for j in range(3):
+            tool = Tool.from_function(lambda: "ok", name=f"t{i}{j}")
+            mcp.add_tool(in_group(f"g{i}")(tool))
+    risk = Concern("risk", values=["safe", "risky"])
+    mapping = {f"t{i}{j}": {"risk": "risky"} for i in range(3) for j in range(1, 3)}
+    install(
+        mcp,
+        ConcernMiddleware(concerns=[risk], mapping=mapping),
+        progressive(*groups, max_tools=3),
+    )
+    return mcp
+
+
+class TestMaxTools:
+    """3. max_tools counts a group's tools whatever another layer's per-request view hides."""
+
+    async def test_a_concerns_override_cannot_enable_more(self, connect: Connect) -> None:
+        async with connect(capped_server()) as client:
+            safe_only = concerns_meta({"risk": "safe"})
+            reply = await call_method(
+                client,
+                "tools/call",
+                {
+                    "name": "enable_tools",
+                    "arguments": {"groups": ["g0", "g1", "g2"]},
+                    "_meta": safe_only,
+                },
+            )
+            structured = reply["structuredContent"]
+            assert structured["enabled"] == ["g0"]
+            assert len(structured["errors"]) == 2
+            grouped = [n for n in await names(client) if n.startswith("t")]
+            assert grouped == ["t00", "t01", "t02"]
+
+    async def test_a_stored_configuration_cannot_either(self, connect: Connect) -> None:
+        async with connect(capped_server()) as client:
+            await call_method(client, "concerns/update", {"concerns": {"risk": "safe"}})
+            reply = await client.call_tool("enable_tools", {"groups": ["g0", "g1", "g2"]})
+            assert reply.structured_content["enabled"] == ["g0"]  # type: ignore[index]
+            await call_method(client, "concerns/update", {"concerns": {}})
+            assert len([n for n in await names(client) if n.startswith("t")]) == 3
+
+
+def marked_proxy(*, trust: bool = False) -> FastMCP:
+    return build_proxy(
+        FilteringConfig.model_validate(
+            {
+                "trust_upstream_groups": trust,
+                "upstreams": [{"command": sys.executable, "args": [str(UPSTREAM)]}],
+                "groups": [
+                    {"name": "issues", "tools": ["*_issue"]},
+                    {"name": "admin", "tools": ["delete_*"]},
+                ],
+                "progressive": {"initial_groups": ["issues"], "hide_ungrouped": True},
+            }
+        )
+    )
+
+
+class TestProxyTrust:
+    """4. An upstream's ``_meta`` decides neither group membership nor meta-tool status."""
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_upstream_marks_are_ignored(self, era: str) -> None:
+        async with Client(marked_proxy(), **ERAS[era]) as client:
+            listed = await client.list_tools()
+            assert sorted(t.name for t in listed if not t.name.endswith("_tools")) == [
+                "create_issue"
+            ]
+            for name in ("delete_team", "sneaky"):
+                with pytest.raises(ToolError) as refused:
+                    await client.call_tool(name, {"team": "x"} if name == "delete_team" else {})
+                assert "deleted" not in str(refused.value)
+                assert "sneaked" not in str(refused.value)
+            issue = next(t for t in listed if t.name == "create_issue")
+            assert (issue.meta or {}).get("io.modelcontextprotocol/groups") == ["issues"]
+
+    async def test_trust_upstream_groups_keeps_their_claim(self) -> None:
+        async with Client(marked_proxy(trust=True)) as client:
+            assert "delete_team" in await names(client)
+            assert (await client.call_tool("delete_team", {"team": "x"})).data == "deleted x"
+
+
+class _Flaky(Provider):
+    """A provider whose every other lookup raises."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+        self.tool = in_group("admin")(Tool.from_function(lambda: "ran", name="delete_all"))
+
+    async def _list_tools(self) -> Sequence[Tool]:
+        return [self.tool]
+
+    async def _get_tool(self, name: str, version: VersionSpec | None = None) -> Tool | None:
+        self.calls += 1
+        if self.calls % 2:
+            raise ConnectionError("upstream flapped")
+        return self.tool if name == self.tool.name else None
+
+
+class TestFailedLookup:
+    """5. A lookup that raises hides; one that succeeds is judged: never allowed by an error."""
+
+    async def test_a_flapping_provider_never_opens_the_gate(self, connect: Connect) -> None:
+        mcp = FastMCP("flaky")
+        mcp.provider_error_strategy = "warn"
+        mcp.add_provider(_Flaky())
+        install(mcp, progressive(Group("admin")))
+        async with connect(mcp) as client:
+            for _ in range(6):
+                result = await client.call_tool_mcp("delete_all", {})
+                assert result.is_error
+                assert "ran" not in str(result.content)
+
+
+class _HideEverythingDangerous(Middleware):
+    async def on_request(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+    ) -> Any:
+        result = await call_next(context)
+        if isinstance(result, list):
+            return [c for c in result if getattr(c, "name", "") != "delete_everything"]
+        return result
+
+
+class TestSearchPastOwnMiddleware:
+    """6. Search never bypasses a middleware of the server's own, wherever it is added."""
+
+    @pytest.mark.parametrize("own_first", [True, False])
+    async def test_query_and_search_tools_respect_it(
+        self, connect: Connect, own_first: bool
+    ) -> None:
+        mcp = FastMCP("own")
+        mcp.add_tool(Tool.from_function(lambda: "gone", name="delete_everything"))
+        mcp.add_tool(Tool.from_function(lambda: "ok", name="delete_draft"))
+        search = SearchMiddleware(max_results=5)
+        if own_first:
+            mcp.add_middleware(_HideEverythingDangerous())
+            install(mcp, search)
+        else:
+            install(mcp, search)
+            mcp.add_middleware(_HideEverythingDangerous())
+        async with connect(mcp) as client:
+            assert await names(client) == ["delete_draft", "search_tools"]
+            assert "delete_everything" not in await names(client, query="delete everything")
+            found = await client.call_tool("search_tools", {"query": "delete everything"})
+            assert [t["name"] for t in found.structured_content["tools"]] == ["delete_draft"]  # type: ignore[index]
+
+
+def paged_server() -> FastMCP:
+    mcp = FastMCP("paged", list_page_size=2)
+    for name in ("a", "b", "c", "d", "e"):
+        mcp.add_tool(in_group("letters")(Tool.from_function(lambda: "ok", name=f"tool_{name}")))
+    install(mcp, FilterMiddleware(groups=[Group("letters")]))
+    return mcp
+
+
+_ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+}
+
+
+class TestFirstFilteredPage:
+    """7. The first filtered page a fresh stateless HTTP process serves has a usable cursor."""
+
+    async def test_the_first_request_of_a_process_gets_a_usable_cursor(self) -> None:
+        """A 2026-07-28 request needs no handshake: the very first one may be a filtered list."""
+        headers = {
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2026-07-28",
+            "mcp-method": "tools/list",
+        }
+        pages: list[list[str]] = []
+        async with asgi_server(paged_server(), stateless_http=True) as server:
+            transport = httpx.ASGITransport(app=server.app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+                cursor = None
+                for _ in range(3):
+                    params: dict[str, Any] = {"filter": {"groups": ["letters"]}, "_meta": _ENVELOPE}
+                    if cursor is not None:
+                        params["cursor"] = cursor
+                    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params}
+                    reply = (await http.post("/mcp", json=body, headers=headers)).json()
+                    assert "result" in reply, reply
+                    pages.append([t["name"] for t in reply["result"]["tools"]])
+                    cursor = reply["result"].get("nextCursor")
+        assert pages == [["tool_a", "tool_b"], ["tool_c", "tool_d"], ["tool_e"]]
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_the_first_cursor_works_for_a_client(self, era: str) -> None:
+        async with (
+            asgi_server(paged_server(), stateless_http=True) as server,
+            server.client(**ERAS[era]) as client,
+        ):
+            first = await list_tools(client, groups=["letters"])
+            assert first.nextCursor is not None
+            second = await list_tools(client, groups=["letters"], cursor=first.nextCursor)
+            assert [t.name for t in second.tools] == ["tool_c", "tool_d"]
+
+
+class TestClientChosenSessionIds:
+    """8. On stateless HTTP, a ``Mcp-Session-Id`` the server did not issue is no identity."""
+
+    async def test_a_borrowed_session_id_reads_nothing_and_stores_nothing(self) -> None:
+        mcp = FastMCP("stateless")
+        mcp.add_tool(in_group("admin")(Tool.from_function(lambda: "ok", name="delete_repo")))
+        install(mcp, progressive(Group("admin")))
+        headers = {"mcp-session-id": "victim"}
+        async with asgi_server(mcp, stateless_http=True) as server:
+            async with server.client(mode="legacy", headers=headers) as victim:
+                reply = await victim.call_tool_mcp("enable_tools", {"groups": ["admin"]})
+                assert reply.is_error
+                assert "cannot be enabled or disabled on this connection" in str(reply.content)
+            async with server.client(mode="legacy", headers=headers) as attacker:
+                assert "delete_repo" not in await names(attacker)
+
+
+def template_server() -> FastMCP:
+    mcp = FastMCP("templates")
+
+    @in_group("admin")
+    @mcp.resource("vault://{name}/key")
+    def key(name: str) -> str:
+        return name
+
+    @mcp.completion
+    def complete(ref: Any, argument: Any, context: Any) -> list[str]:
+        return ["alpha", "beta"]
+
+    install(mcp, progressive(Group("admin")))
+    return mcp
+
+
+class TestCompletions:
+    """9. A hidden template's completion is refused for the template and any URI it matches."""
+
+    async def test_concrete_uris_are_refused_too(self, connect: Connect) -> None:
+        async with connect(template_server()) as client:
+            for uri in ("vault://{name}/key", "vault://x/key"):
+                ref = mt.ResourceTemplateReference(type="ref/resource", uri=uri)
+                with pytest.raises(MCPError) as refused:
+                    await client.complete(ref, {"name": "name", "value": "a"})
+                assert refused.value.error.code == mt.INVALID_PARAMS
+                assert "enable_tools" in refused.value.error.message
+            await client.call_tool("enable_tools", {"groups": ["admin"]})
+            ref = mt.ResourceTemplateReference(type="ref/resource", uri="vault://x/key")
+            completed = await client.complete(ref, {"name": "name", "value": "a"})
+            assert completed.values == ["alpha", "beta"]
