@@ -13,7 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from fastmcp.exceptions import NotFoundError, PromptError, ResourceError, ToolError
+from fastmcp.exceptions import (
+    AuthorizationError,
+    NotFoundError,
+    PromptError,
+    ResourceError,
+    ToolError,
+)
 from fastmcp.server.dependencies import extract_version_spec
 from fastmcp.utilities.versions import VersionSpec
 from typing_extensions import override
@@ -90,12 +96,28 @@ class LayerMiddleware(ListHooks):
         call_next: CallNext[mt.ReadResourceRequestParams, ResourceResult],
     ) -> ResourceResult:
         try:
-            return await super().on_read_resource(context, call_next)
+            # Not check_resource_access: the read's own lookup is judged by the policy.
+            return await call_next(context)
         except NotFoundError:
             message = await _hint(context, "resource", str(context.message.uri))
             if message is None:
                 raise
             raise ResourceError(message) from None
+
+    @override
+    async def check_resource_access(
+        self, context: MiddlewareContext[mt.ReadResourceRequestParams]
+    ) -> None:
+        """Deny a resource this client cannot see, for FastMCP's checks that read no content."""
+        server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
+        if server is None:
+            raise AuthorizationError("no request context: nothing is visible")
+        uri = str(context.message.uri)
+        if (
+            await server.get_resource(uri) is None
+            and await server.get_resource_template(uri) is None
+        ):
+            raise AuthorizationError(f"Unknown resource: {brief(uri)}")
 
     @override
     async def on_request(

@@ -15,8 +15,10 @@ every path FastMCP has. The paths, each covered by ``tests/test_lookup_paths.py`
 - ``PromptsAsTools`` and ``ResourcesAsTools`` (their tools look up through the server);
 - ``resources/read`` of a resource or a URI a template matches, ``prompts/get``;
 - ``completion/complete`` (refused in ``_layers.LayerMiddleware`` after the same lookup);
+- FastMCP's resource access check (``LayerMiddleware.check_resource_access``);
 - mounted servers and proxies (their components reach the parent's lookup);
-- task-eligible components (``FastMCP.get_tasks`` applies server transforms).
+- task-eligible components: ``FastMCP.get_tasks`` applies server transforms, so
+  within a request it lists only what the client may see.
 
 For a versioned component whose highest version is hidden, lookups without a
 version get the highest visible one, as the list shows it; a lookup naming a
