@@ -1,0 +1,117 @@
+"""Each private FastMCP or MCP SDK attribute the package uses (``_fastmcp.py``), checked.
+
+These fail when FastMCP renames or changes what the adapter relies on, before any
+behaviour built on it silently breaks.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from fastmcp import Client, Context, FastMCP
+from fastmcp.utilities.tests import asgi_server
+
+from fastmcp_filtering._fastmcp import (
+    client_identity,
+    current_request,
+    request_connection,
+    request_method_and_params,
+    sdk_middleware,
+    state_store,
+)
+
+from .conftest import ERAS, Connect
+
+
+def probe_server(**kwargs: Any) -> FastMCP:
+    mcp = FastMCP("probe", **kwargs)
+
+    @mcp.tool
+    async def probe(ctx: Context) -> str:
+        request = current_request()
+        assert request is not None
+        method, params = request_method_and_params(request)
+        return json.dumps(
+            {
+                "method": method,
+                "argument": params.get("arguments", {}).get("marker"),
+                "connection": request_connection(request) is not None,
+                "identity": client_identity(ctx),
+            }
+        )
+
+    @mcp.tool
+    def marker(marker: str = "") -> str:
+        return marker
+
+    return mcp
+
+
+async def probe(client: Client[Any]) -> dict[str, Any]:
+    result = await client.call_tool("probe", {})
+    return dict(json.loads(result.data))
+
+
+class TestRequest:
+    async def test_no_request_outside_a_handler(self) -> None:
+        assert current_request() is None
+
+    async def test_the_wire_request_and_its_connection(self, connect: Connect) -> None:
+        async with connect(probe_server()) as client:
+            seen = await probe(client)
+        assert seen["method"] == "tools/call"
+        assert seen["connection"] is True
+
+
+class TestIdentity:
+    async def test_in_memory_each_era(self, era: str) -> None:
+        async with Client(probe_server(), **ERAS[era]) as client:
+            first = (await probe(client))["identity"]
+            second = (await probe(client))["identity"]
+        assert first is not None
+        # One client, one identity across requests: the session, or (2026-07-28) the process.
+        assert first == second
+        if era == "modern":
+            assert first == "process"
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_stateless_http_without_auth_has_none(self, era: str) -> None:
+        async with (
+            asgi_server(probe_server(), stateless_http=True) as server,
+            server.client(**ERAS[era], headers={"mcp-session-id": "chosen"}) as client,
+        ):
+            assert (await probe(client))["identity"] is None
+
+    async def test_a_session_the_server_issued_is_one(self) -> None:
+        async with asgi_server(probe_server()) as server, server.client(mode="legacy") as client:
+            identity = (await probe(client))["identity"]
+            again = (await probe(client))["identity"]
+        assert identity is not None
+        assert identity == again
+        assert identity != "chosen"
+
+
+class TestServerInternals:
+    async def test_the_state_store_round_trips(self) -> None:
+        from fastmcp.server.server import StateValue
+
+        store = state_store(FastMCP("store"))
+        await store.put(key="adapter-probe", value=StateValue(value={"a": 1}), ttl=60)
+        stored = await store.get(key="adapter-probe")
+        assert stored is not None
+        assert stored.value == {"a": 1}
+
+    async def test_sdk_middleware_runs_outermost(self, connect: Connect) -> None:
+        mcp = probe_server()
+        seen: list[str] = []
+
+        async def spy(ctx: Any, call_next: Any) -> Any:
+            seen.append(ctx.method)
+            return await call_next(ctx)
+
+        sdk_middleware(mcp).insert(0, spy)
+        async with connect(mcp) as client:
+            await client.list_tools()
+        assert "tools/list" in seen
