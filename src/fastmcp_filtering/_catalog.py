@@ -138,14 +138,33 @@ class Catalog:
             if tag.name in self._tags:
                 raise ValueError(f"tag {tag.name!r} is declared twice; tag names are unique")
             self._tags[tag.name] = tag
-        self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         self._warned: set[tuple[str, str]] = set()
-        self._baseline: dict[ComponentKind, dict[str, tuple[Any, ...]]] | None = None
-        self._stale = True
+        self._watch = _Watch(self)
         self._rebuild(self._groups)
 
     def __repr__(self) -> str:
         return f"Catalog(groups={list(self._groups)!r}, tags={list(self._tags)!r})"
+
+    @classmethod
+    def shared(
+        cls, catalog: Catalog | None, groups: Iterable[Group] = (), tags: Iterable[Tag] = ()
+    ) -> Catalog:
+        """``catalog`` if given, else a new one from ``groups`` and ``tags``; never both.
+
+        Every middleware takes its declarations this way, so handing them one
+        ``Catalog`` makes them agree on membership.
+        """
+        groups, tags = list(groups), list(tags)
+        if catalog is None:
+            return cls(groups=groups, tags=tags)
+        if not isinstance(catalog, Catalog):
+            raise ValueError(f"catalog must be a Catalog, got {type(catalog).__name__}")
+        if groups or tags:
+            raise ValueError(
+                "pass either catalog= or groups=/tags=, not both: "
+                "declare them once in Catalog(groups=..., tags=...)"
+            )
+        return catalog
 
     # -- declarations -----------------------------------------------------------------
 
@@ -218,8 +237,8 @@ class Catalog:
         self._by_id: dict[int, tuple[FastMCPComponent, Membership]] = {}
         self._version = getattr(self, "_version", -1) + 1
         # The change that rebuilt us announces itself; the next look starts a new baseline.
-        self._baseline = None
-        self._stale = True
+        self._watch.baseline = None
+        self._watch.stale = True
 
     # -- membership -------------------------------------------------------------------
 
@@ -246,7 +265,7 @@ class Catalog:
         if cached is not None:
             return cached
         # A component never seen before: the catalog may have grown since the last look.
-        self._stale = True
+        self._watch.stale = True
         found = dict.fromkeys(g for g in claimed if g in self._groups)
         names = match_names(component, kind)
         for group_name, pattern in self._patterns:
@@ -318,9 +337,30 @@ class Catalog:
         (``notifications/tags/list_changed``). Call it yourself, with
         ``force=True``, after removing components at runtime.
         """
-        if not (self._stale or force):
+        await self._watch.refresh(server, force=force)
+
+    def remember(self, connection: Connection) -> None:
+        """Keep ``connection`` (a session-era client) to announce later changes to."""
+        self._watch.connections.add(connection)
+
+    async def broadcast(self, *methods: str) -> None:
+        """Send each notification in ``methods`` to every connected session-era client."""
+        await self._watch.broadcast(*methods)
+
+
+class _Watch:
+    """What the catalog last saw of a server, and the session-era clients to tell of changes."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.connections: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self.baseline: dict[ComponentKind, dict[str, tuple[Any, ...]]] | None = None
+        self.stale = True
+
+    async def refresh(self, server: FastMCP, *, force: bool = False) -> None:
+        if not (self.stale or force):
             return
-        self._stale = False
+        self.stale = False
         # What the server has, whoever asks: a change anyone could see is announced to all.
         with unrestricted():
             fetched: dict[ComponentKind, Sequence[FastMCPComponent]] = {
@@ -329,45 +369,34 @@ class Catalog:
                 "resource": await server.list_resources(run_middleware=False),
                 "template": await server.list_resource_templates(run_middleware=False),
             }
-        current: dict[ComponentKind, dict[str, tuple[Any, ...]]] = {}
-        for kind, components in fetched.items():
-            current[kind] = {
-                f"{c.name}@{match_names(c, kind)[-1]}": (
-                    self.membership(c).direct,
-                    tuple(sorted(c.tags)),
-                )
-                for c in components
-            }
-        self._stale = False
-        previous, self._baseline = self._baseline, current
+        membership = self.catalog.membership
+        current = {
+            kind: {c.key: (membership(c).direct, tuple(sorted(c.tags))) for c in components}
+            for kind, components in fetched.items()
+        }
+        self.stale = False
+        previous, self.baseline = self.baseline, current
         if previous is None:
             return
         methods = {_LIST_CHANGED[k] for k in current if current[k] != previous.get(k)}
-        tags_now = {t for entries in current.values() for _, tags in entries.values() for t in tags}
-        tags_then = {
-            t for entries in previous.values() for _, tags in entries.values() for t in tags
-        }
-        if tags_now != tags_then:
+        if _tags(current) != _tags(previous):
             methods.add(TAGS_LIST_CHANGED)
         if methods:
             await self.broadcast(*sorted(methods))
 
-    # -- connected clients ----------------------------------------------------------------
-
-    def remember(self, connection: Connection) -> None:
-        """Keep ``connection`` (a session-era client) to announce later changes to."""
-        self._connections.add(connection)
-
     async def broadcast(self, *methods: str) -> None:
-        """Send each notification in ``methods`` to every connected session-era client."""
-        for connection in list(self._connections):
+        for connection in list(self.connections):
             for method in methods:
                 try:
                     await connection.outbound.notify(method, None)
                 except Exception:
                     logger.debug("could not notify a closed connection", exc_info=True)
-                    self._connections.discard(connection)
+                    self.connections.discard(connection)
                     break
+
+
+def _tags(seen: dict[ComponentKind, dict[str, tuple[Any, ...]]]) -> set[str]:
+    return {t for entries in seen.values() for _, tags in entries.values() for t in tags}
 
 
 def _walk(name: str, groups: dict[str, Group]) -> frozenset[str]:

@@ -54,15 +54,7 @@ class FilterMiddleware(ListHooks):
         tags: Iterable[Tag] = (),
         catalog: Catalog | None = None,
     ) -> None:
-        if catalog is not None:
-            if not isinstance(catalog, Catalog):
-                raise ValueError(f"catalog must be a Catalog, got {type(catalog).__name__}")
-            if any(True for _ in groups) or any(True for _ in tags):
-                raise ValueError(
-                    "pass either catalog= or groups=/tags=, not both: "
-                    "declare them once in Catalog(groups=..., tags=...)"
-                )
-        self.catalog = catalog if catalog is not None else Catalog(groups=groups, tags=tags)
+        self.catalog = Catalog.shared(catalog, groups, tags)
         # Marked copies per original, so repeated listings hand out the same objects.
         self._copies: dict[int, tuple[FastMCPComponent, tuple[str, ...], FastMCPComponent]] = {}
 

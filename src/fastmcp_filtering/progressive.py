@@ -88,15 +88,7 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware, ToolInjectionMiddleware):
         include_schemas: bool = False,
         state_namespace: str = "progressive",
     ) -> None:
-        if catalog is not None:
-            if not isinstance(catalog, Catalog):
-                raise ValueError(f"catalog must be a Catalog, got {type(catalog).__name__}")
-            if any(True for _ in groups):
-                raise ValueError(
-                    "pass either catalog= or groups=, not both: declare them once in "
-                    "Catalog(groups=...)"
-                )
-        self.catalog = catalog if catalog is not None else Catalog(groups=groups)
+        self.catalog = Catalog.shared(catalog, groups)
         if max_tools is not None and (
             isinstance(max_tools, bool) or not isinstance(max_tools, int) or max_tools < 1
         ):

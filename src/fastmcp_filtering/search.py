@@ -89,9 +89,7 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
             raise ValueError(
                 f"search_tool must be a tool name or None to turn it off, got {search_tool!r}"
             )
-        if catalog is not None and (any(True for _ in groups) or any(True for _ in tags)):
-            raise ValueError("pass either catalog= or groups=/tags=, not both")
-        self.catalog = catalog if catalog is not None else Catalog(groups=groups, tags=tags)
+        self.catalog = Catalog.shared(catalog, groups, tags)
         self.max_results = max_results
         self.search_tool = search_tool
         self.instructions = instructions

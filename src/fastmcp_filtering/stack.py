@@ -97,10 +97,7 @@ def add_filtering(
         await stack.catalog.add_group(Group("wiki"))
         ```
     """
-    if catalog is None:
-        catalog = Catalog(groups=groups, tags=tags)
-    elif any(True for _ in groups) or any(True for _ in tags):
-        raise ValueError("pass either catalog= or groups=/tags=, not both")
+    catalog = Catalog.shared(catalog, groups, tags)
     if concerns is None and concern_mapping is not None:
         raise ValueError("concern_mapping needs concerns=[Concern(...)] to map onto")
     stack = FilteringStack(
