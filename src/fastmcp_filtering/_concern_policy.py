@@ -21,6 +21,8 @@ from fastmcp_filtering._policy import CONCEALED, ClientRequest, Hidden, LayerVie
 from fastmcp_filtering._state import StateUnavailable, load_state
 
 if TYPE_CHECKING:
+    from collections.abc import Hashable
+
     from fastmcp.server.context import Context
     from fastmcp.utilities.components import FastMCPComponent
 
@@ -174,18 +176,21 @@ class ConcernLayer(PolicyLayer):
 
     def refusal(self, component: FastMCPComponent, asked: Mapping[str, str]) -> str | None:
         """Why a client asking ``asked`` does not get ``component``; None when it does."""
-        what = label(component)
         try:
             values = self.values_of(component)
         except ValueError as exc:
             # A component with a bad declaration: hide it, loudly.
+            what = label(component)
             logger.error("ConcernMiddleware hides %s: %s", what, exc)
             return f"{what} is unavailable: the server's concern values for it are invalid"
-        for name, concern in self.concerns.items():
+        if not values or not asked:
+            return None
+        for name, value in values.items():
             wanted = asked.get(name)
-            value = values.get(name)
-            if wanted is None or value is None or concern.admits(value, wanted):
+            concern = self.concerns[name]
+            if wanted is None or concern.admits(value, wanted):
                 continue
+            what = label(component)
             accepted = concern.accepted(wanted)
             asks = f"{name}={wanted!r}" + (
                 f" (which accepts {accepted})" if len(accepted) > 1 else ""
@@ -207,6 +212,10 @@ class _ConcernView:
     layer: ConcernLayer
     asked: Mapping[str, str]
 
+    @property
+    def key(self) -> Hashable:
+        return (id(self.layer), tuple(sorted(self.asked.items())))
+
     def judge(self, component: FastMCPComponent) -> Hidden | None:
         message = self.layer.refusal(component, self.asked)
         return None if message is None else Hidden(message)
@@ -217,6 +226,10 @@ class _UnknownConfiguration:
     """The store failed: only components that suit every configuration are shown."""
 
     layer: ConcernLayer
+
+    @property
+    def key(self) -> Hashable:
+        return (id(self.layer), "unknown configuration")
 
     def judge(self, component: FastMCPComponent) -> Hidden | None:
         try:

@@ -28,14 +28,14 @@ import logging
 from abc import ABC, abstractmethod
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fastmcp_filtering._fastmcp import current_request
 from fastmcp_filtering._protocol import RequestInfo, info_of
 from fastmcp_filtering._state import client_key
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Hashable, Iterator, Sequence
 
     from fastmcp.server.context import Context
     from fastmcp.utilities.components import FastMCPComponent
@@ -45,6 +45,7 @@ __all__ = [
     "ClientRequest",
     "Hidden",
     "LayerView",
+    "Memo",
     "Policy",
     "PolicyLayer",
     "invalidate",
@@ -71,6 +72,11 @@ CONCEALED = Hidden()
 
 class LayerView(Protocol):
     """One layer's decision for one client, loaded once per request."""
+
+    @property
+    def key(self) -> Hashable | None:
+        """What the view's answers depend on besides the component (its enabled groups, its
+        concerns), so equal keys give equal answers and they can be remembered; None: never."""
 
     def judge(self, component: FastMCPComponent) -> Hidden | None:
         """None if the client may see and use ``component``, else why not."""
@@ -102,12 +108,31 @@ class Policy:
     so no layer's hint reveals what another layer conceals.
     """
 
-    __slots__ = ("_views",)
+    __slots__ = ("_memo", "_views")
 
-    def __init__(self, views: Sequence[LayerView]) -> None:
+    def __init__(self, views: Sequence[LayerView], memo: Memo | None = None) -> None:
         self._views = tuple(views)
+        self._memo: dict[int, tuple[FastMCPComponent, Hidden | None]] | None = None
+        keys = tuple(getattr(view, "key", None) for view in self._views)
+        if memo is not None and None not in keys:
+            self._memo = memo.table(keys)
 
     def judge(self, component: FastMCPComponent) -> Hidden | None:
+        memo = self._memo
+        if memo is None:
+            return self._judge(component)
+        # Listing judges every component on every request: remember answers per component
+        # object and per state of the views (the same for every client in that state).
+        hit = memo.get(id(component))
+        if hit is not None and hit[0] is component:
+            return hit[1]
+        hidden = self._judge(component)
+        if len(memo) >= _MAX_REMEMBERED:
+            memo.clear()
+        memo[id(component)] = (component, hidden)
+        return hidden
+
+    def _judge(self, component: FastMCPComponent) -> Hidden | None:
         found: Hidden | None = None
         for view in self._views:
             hidden = view.judge(component)
@@ -121,7 +146,33 @@ class Policy:
         return self.judge(component) is None
 
 
+class Memo:
+    """Answers remembered per state of the views, for one ``AccessTransform``."""
+
+    def __init__(self) -> None:
+        self._tables: dict[tuple[Hashable, ...], dict[int, tuple[Any, Any]]] = {}
+
+    def table(self, keys: tuple[Hashable, ...]) -> dict[int, tuple[Any, Any]]:
+        table = self._tables.get(keys)
+        if table is None:
+            if len(self._tables) >= _MAX_STATES:
+                self._tables.clear()
+            table = self._tables[keys] = {}
+        return table
+
+    def clear(self) -> None:
+        """Forget every answer: declarations changed."""
+        self._tables.clear()
+
+
+# Bounds on what a Memo holds: states of the views, and components per state.
+_MAX_STATES = 256
+_MAX_REMEMBERED = 100_000
+
+
 class _ConcealAll:
+    key = None
+
     def judge(self, component: FastMCPComponent) -> Hidden | None:
         return CONCEALED
 
@@ -155,7 +206,9 @@ def invalidate() -> None:
     _CACHED.set(None)
 
 
-async def load_policy(owner: object, layers: Sequence[PolicyLayer]) -> Policy:
+async def load_policy(
+    owner: object, layers: Sequence[PolicyLayer], memo: Memo | None = None
+) -> Policy:
     """This request's policy over ``layers``, loaded once per request and ``owner``."""
     if not layers or _UNRESTRICTED.get():
         return ALLOW_ALL
@@ -166,12 +219,12 @@ async def load_policy(owner: object, layers: Sequence[PolicyLayer]) -> Policy:
     cached = _CACHED.get()
     if cached is not None and cached[0] is request and cached[1] is owner:
         return cached[2]
-    policy = await _load(request, layers)
+    policy = await _load(request, layers, memo)
     _CACHED.set((request, owner, policy))
     return policy
 
 
-async def _load(request: object, layers: Sequence[PolicyLayer]) -> Policy:
+async def _load(request: object, layers: Sequence[PolicyLayer], memo: Memo | None) -> Policy:
     from fastmcp.server.dependencies import get_context
 
     try:
@@ -189,4 +242,4 @@ async def _load(request: object, layers: Sequence[PolicyLayer]) -> Policy:
             # validates it; here nothing is shown rather than too much.
             logger.debug("%r could not load its view (%r); concealing", layer, exc)
             return CONCEAL_ALL
-    return Policy(views)
+    return Policy(views, memo)

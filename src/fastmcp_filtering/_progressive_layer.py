@@ -136,11 +136,13 @@ class ProgressiveLayer(PolicyLayer):
 class _View:
     """One client's enabled groups, judging components for one request."""
 
-    __slots__ = ("_enabled", "_layer")
+    __slots__ = ("_enabled", "_layer", "key")
 
     def __init__(self, layer: ProgressiveLayer, enabled: Enabled) -> None:
         self._layer = layer
         self._enabled = enabled
+        # Hints name the enabled groups and the problem; membership follows the catalog.
+        self.key = (id(layer), layer.catalog.version, enabled.groups, enabled.problem)
 
     def judge(self, component: FastMCPComponent) -> Hidden | None:
         layer = self._layer

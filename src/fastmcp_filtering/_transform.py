@@ -34,7 +34,7 @@ from fastmcp.server.transforms import Transform
 from fastmcp.utilities.versions import VersionSpec
 from typing_extensions import override
 
-from fastmcp_filtering._policy import Policy, PolicyLayer, load_policy
+from fastmcp_filtering._policy import Memo, Policy, PolicyLayer, load_policy
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -74,6 +74,7 @@ class AccessTransform(Transform):
 
     def __init__(self) -> None:
         self._layers: list[PolicyLayer] = []
+        self._memo = Memo()
 
     def __repr__(self) -> str:
         return f"AccessTransform(layers={self._layers!r})"
@@ -90,6 +91,7 @@ class AccessTransform(Transform):
         """Judge with ``layer`` too, from the next request on."""
         if layer not in self._layers:
             self._layers.append(layer)
+            self._memo.clear()
 
     @property
     def layers(self) -> tuple[PolicyLayer, ...]:
@@ -97,7 +99,7 @@ class AccessTransform(Transform):
 
     async def policy(self) -> Policy:
         """The current request's policy (loaded once per request)."""
-        return await load_policy(self, self._layers)
+        return await load_policy(self, self._layers, self._memo)
 
     async def _kept(self, components: Sequence[_C]) -> Sequence[_C]:
         if not self._layers:

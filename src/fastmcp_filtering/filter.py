@@ -56,7 +56,7 @@ class FilterMiddleware(ListHooks):
     ) -> None:
         self.catalog = Catalog.shared(catalog, groups, tags)
         # Marked copies per original, so repeated listings hand out the same objects.
-        self._copies: dict[int, tuple[FastMCPComponent, tuple[str, ...], FastMCPComponent]] = {}
+        self._copies: dict[int, tuple[FastMCPComponent, int, FastMCPComponent]] = {}
 
     def __repr__(self) -> str:
         return f"FilterMiddleware(catalog={self.catalog!r})"
@@ -129,25 +129,31 @@ class FilterMiddleware(ListHooks):
     ) -> Sequence[_C]:
         components = await call_next(context)
         narrowed = narrow(self.catalog, request_info(context), kind, components)
-        membership = self.catalog.membership
-        marked = [self._marked(c, membership(c).direct) for c in narrowed]
+        copies = self._copies
+        version = self.catalog.version
+        marked: list[_C] = []
+        for component in narrowed:
+            # The hot loop of every listing: one lookup per component while nothing changed.
+            hit = copies.get(id(component))
+            if hit is not None and hit[0] is component and hit[1] == version:
+                marked.append(cast("_C", hit[2]))
+            else:
+                marked.append(self._marked(component, version))
         if context.fastmcp_context is not None:
             await self.catalog.refresh(context.fastmcp_context.fastmcp)
         return marked
 
-    def _marked(self, component: _C, groups: tuple[str, ...]) -> _C:
-        """``component`` with its groups in ``_meta``; the same copy while nothing changed."""
+    def _marked(self, component: _C, version: int) -> _C:
+        """``component`` with its groups in ``_meta``, remembered until the catalog changes."""
+        groups = list(self.catalog.membership(component).direct)
         meta = component.meta or {}
-        if meta.get(GROUPS_META_KEY) == list(groups):
-            return component
-        cached = self._copies.get(id(component))
-        if cached is not None and cached[0] is component and cached[1] == groups:
-            return cast("_C", cached[2])
-        copy = component.model_copy(update={"meta": {**meta, GROUPS_META_KEY: list(groups)}})
+        copy = component
+        if meta.get(GROUPS_META_KEY) != groups:
+            copy = component.model_copy(update={"meta": {**meta, GROUPS_META_KEY: groups}})
         if len(self._copies) > _MAX_CACHED_COPIES:
             self._copies.clear()
         # Holding the original keeps its id from being reused by another object.
-        self._copies[id(component)] = (component, groups, copy)
+        self._copies[id(component)] = (component, version, copy)
         return copy
 
 
