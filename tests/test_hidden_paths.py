@@ -363,6 +363,11 @@ class TestClientChosenSessionIds:
                 assert "cannot be enabled or disabled on this connection" in str(reply.content)
             async with server.client(mode="legacy", headers=headers) as attacker:
                 assert "delete_repo" not in await names(attacker)
+            async with server.client(mode="legacy") as plain:
+                # No header: no identity either, and it says so rather than lose the state.
+                reply = await plain.call_tool_mcp("enable_tools", {"groups": ["admin"]})
+                assert reply.is_error
+                assert "delete_repo" not in await names(plain)
 
 
 def template_server() -> FastMCP:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from fastmcp_filtering._catalog import Catalog, Membership
 from fastmcp_filtering._declarations import GROUPS_META_KEY, Group, Tag, in_group
+from fastmcp_filtering._policy import unrestricted
 from fastmcp_filtering.concerns import Concern, ConcernMiddleware, concerns
 from fastmcp_filtering.filter import FilterMiddleware
 from fastmcp_filtering.progressive import (
@@ -48,4 +49,5 @@ __all__ = [
     "concerns",
     "in_group",
     "install",
+    "unrestricted",
 ]

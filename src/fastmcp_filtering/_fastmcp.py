@@ -8,6 +8,7 @@ Nothing else in the package touches a private FastMCP or SDK attribute.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,8 @@ __all__ = [
 ]
 
 _HTTP_TRANSPORTS = frozenset({"sse", "streamable-http", "http"})
+# Where a session-era connection keeps the identity the server gave it.
+_IDENTITY = "fastmcp_filtering.identity"
 
 
 def current_request() -> FastMCPRequestContext | None:
@@ -71,25 +74,33 @@ def client_identity(ctx: Context) -> str | None:
       in-memory transports (one client per process) the process; an
       unauthenticated HTTP request has none. This is FastMCP's own
       ``Context._session_scope_key()`` (private), the key of its session state.
-    - 2025-11-25 over HTTP: the session id the server issued. With
-      ``stateless_http=True`` the server issues none and FastMCP would key on the
-      client-chosen ``Mcp-Session-Id`` header: a client naming another's id would
-      read its state, so that is no identity.
-    - 2025-11-25 on stdio and in memory: the connection's own id.
+    - 2025-11-25 over streamable HTTP: the session id the server issued. With
+      ``stateless_http=True`` the server issues none, and FastMCP would key on
+      the client-chosen ``Mcp-Session-Id`` header: a client naming another's id
+      would read its state, so there is no identity.
+    - 2025-11-25 on stdio, SSE and in memory: the connection, which lasts the
+      client's whole session: a random id the server keeps on it.
     """
     request = ctx.request_context
     if request is None:
         return None
-    try:
-        if request.protocol_version and _is_modern(request.protocol_version):
+    if _is_modern(request.protocol_version):
+        try:
             return ctx._session_scope_key()
-        if ctx.transport in _HTTP_TRANSPORTS:
-            connection = request_connection(request)
-            issued = getattr(connection, "session_id", None) if connection else None
-            return issued if isinstance(issued, str) and issued else None
-        return ctx.session_id
-    except RuntimeError:
+        except RuntimeError:
+            return None
+    connection = request_connection(request)
+    if connection is None:
         return None
+    issued = connection.session_id
+    if isinstance(issued, str) and issued:
+        return issued
+    if ctx.transport in _HTTP_TRANSPORTS - {"sse"}:
+        return None
+    identity = connection.state.get(_IDENTITY)
+    if not isinstance(identity, str):
+        identity = connection.state[_IDENTITY] = uuid.uuid4().hex
+    return identity
 
 
 def _is_modern(protocol_version: str) -> bool:

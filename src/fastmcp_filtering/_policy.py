@@ -189,10 +189,19 @@ _CACHED: ContextVar[tuple[object, object, Policy] | None] = ContextVar(
 
 @contextlib.contextmanager
 def unrestricted() -> Iterator[None]:
-    """Read the whole catalog, as no client sees it: for the package's own bookkeeping.
+    """Look components up as no client sees them: the whole catalog, every layer aside.
 
-    Counting a group's members or noticing new components needs every
-    component; nothing computed inside is shown to a client unjudged.
+    Outside a request FastMCP's lookups find nothing once a layer is set up
+    (there is no client to judge for). Server code that needs the whole
+    catalog (a startup check, an admin script) and the package's own
+    bookkeeping (counting a group's members) look inside this block; never
+    hand what it returns to a client.
+
+    Example:
+        ```python
+        with unrestricted():
+            every_tool = await mcp.list_tools(run_middleware=False)
+        ```
     """
     token = _UNRESTRICTED.set(True)
     try:
