@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fastmcp_filtering._catalog import kind_label
-from fastmcp_filtering._policy import ClientRequest, Hidden, LayerView, PolicyLayer
+from fastmcp_filtering._policy import CONCEALED, ClientRequest, Hidden, LayerView, PolicyLayer
 from fastmcp_filtering._progressive import as_names, call_hint, closed, path_to, shown
 from fastmcp_filtering._state import StateUnavailable, load_state, save_state
 
@@ -82,7 +82,8 @@ class ProgressiveLayer(PolicyLayer):
 
     A hidden component in a declared group is discoverable: the client can
     enable the group, and its hint says how. One hidden because it is in no
-    group (``hide_ungrouped``) or claims only undeclared groups is not.
+    group (``hide_ungrouped``) or claims only undeclared groups is concealed:
+    calling it gets FastMCP's "Unknown tool", as for a name that never existed.
     """
 
     def __init__(self, store: EnabledStore, *, hide_ungrouped: bool, enable_tool: str) -> None:
@@ -98,16 +99,8 @@ class ProgressiveLayer(PolicyLayer):
         return _View(self, await self.store.load(client.ctx, client.key))
 
     def hint(self, component: FastMCPComponent, membership: Membership, enabled: Enabled) -> str:
-        """What the agent should do to use ``component``."""
+        """What the agent should do to use ``component``, a member of a declared group."""
         what = f"{kind_label(component).capitalize()} {component.name!r}"
-        if not membership.direct:
-            if membership.undeclared:
-                return (
-                    f"{what} is not available: it claims group(s) "
-                    f"{as_names(membership.undeclared)}, which this server does not declare"
-                )
-            hidden = f"{kind_label(component)}s in no group"
-            return f"{what} is not available: this server hides {hidden}"
         groups = membership.direct
         where = (
             f"group {groups[0]!r}, which is not"
@@ -149,7 +142,8 @@ class _View:
         membership = layer.catalog.membership(component)
         if shown(membership, self._enabled.groups, hide_ungrouped=layer.hide_ungrouped):
             return None
-        return Hidden(
-            layer.hint(component, membership, self._enabled),
-            discoverable=bool(membership.direct),
-        )
+        if not membership.direct:
+            # In no group (hide_ungrouped) or only in undeclared ones: no group the client
+            # could enable shows it, so it does not exist for the client at all.
+            return CONCEALED
+        return Hidden(layer.hint(component, membership, self._enabled), discoverable=True)
