@@ -108,28 +108,28 @@ class Policy:
     so no layer's hint reveals what another layer conceals.
     """
 
-    __slots__ = ("_memo", "_views")
+    __slots__ = ("_memo", "_table", "_views")
 
     def __init__(self, views: Sequence[LayerView], memo: Memo | None = None) -> None:
         self._views = tuple(views)
-        self._memo: dict[int, tuple[FastMCPComponent, Hidden | None]] | None = None
+        self._memo = memo
+        self._table: dict[int, tuple[FastMCPComponent, Hidden | None]] | None = None
         keys = tuple(getattr(view, "key", None) for view in self._views)
         if memo is not None and None not in keys:
-            self._memo = memo.table(keys)
+            self._table = memo.table(keys)
 
     def judge(self, component: FastMCPComponent) -> Hidden | None:
-        memo = self._memo
-        if memo is None:
+        table = self._table
+        if table is None:
             return self._judge(component)
         # Listing judges every component on every request: remember answers per component
         # object and per state of the views (the same for every client in that state).
-        hit = memo.get(id(component))
+        hit = table.get(id(component))
         if hit is not None and hit[0] is component:
             return hit[1]
         hidden = self._judge(component)
-        if len(memo) >= _MAX_REMEMBERED:
-            memo.clear()
-        memo[id(component)] = (component, hidden)
+        assert self._memo is not None
+        self._memo.store(table, component, hidden)
         return hidden
 
     def _judge(self, component: FastMCPComponent) -> Hidden | None:
@@ -147,27 +147,40 @@ class Policy:
 
 
 class Memo:
-    """Answers remembered per state of the views, for one ``AccessTransform``."""
+    """Answers remembered per state of the views, for one ``AccessTransform``; bounded."""
 
     def __init__(self) -> None:
         self._tables: dict[tuple[Hashable, ...], dict[int, tuple[Any, Any]]] = {}
+        self._size = 0
 
     def table(self, keys: tuple[Hashable, ...]) -> dict[int, tuple[Any, Any]]:
         table = self._tables.get(keys)
         if table is None:
-            if len(self._tables) >= _MAX_STATES:
-                self._tables.clear()
             table = self._tables[keys] = {}
         return table
 
+    def store(self, table: dict[int, tuple[Any, Any]], component: Any, answer: Any) -> None:
+        if self._size >= _MAX_REMEMBERED:
+            # Many client states at once: start over rather than grow (tables are reused
+            # by reference, so empty them in place).
+            for each in self._tables.values():
+                each.clear()
+            self._tables.clear()
+            self._size = 0
+        # Holding the component keeps its id from being reused by another object.
+        table[id(component)] = (component, answer)
+        self._size += 1
+
     def clear(self) -> None:
-        """Forget every answer: declarations changed."""
+        """Forget every answer: the layers changed."""
+        for each in self._tables.values():
+            each.clear()
         self._tables.clear()
+        self._size = 0
 
 
-# Bounds on what a Memo holds: states of the views, and components per state.
-_MAX_STATES = 256
-_MAX_REMEMBERED = 100_000
+# Most answers a Memo holds, over every state of the views.
+_MAX_REMEMBERED = 200_000
 
 
 class _ConcealAll:
