@@ -92,17 +92,12 @@ class EmbeddingIndex:
         _require(("numpy",), what="EmbeddingIndex")
         self.embedder = embedder
         self._query_cache_size = query_cache_size
-        self._reuse_cache_size = reuse_cache_size
         self._lock = threading.Lock()
         # One embedding run at a time: a second caller waits, then finds nothing to do.
         self._refresh_lock = threading.Lock()
         self._current: dict[str, bytes] = {}
         self._pending: dict[str, str] = {}
-        self._row_of: dict[str, int] = {}
-        self._row_hash: dict[str, bytes] = {}
-        self._keys: list[str] = []
-        self._matrix: NDArray[np.float32] | None = None
-        self._reuse: OrderedDict[bytes, NDArray[np.float32]] = OrderedDict()
+        self._rows = _Rows(reuse_cache_size)
         self._queries: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
 
     def __len__(self) -> int:
@@ -122,7 +117,7 @@ class EmbeddingIndex:
     @property
     def dimension(self) -> int | None:
         """Length of the vectors, once the first ones are computed."""
-        return None if self._matrix is None else int(self._matrix.shape[1])
+        return None if self._rows.matrix is None else int(self._rows.matrix.shape[1])
 
     # -- updates ------------------------------------------------------------------------
 
@@ -135,7 +130,7 @@ class EmbeddingIndex:
             if self._current.get(key) == digest:
                 return
             self._current[key] = digest
-            if self._row_hash.get(key) == digest:
+            if self._rows.row_hash.get(key) == digest:
                 # Changed and changed back before anything was embedded.
                 self._pending.pop(key, None)
             else:
@@ -147,7 +142,7 @@ class EmbeddingIndex:
             if self._current.pop(key, None) is None:
                 return
             self._pending.pop(key, None)
-            self._drop_row(key)
+            self._rows.drop(key)
 
     def refresh(self) -> int:
         """Embed every new or changed text now, in one call; returns how many were embedded.
@@ -163,7 +158,7 @@ class EmbeddingIndex:
                 reused = {}
                 for text in pending.values():
                     digest = _digest(text)
-                    vector = self._reuse.get(digest)
+                    vector = self._rows.reuse.get(digest)
                     if vector is not None:
                         reused[digest] = vector
             todo = list(
@@ -180,9 +175,9 @@ class EmbeddingIndex:
                     # An upsert or remove while we embedded wins over this result.
                     if self._pending.get(key) != text:
                         continue
-                    self._set_row(key, digest, vectors[digest])
+                    self._rows.set(key, digest, vectors[digest])
                     del self._pending[key]
-                    self._reuse.pop(digest, None)
+                    self._rows.reuse.pop(digest, None)
             return len(todo)
 
     # -- queries ------------------------------------------------------------------------
@@ -211,20 +206,20 @@ class EmbeddingIndex:
 
         if refresh:
             self.refresh()
-        if not self._keys:
+        if not self._rows.keys:
             return []
         vector = self._query_vector(query)
         if within is not None and not isinstance(within, AbstractSet | KeysView):
             within = set(within)  # membership is tested per candidate below
         with self._lock:
-            matrix, keys = self._matrix, self._keys
+            matrix, keys = self._rows.matrix, self._rows.keys
             if matrix is None or not keys:
                 return []
             rows: NDArray[np.intp] | None = None
             gather = within is not None and len(within) * _GATHER_SHARE < len(keys)
             if gather and within is not None:
                 # A few candidates: score only their rows.
-                row_of = self._row_of
+                row_of = self._rows.row_of
                 rows = np.unique(
                     np.fromiter((row_of[k] for k in within if k in row_of), dtype=np.intp)
                 )
@@ -296,50 +291,66 @@ class EmbeddingIndex:
                     self._queries.popitem(last=False)
         return vector
 
-    def _set_row(self, key: str, digest: bytes, vector: NDArray[np.float32]) -> None:
+
+class _Rows:
+    """The vectors of an ``EmbeddingIndex``: one matrix, a row per key, kept contiguous.
+
+    Vectors of texts that left the index are kept in a small LRU cache, so a
+    text seen again reuses its vector. The caller holds the index's lock.
+    """
+
+    def __init__(self, reuse_size: int) -> None:
+        self.reuse_size = reuse_size
+        self.row_of: dict[str, int] = {}
+        self.row_hash: dict[str, bytes] = {}
+        self.keys: list[str] = []
+        self.matrix: NDArray[np.float32] | None = None
+        self.reuse: OrderedDict[bytes, NDArray[np.float32]] = OrderedDict()
+
+    def set(self, key: str, digest: bytes, vector: NDArray[np.float32]) -> None:
         import numpy as np
 
-        row = self._row_of.get(key)
+        row = self.row_of.get(key)
         if row is None:
-            row = len(self._keys)
-            if self._matrix is None:
-                self._matrix = np.zeros((_INITIAL_ROWS, len(vector)), dtype=np.float32)
-            elif row == len(self._matrix):
+            row = len(self.keys)
+            if self.matrix is None:
+                self.matrix = np.zeros((_INITIAL_ROWS, len(vector)), dtype=np.float32)
+            elif row == len(self.matrix):
                 # Doubling keeps appends amortised O(1) as a catalog grows.
-                grown = np.zeros((2 * row, self._matrix.shape[1]), dtype=np.float32)
-                grown[:row] = self._matrix
-                self._matrix = grown
-            self._keys.append(key)
-            self._row_of[key] = row
+                grown = np.zeros((2 * row, self.matrix.shape[1]), dtype=np.float32)
+                grown[:row] = self.matrix
+                self.matrix = grown
+            self.keys.append(key)
+            self.row_of[key] = row
         else:
-            assert self._matrix is not None
-            self._remember(self._row_hash[key], self._matrix, row)
-        assert self._matrix is not None
-        self._matrix[row] = vector
-        self._row_hash[key] = digest
+            assert self.matrix is not None
+            self.remember(self.row_hash[key], self.matrix, row)
+        assert self.matrix is not None
+        self.matrix[row] = vector
+        self.row_hash[key] = digest
 
-    def _drop_row(self, key: str) -> None:
-        row = self._row_of.pop(key, None)
+    def drop(self, key: str) -> None:
+        row = self.row_of.pop(key, None)
         if row is None:
             return
-        assert self._matrix is not None
-        self._remember(self._row_hash.pop(key), self._matrix, row)
+        assert self.matrix is not None
+        self.remember(self.row_hash.pop(key), self.matrix, row)
         # Move the last row into the hole, so the used rows stay contiguous.
-        last = len(self._keys) - 1
+        last = len(self.keys) - 1
         if row != last:
-            moved = self._keys[last]
-            self._matrix[row] = self._matrix[last]
-            self._keys[row] = moved
-            self._row_of[moved] = row
-        self._keys.pop()
+            moved = self.keys[last]
+            self.matrix[row] = self.matrix[last]
+            self.keys[row] = moved
+            self.row_of[moved] = row
+        self.keys.pop()
 
-    def _remember(self, digest: bytes, matrix: NDArray[np.float32], row: int) -> None:
-        if not self._reuse_cache_size:
+    def remember(self, digest: bytes, matrix: NDArray[np.float32], row: int) -> None:
+        if not self.reuse_size:
             return
-        self._reuse[digest] = matrix[row].copy()
-        self._reuse.move_to_end(digest)
-        while len(self._reuse) > self._reuse_cache_size:
-            self._reuse.popitem(last=False)
+        self.reuse[digest] = matrix[row].copy()
+        self.reuse.move_to_end(digest)
+        while len(self.reuse) > self.reuse_size:
+            self.reuse.popitem(last=False)
 
 
 def _dot(matrix: NDArray[np.float32], vector: NDArray[np.float32]) -> NDArray[np.float32]:
