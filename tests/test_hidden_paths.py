@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import mcp_types as mt
 import pytest
@@ -401,3 +402,188 @@ class TestCompletions:
             ref = mt.ResourceTemplateReference(type="ref/resource", uri="vault://x/key")
             completed = await client.complete(ref, {"name": "name", "value": "a"})
             assert completed.values == ["alpha", "beta"]
+
+
+# -- Found by an attack on the rework ------------------------------------------------------
+
+
+def concealing(*groups: Group, **options: Any) -> ProgressiveDisclosureMiddleware:
+    """Progressive disclosure that conceals what is in no group."""
+    return progressive(*groups, hide_ungrouped=True, **options)
+
+
+class TestConcealmentWinsInAnyOrder:
+    """A layer's refusal text never names what another layer conceals, whatever the order."""
+
+    @pytest.mark.parametrize("concerns_first", [True, False])
+    async def test_concealed_and_excluded(self, connect: Connect, concerns_first: bool) -> None:
+        mcp = FastMCP("order")
+        mcp.add_tool(Tool.from_function(lambda: "wiped", name="wipe_all"))
+        concerns = ConcernMiddleware(
+            concerns=[Concern("risk", values=["safe", "destructive"], default="safe")],
+            mapping={"wipe_all": {"risk": "destructive"}},
+        )
+        layers = [concerns, concealing()] if concerns_first else [concealing(), concerns]
+        install(mcp, *layers)
+        async with connect(mcp) as client:
+            for name in ("wipe_all", "never_existed"):
+                with pytest.raises(ToolError) as refused:
+                    await client.call_tool(name, {})
+                assert str(refused.value) == f"Unknown tool: {name!r}"
+
+
+class TestBestVisibleMatch:
+    """When FastMCP's best match is hidden, a lookup gets the best match the client sees."""
+
+    async def test_a_hidden_template_does_not_shadow_a_visible_one(self, connect: Connect) -> None:
+        mcp = FastMCP("templates")
+
+        @mcp.resource("data://admin/{item}")
+        def admin_item(item: str) -> str:
+            return "SECRET"
+
+        @in_group("public")
+        @mcp.resource("data://{area}/{item}")
+        def public_item(area: str, item: str) -> str:
+            return f"public {area}/{item}"
+
+        install(mcp, concealing())
+        async with connect(mcp) as client:
+            read = await client.read_resource("data://admin/x")
+        assert read[0].text == "public admin/x"  # type: ignore[union-attr]
+
+    async def test_two_providers_of_one_name(self, connect: Connect) -> None:
+        mcp = FastMCP("providers")
+
+        @mcp.tool(name="report")
+        def local_report() -> str:
+            return "SECRET"
+
+        child = FastMCP("child")
+
+        @child.tool(meta={"io.modelcontextprotocol/groups": ["public"]})
+        def report() -> str:
+            return "public report"
+
+        mcp.mount(child)
+        install(mcp, concealing())
+        async with connect(mcp) as client:
+            assert "report" in await names(client)
+            assert (await client.call_tool("report", {})).data == "public report"
+
+    async def test_a_provider_that_ignores_versions_does_not_loop(self, connect: Connect) -> None:
+        class Careless(Provider):
+            def __init__(self) -> None:
+                super().__init__()
+                tool = Tool.from_function(lambda: "v2", name="report", version="2")
+                self.tool = in_group("admin")(tool)
+
+            async def _list_tools(self) -> Sequence[Tool]:
+                return [self.tool]
+
+            async def _get_tool(self, name: str, version: VersionSpec | None = None) -> Tool | None:
+                return self.tool if name == "report" else None  # ignores ``version``
+
+        mcp = FastMCP("careless")
+        mcp.add_provider(Careless())
+        install(mcp, progressive(Group("admin")))
+        async with connect(mcp) as client:
+            with anyio.fail_after(10):
+                refused = await client.call_tool_mcp("report", {})
+        assert refused.is_error
+
+
+class TestSearchSeesOnlyWhatTheClientSees:
+    """The words of hidden tools change no ranking: not which words exist, nor their weight."""
+
+    @pytest.mark.parametrize("with_hidden", [True, False])
+    async def test_a_hidden_tools_words_do_not_show(
+        self, connect: Connect, with_hidden: bool
+    ) -> None:
+        mcp = FastMCP("vocabulary")
+        mcp.add_tool(
+            in_group("public")(
+                Tool.from_function(lambda: "ok", name="rotate_wire", description="Rotate a wire")
+            )
+        )
+        if with_hidden:
+            mcp.add_tool(Tool.from_function(lambda: "x", name="wipe_production"))
+        install(mcp, SearchMiddleware(max_results=5), concealing())
+        async with connect(mcp) as client:
+            listed = await names(client, query="wipe")
+            found = await client.call_tool("search_tools", {"query": "wipe"})
+        assert listed == ["rotate_wire"]
+        assert [t["name"] for t in found.structured_content["tools"]] == ["rotate_wire"]  # type: ignore[index]
+
+
+class TestFilterNamesInAnyOrder:
+    @pytest.mark.parametrize("filter_first", [True, False])
+    async def test_a_query_that_matches_nothing_keeps_valid_tags_valid(
+        self, connect: Connect, filter_first: bool
+    ) -> None:
+        mcp = FastMCP("order")
+        mcp.add_tool(Tool.from_function(lambda: "ok", name="read_file", tags={"stable"}))
+        layers = [FilterMiddleware(), SearchMiddleware()]
+        install(mcp, *(layers if filter_first else reversed(layers)))
+        async with connect(mcp) as client:
+            assert await names(client, tags=["stable"], query="zzzz qqqq") == []
+            with pytest.raises(MCPError, match="unknown tag"):
+                await names(client, tags=["nope"], query="read")
+
+
+class TestHintCodes:
+    async def test_prompt_and_resource_hints_are_invalid_params(self, connect: Connect) -> None:
+        mcp = FastMCP("codes")
+
+        @in_group("admin")
+        @mcp.prompt
+        def secret_prompt() -> str:
+            return "SECRET"
+
+        @in_group("admin")
+        @mcp.resource("s://doc")
+        def secret_doc() -> str:
+            return "SECRET"
+
+        install(mcp, progressive(Group("admin")))
+        async with connect(mcp) as client:
+            for method, params in (
+                ("prompts/get", {"name": "secret_prompt"}),
+                ("resources/read", {"uri": "s://doc"}),
+            ):
+                with pytest.raises(MCPError) as refused:
+                    await call_method(client, method, params)
+                assert refused.value.error.code == mt.INVALID_PARAMS
+                assert "enable_tools" in refused.value.error.message
+
+
+class TestPrefabRenderers:
+    """FastMCP's synthesized renderer resources follow the visibility of their tools."""
+
+    async def test_renderers_of_hidden_tools_do_not_exist(self, connect: Connect) -> None:
+        mcp = FastMCP("prefab")
+
+        @in_group("admin")
+        @mcp.tool(app=True)
+        def wire_funds_dashboard() -> str:
+            return "SECRET"
+
+        @mcp.tool(app=True)
+        def payroll_export_ui() -> str:
+            return "SECRET"
+
+        install(mcp, concealing(Group("admin")))
+        renderer = f"ui://prefab/tool/{hash_tool('', 'payroll_export_ui')}/renderer.html"
+        nowhere = f"ui://prefab/tool/{hash_tool('', 'no_such_tool')}/renderer.html"
+        async with connect(mcp) as client:
+            assert [str(r.uri) for r in await client.list_resources()] == []
+            answers = []
+            for uri in (renderer, nowhere):
+                with pytest.raises(MCPError) as refused:
+                    await client.read_resource(uri)
+                answers.append(refused.value.error.message.replace(uri, "<uri>"))
+            # A hidden tool's renderer answers exactly as one that never existed.
+            assert answers[0] == answers[1]
+            await client.call_tool("enable_tools", {"groups": ["admin"]})
+            listed = [r.name for r in await client.list_resources()]
+        assert listed == ["Prefab Renderer (wire_funds_dashboard)"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -16,6 +17,9 @@ if TYPE_CHECKING:
 __all__ = ["MAX_FILTER_NAMES", "ListFilter", "narrow", "parse_filter", "requested_filter"]
 
 _C = TypeVar("_C", bound="FastMCPComponent")
+
+# The params of the request whose filter names were checked (the first, innermost check).
+_CHECKED: ContextVar[object] = ContextVar("fastmcp_filtering_filter_checked", default=None)
 
 MAX_FILTER_NAMES = 100
 """Most names a client may send in ``filter.groups`` or ``filter.tags``."""
@@ -115,11 +119,16 @@ def narrow(
     list_filter = requested_filter(info, kind)
     if list_filter is None:
         return components
-    tags = {tag.name for tag in catalog.tags}
-    if not list_filter.tags <= tags:
-        for component in components:
-            tags |= component.tags
-    list_filter.check_names(groups=[g.name for g in catalog.groups], tags=tags)
+    assert info is not None
+    if _CHECKED.get() is not info.params:
+        tags = {tag.name for tag in catalog.tags}
+        if not list_filter.tags <= tags:
+            for component in components:
+                tags |= component.tags
+        list_filter.check_names(groups=[g.name for g in catalog.groups], tags=tags)
+        # The innermost middleware saw the widest list: an outer one, given a list already
+        # narrowed or ranked, must not judge the names again against less.
+        _CHECKED.set(info.params)
     groups = list_filter.groups
     wanted = list_filter.tags
     return [

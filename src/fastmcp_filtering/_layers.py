@@ -11,16 +11,15 @@ for this client but is hidden (and the client may learn of it), and refusing
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastmcp.exceptions import (
     AuthorizationError,
     NotFoundError,
-    PromptError,
-    ResourceError,
     ToolError,
 )
 from fastmcp.server.dependencies import extract_version_spec
+from fastmcp.server.providers.addressing import parse_hashed_resource_uri
 from fastmcp.utilities.versions import VersionSpec
 from typing_extensions import override
 
@@ -30,6 +29,8 @@ from fastmcp_filtering._protocol import brief, invalid_params, request_info
 from fastmcp_filtering._transform import AccessTransform
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import mcp_types as mt
     from fastmcp import FastMCP
     from fastmcp.prompts.base import PromptResult
@@ -38,7 +39,10 @@ if TYPE_CHECKING:
     from fastmcp.tools.base import ToolResult
     from fastmcp.utilities.components import FastMCPComponent
 
+    from fastmcp_filtering._catalog import ComponentKind
     from fastmcp_filtering._policy import PolicyLayer
+
+_C = TypeVar("_C", bound="FastMCPComponent")
 
 __all__ = ["LayerMiddleware", "access_of", "judge_hidden"]
 
@@ -57,9 +61,24 @@ class LayerMiddleware(ListHooks):
         super().setup(server)
         transform = AccessTransform.of(server)
         if transform is None:
-            transform = AccessTransform()
+            transform = AccessTransform(server)
             server.add_transform(transform)
         transform.add_layer(self.policy_layer)
+
+    @override
+    async def on_list(
+        self,
+        context: MiddlewareContext[Any],
+        call_next: CallNext[Any, Sequence[_C]],
+        kind: ComponentKind,
+    ) -> Sequence[_C]:
+        listed = await call_next(context)
+        if kind != "resource" or not any(_renderer(c) for c in listed):
+            return listed
+        # FastMCP synthesizes a Prefab renderer resource for every Prefab tool from the
+        # providers' storage, past every transform: keep only those of tools this client sees.
+        allowed = await _renderers_of_visible_tools(context)
+        return [c for c in listed if not _renderer(c) or str(getattr(c, "uri", "")) in allowed]
 
     @override
     async def on_call_tool(
@@ -87,7 +106,8 @@ class LayerMiddleware(ListHooks):
             message = await _hint(context, "prompt", context.message.name)
             if message is None:
                 raise
-            raise PromptError(message) from None
+            # -32602 like FastMCP's own "Unknown prompt": the request names what it cannot get.
+            raise invalid_params(message, field="name") from None
 
     @override
     async def on_read_resource(
@@ -95,6 +115,12 @@ class LayerMiddleware(ListHooks):
         context: MiddlewareContext[mt.ReadResourceRequestParams],
         call_next: CallNext[mt.ReadResourceRequestParams, ResourceResult],
     ) -> ResourceResult:
+        uri = str(context.message.uri)
+        if parse_hashed_resource_uri(uri) is not None and uri not in (
+            await _renderers_of_visible_tools(context)
+        ):
+            # A renderer FastMCP synthesizes for a tool this client cannot see: no such resource.
+            raise NotFoundError(f"Unknown resource: {uri!r}")
         try:
             # Not check_resource_access: the read's own lookup is judged by the policy.
             return await call_next(context)
@@ -102,7 +128,7 @@ class LayerMiddleware(ListHooks):
             message = await _hint(context, "resource", str(context.message.uri))
             if message is None:
                 raise
-            raise ResourceError(message) from None
+            raise invalid_params(message, field="uri") from None
 
     @override
     async def check_resource_access(
@@ -126,6 +152,25 @@ class LayerMiddleware(ListHooks):
         if context.method == "completion/complete":
             await _check_completion(context)
         return await call_next(context)
+
+
+def _renderer(component: FastMCPComponent) -> bool:
+    return parse_hashed_resource_uri(str(getattr(component, "uri", ""))) is not None
+
+
+async def _renderers_of_visible_tools(context: MiddlewareContext[Any]) -> set[str]:
+    """The Prefab renderer URIs of the tools this client can list (FastMCP writes each tool's
+    into its ``_meta.ui.resourceUri`` when it lists it)."""
+    server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
+    if server is None:
+        return set()
+    uris: set[str] = set()
+    for tool in await server.list_tools():
+        ui = (tool.meta or {}).get("ui")
+        uri = ui.get("resourceUri") if isinstance(ui, Mapping) else None
+        if isinstance(uri, str):
+            uris.add(uri)
+    return uris
 
 
 def access_of(server: FastMCP) -> AccessTransform | None:

@@ -104,8 +104,10 @@ class Policy:
     """Every layer's view for one client and one request, combined.
 
     A component is visible when every view admits it. When several hide it, a
-    view that conceals it wins over one that would let the client discover it,
-    so no layer's hint reveals what another layer conceals.
+    view that conceals it (no message) wins over any other, so no layer's words
+    reveal what another layer conceals, whatever the order of the layers; then
+    a refusal the client may read (its own concerns) wins over a hint that it
+    could make the component visible.
     """
 
     __slots__ = ("_memo", "_table", "_views")
@@ -133,14 +135,20 @@ class Policy:
         return hidden
 
     def _judge(self, component: FastMCPComponent) -> Hidden | None:
-        found: Hidden | None = None
+        refusal: Hidden | None = None
+        hint: Hidden | None = None
         for view in self._views:
             hidden = view.judge(component)
-            if hidden is not None:
-                if not hidden.discoverable:
-                    return hidden
-                found = found or hidden
-        return found
+            if hidden is None:
+                continue
+            if hidden.discoverable:
+                hint = hint or hidden
+            elif hidden.message is None:
+                # Concealed by one layer: no other layer's words may reveal it.
+                return hidden
+            else:
+                refusal = refusal or hidden
+        return refusal or hint
 
     def visible(self, component: FastMCPComponent) -> bool:
         return self.judge(component) is None

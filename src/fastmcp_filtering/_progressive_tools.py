@@ -182,9 +182,11 @@ class MetaToolBodies:
 
     def _available(self, tools: Sequence[Tool], enabled: frozenset[str]) -> list[str]:
         return sorted(
-            t.name
-            for t in tools
-            if not is_meta_tool(t) and not enabled.isdisjoint(self.catalog.membership(t).direct)
+            {
+                t.name
+                for t in tools
+                if not is_meta_tool(t) and not enabled.isdisjoint(self.catalog.membership(t).direct)
+            }
         )
 
     async def enable(self, ctx: Context, groups: object) -> EnableToolsResult:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from fastmcp_filtering._text import terms
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable, Iterator, Mapping
+    from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 
 __all__ = ["DEFAULT_WEIGHTS", "Document", "SearchIndex"]
 
@@ -238,40 +238,57 @@ class SearchIndex:
 
     # -- queries ------------------------------------------------------------------------
 
-    def expand(self, query: str) -> dict[str, float]:
-        """Index terms the query matches, with the weight each match counts for."""
+    def expand(self, query: str, within: Collection[str] | None = None) -> dict[str, float]:
+        """Index terms the query matches, with the weight each match counts for.
+
+        With ``within``, only the words of those documents count: whether a word is
+        known, its typo neighbours and its longer forms never depend on documents
+        outside ``within`` (a client must not learn the words of what it cannot see).
+        """
+
+        def live(term: str) -> bool:
+            posting = self._postings.get(term)
+            if posting is None:
+                return False
+            return within is None or any(key in within for key in posting)
+
         weighted: dict[str, float] = {}
         # A query of common words only ("get me") still means something: keep them then.
         words = terms(query) or terms(query, keep_stopwords=True)
         for word in dict.fromkeys(words):
-            if word in self._postings:
+            if live(word):
                 weighted[word] = max(weighted.get(word, 0.0), 1.0)
             elif len(word) >= 3:
-                for near in self._near(word):
+                for near in _first(self._near(word), live):
                     weighted[near] = max(weighted.get(near, 0.0), _FUZZY_WEIGHT)
             if len(word) >= 3:
-                for longer in self._prefixed(word):
+                for longer in _first(self._prefixed(word), live):
                     weighted[longer] = max(weighted.get(longer, 0.0), _PREFIX_WEIGHT)
         return weighted
 
     def search(
         self, query: str, *, limit: int | None = None, within: Collection[str] | None = None
     ) -> list[tuple[str, float]]:
-        """Keys ranked best first with their scores; only keys in ``within`` if given."""
-        count = len(self._entries)
+        """Keys ranked best first with their scores; only keys in ``within`` if given.
+
+        Scores are computed over the documents in ``within`` alone (their count and
+        each word's document frequency), so the ranking of what a client sees is
+        the same whatever else the index holds.
+        """
+        self._flush()
+        count = len(self._entries) if within is None else sum(k in self._entries for k in within)
         if not count:
             return []
-        self._flush()
         scores: dict[str, float] = {}
-        for term, term_weight in self.expand(query).items():
+        for term, term_weight in self.expand(query, within).items():
             posting = self._postings[term]
+            if within is not None:
+                posting = {k: v for k, v in posting.items() if k in within}
             idf = math.log(1.0 + (count - len(posting) + 0.5) / (len(posting) + 0.5))
             factor = term_weight * idf
             for key, weighted_tf in posting.items():
                 if weighted_tf:
                     scores[key] = scores.get(key, 0.0) + factor * weighted_tf / (_K1 + weighted_tf)
-        if within is not None:
-            scores = {k: v for k, v in scores.items() if k in within}
         if limit is not None and limit < len(scores):
             return sorted(
                 heapq.nlargest(limit, scores.items(), key=lambda item: (item[1], item[0])),
@@ -280,7 +297,7 @@ class SearchIndex:
         return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
     def _near(self, word: str) -> Iterable[str]:
-        """Vocabulary words one insertion, deletion, substitution or swap away."""
+        """Vocabulary words one insertion, deletion, substitution or swap away, sorted."""
         deletes = self._deletes
         if deletes is None:
             deletes = self._deletes = {}
@@ -293,19 +310,29 @@ class SearchIndex:
             if variant in self._postings:
                 found.add(variant)
         found.discard(word)
-        return sorted(found)[:_MAX_EXPANSIONS]
+        return sorted(found)
 
     def _prefixed(self, word: str) -> Iterable[str]:
+        """Vocabulary words that begin with ``word``, sorted."""
         if self._vocabulary_dirty:
             self._vocabulary = sorted(self._postings)
             self._vocabulary_dirty = False
         start = bisect.bisect_right(self._vocabulary, word)
-        out: list[str] = []
-        for term in self._vocabulary[start : start + _MAX_EXPANSIONS]:
+        for term in self._vocabulary[start:]:
             if not term.startswith(word):
                 break
+            yield term
+
+
+def _first(candidates: Iterable[str], keep: Callable[[str], bool]) -> list[str]:
+    """The first ``_MAX_EXPANSIONS`` candidates that ``keep`` accepts."""
+    out: list[str] = []
+    for term in candidates:
+        if keep(term):
             out.append(term)
-        return out
+            if len(out) == _MAX_EXPANSIONS:
+                break
+    return out
 
 
 def _deletions(word: str) -> set[str]:

@@ -20,18 +20,21 @@ every path FastMCP has. The paths, each covered by ``tests/test_lookup_paths.py`
 - task-eligible components: ``FastMCP.get_tasks`` applies server transforms, so
   within a request it lists only what the client may see.
 
-For a versioned component whose highest version is hidden, lookups without a
-version get the highest visible one, as the list shows it; a lookup naming a
-hidden version finds nothing.
+When FastMCP's best match for a lookup is hidden (the highest version, the
+first of two providers offering a name, the first template matching a URI), the
+lookup gets the best match this client may see, as its list shows it; a lookup
+naming a hidden version exactly finds nothing.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeVar
+import weakref
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from fastmcp.exceptions import AuthorizationError
+from fastmcp.resources.template import ResourceTemplate
 from fastmcp.server.transforms import Transform
-from fastmcp.utilities.versions import VersionSpec
+from fastmcp.utilities.versions import VersionSpec, version_sort_key
 from typing_extensions import override
 
 from fastmcp_filtering._policy import Memo, Policy, PolicyLayer, load_policy
@@ -42,7 +45,6 @@ if TYPE_CHECKING:
     from fastmcp import FastMCP
     from fastmcp.prompts.base import Prompt
     from fastmcp.resources.base import Resource
-    from fastmcp.resources.template import ResourceTemplate
     from fastmcp.server.transforms import (
         GetPromptNext,
         GetResourceNext,
@@ -55,6 +57,22 @@ if TYPE_CHECKING:
 __all__ = ["AccessTransform"]
 
 _C = TypeVar("_C", bound="FastMCPComponent")
+
+_LIST = {
+    "tool": "list_tools",
+    "prompt": "list_prompts",
+    "resource": "list_resources",
+    "template": "list_resource_templates",
+}
+
+
+def _matches(component: FastMCPComponent, kind: str, key: str) -> bool:
+    """Whether ``component`` is what a lookup of ``key`` could answer."""
+    if kind == "resource":
+        return str(getattr(component, "uri", "")) == key
+    if kind == "template":
+        return isinstance(component, ResourceTemplate) and component.matches(key) is not None
+    return component.name == key
 
 
 class AccessTransform(Transform):
@@ -72,7 +90,8 @@ class AccessTransform(Transform):
         ```
     """
 
-    def __init__(self) -> None:
+    def __init__(self, server: FastMCP | None = None) -> None:
+        self._server = weakref.ref(server) if server is not None else None
         self._layers: list[PolicyLayer] = []
         self._memo = Memo()
 
@@ -109,22 +128,38 @@ class AccessTransform(Transform):
 
     async def _visible_version(
         self,
+        kind: str,
         key: str,
         call_next: Callable[..., Awaitable[_C | None]],
         version: VersionSpec | None,
     ) -> _C | None:
-        """What ``call_next`` finds for ``key``, or the highest visible version below it."""
+        """What ``call_next`` finds for ``key`` if visible, else the best visible match.
+
+        FastMCP's lookup answers one best match (the highest version, the first
+        provider, the first template); when this client may not see it, the
+        answer is the best match among what this client's listing holds, as the
+        list shows it. A lookup naming one exact version finds nothing instead.
+        """
         found = await call_next(key, version=version)
         if found is None or not self._layers:
             return found
-        policy = await self.policy()
-        while found is not None and policy.judge(found) is not None:
-            if found.version is None or (version is not None and version.eq is not None):
-                return None
-            # The highest version is hidden: ask for the next one down, as the list shows it.
-            below = VersionSpec(gte=version.gte if version else None, lt=found.version)
-            found = await call_next(key, version=below)
-        return found
+        if (await self.policy()).judge(found) is None:
+            return found
+        if version is not None and version.eq is not None:
+            return None
+        server = self._server() if self._server is not None else None
+        if server is None:
+            return None
+        # The server's own listing, this transform applied: only what this client may see.
+        listed: Sequence[FastMCPComponent] = await getattr(server, _LIST[kind])(
+            run_middleware=False
+        )
+        matching = [
+            c
+            for c in listed
+            if _matches(c, kind, key) and (version is None or version.matches(c.version))
+        ]
+        return cast("_C", max(matching, key=version_sort_key)) if matching else None
 
     @override
     async def list_tools(self, tools: Sequence[Tool]) -> Sequence[Tool]:
@@ -134,7 +169,7 @@ class AccessTransform(Transform):
     async def get_tool(
         self, name: str, call_next: GetToolNext, *, version: VersionSpec | None = None
     ) -> Tool | None:
-        return await self._visible_version(name, call_next, version)
+        return await self._visible_version("tool", name, call_next, version)
 
     @override
     async def list_prompts(self, prompts: Sequence[Prompt]) -> Sequence[Prompt]:
@@ -144,7 +179,7 @@ class AccessTransform(Transform):
     async def get_prompt(
         self, name: str, call_next: GetPromptNext, *, version: VersionSpec | None = None
     ) -> Prompt | None:
-        return await self._visible_version(name, call_next, version)
+        return await self._visible_version("prompt", name, call_next, version)
 
     @override
     async def list_resources(self, resources: Sequence[Resource]) -> Sequence[Resource]:
@@ -156,7 +191,7 @@ class AccessTransform(Transform):
     ) -> Resource | None:
         if not self._layers:
             return await call_next(uri, version=version)
-        resource = await self._visible_version(uri, call_next, version)
+        resource = await self._visible_version("resource", uri, call_next, version)
         if resource is None and await call_next(uri, version=version) is not None:
             # A hidden resource must not fall through to a template that matches its URI
             # (a proxy's template would fetch it from upstream): FastMCP answers "Unknown
@@ -174,4 +209,4 @@ class AccessTransform(Transform):
     async def get_resource_template(
         self, uri: str, call_next: GetResourceTemplateNext, *, version: VersionSpec | None = None
     ) -> ResourceTemplate | None:
-        return await self._visible_version(uri, call_next, version)
+        return await self._visible_version("template", uri, call_next, version)
