@@ -344,8 +344,8 @@ class TestFirstFilteredPage:
             server.client(**ERAS[era]) as client,
         ):
             first = await list_tools(client, groups=["letters"])
-            assert first.nextCursor is not None
-            second = await list_tools(client, groups=["letters"], cursor=first.nextCursor)
+            assert first.next_cursor is not None
+            second = await list_tools(client, groups=["letters"], cursor=first.next_cursor)
             assert [t.name for t in second.tools] == ["tool_c", "tool_d"]
 
 
