@@ -29,7 +29,7 @@ from fastmcp_filtering._protocol import brief, invalid_params, request_info
 from fastmcp_filtering._transform import AccessTransform
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     import mcp_types as mt
     from fastmcp import FastMCP
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from fastmcp_filtering._policy import PolicyLayer
 
 _C = TypeVar("_C", bound="FastMCPComponent")
+_R = TypeVar("_R")
 
 __all__ = ["LayerMiddleware", "access_of", "judge_hidden"]
 
@@ -86,13 +87,7 @@ class LayerMiddleware(ListHooks):
         context: MiddlewareContext[mt.CallToolRequestParams],
         call_next: CallNext[mt.CallToolRequestParams, ToolResult],
     ) -> ToolResult:
-        try:
-            return await call_next(context)
-        except NotFoundError:
-            message = await _hint(context, "tool", context.message.name)
-            if message is None:
-                raise
-            raise ToolError(message) from None
+        return await _hinted(context, call_next, "tool", context.message.name, ToolError)
 
     @override
     async def on_get_prompt(
@@ -100,14 +95,7 @@ class LayerMiddleware(ListHooks):
         context: MiddlewareContext[mt.GetPromptRequestParams],
         call_next: CallNext[mt.GetPromptRequestParams, PromptResult],
     ) -> PromptResult:
-        try:
-            return await call_next(context)
-        except NotFoundError:
-            message = await _hint(context, "prompt", context.message.name)
-            if message is None:
-                raise
-            # -32602 like FastMCP's own "Unknown prompt": the request names what it cannot get.
-            raise invalid_params(message, field="name") from None
+        return await _hinted(context, call_next, "prompt", context.message.name, _invalid("name"))
 
     @override
     async def on_read_resource(
@@ -121,14 +109,8 @@ class LayerMiddleware(ListHooks):
         ):
             # A renderer FastMCP synthesizes for a tool this client cannot see: no such resource.
             raise NotFoundError(f"Unknown resource: {uri!r}")
-        try:
-            # Not check_resource_access: the read's own lookup is judged by the policy.
-            return await call_next(context)
-        except NotFoundError:
-            message = await _hint(context, "resource", str(context.message.uri))
-            if message is None:
-                raise
-            raise invalid_params(message, field="uri") from None
+        # Not check_resource_access: the read's own lookup is judged by the policy.
+        return await _hinted(context, call_next, "resource", uri, _invalid("uri"))
 
     @override
     async def check_resource_access(
@@ -152,6 +134,28 @@ class LayerMiddleware(ListHooks):
         if context.method == "completion/complete":
             await _check_completion(context)
         return await call_next(context)
+
+
+async def _hinted(
+    context: MiddlewareContext[Any],
+    call_next: CallNext[Any, _R],
+    kind: str,
+    key: str,
+    refuse: Callable[[str], Exception],
+) -> _R:
+    """``call_next``, with FastMCP's "Unknown ..." worded as the policy's hint, if any."""
+    try:
+        return await call_next(context)
+    except NotFoundError:
+        message = await _hint(context, kind, key)
+        if message is None:
+            raise
+        raise refuse(message) from None
+
+
+def _invalid(field: str) -> Callable[[str], Exception]:
+    # -32602 like FastMCP's own "Unknown prompt / resource": the request names what it cannot get.
+    return lambda message: invalid_params(message, field=field)
 
 
 def _renderer(component: FastMCPComponent) -> bool:
