@@ -64,6 +64,9 @@ class Hidden:
     """What the agent is told when it names the component; None: it is unknown, nothing more."""
     discoverable: bool = False
     """True when the client could make it visible itself (enable its group): search may offer it."""
+    enable: tuple[str, ...] = ()
+    """The groups whose enabling, parents first, shows the component to this client; empty
+    when no enable call can (another layer hides it, or the client cannot enable groups)."""
 
 
 CONCEALED = Hidden()
@@ -98,6 +101,15 @@ class PolicyLayer(ABC):
     @abstractmethod
     async def view(self, client: ClientRequest) -> LayerView:
         """This client's view; raising conceals everything for this request."""
+
+    async def remedy(self, ctx: Context, enable: Sequence[str]) -> dict[str, Any] | None:
+        """The meta-tool calls, in order, that show what this layer hid with ``enable``.
+
+        A mapping from tool name to its arguments, e.g. ``{"enable_tools":
+        {"groups": ["write"]}}``; None when this layer set no ``Hidden.enable``
+        or no calls can make room for it.
+        """
+        return None
 
 
 class Policy:

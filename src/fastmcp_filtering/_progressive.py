@@ -246,6 +246,38 @@ def _over_cap(
     return f"{message}; disable groups that free at least {must_free} first: {suggestions}"
 
 
+def room_for(
+    catalog: Catalog,
+    enabled: frozenset[str],
+    path: Sequence[str],
+    members: Mapping[str, frozenset[str]],
+    max_tools: int,
+) -> tuple[str, ...] | None:
+    """Enabled groups to disable so that enabling ``path`` stays within ``max_tools``.
+
+    Empty when it fits already; None when it cannot (the path alone is larger).
+    Groups that free the most go first; the enabled parent ``path`` hangs on is
+    never offered, since disabling it would take the path's root with it.
+    """
+    wanted = frozenset(path)
+    keep = catalog.ancestors(path[0]) if path else frozenset()
+    current = enabled
+    chosen: list[str] = []
+    while len(_union(members, current | wanted)) > max_tools:
+        in_use = _union(members, current | wanted)
+        best: tuple[int, str] | None = None
+        for group in _ordered(catalog, current - keep):
+            rest = current - catalog.descendants(group)
+            freed = len(in_use - _union(members, rest | wanted))
+            if freed and (best is None or freed > best[0]):
+                best = (freed, group)
+        if best is None:
+            return None
+        chosen.append(best[1])
+        current = current - catalog.descendants(best[1])
+    return tuple(chosen)
+
+
 def disable(catalog: Catalog, enabled: frozenset[str], groups: object, *, tool: str) -> Change:
     """Disable ``groups`` and, with each, every enabled group below it."""
     names, errors = _request_errors(groups, tool)

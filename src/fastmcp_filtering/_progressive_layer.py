@@ -6,16 +6,34 @@ import asyncio
 import logging
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from typing_extensions import override
 
 from fastmcp_filtering._catalog import kind_label
-from fastmcp_filtering._policy import CONCEALED, ClientRequest, Hidden, LayerView, PolicyLayer
-from fastmcp_filtering._progressive import as_names, call_hint, closed, path_to, shown
-from fastmcp_filtering._state import StateUnavailable, load_state, save_state
+from fastmcp_filtering._declarations import is_meta_tool
+from fastmcp_filtering._policy import (
+    CONCEALED,
+    ClientRequest,
+    Hidden,
+    LayerView,
+    PolicyLayer,
+    unrestricted,
+)
+from fastmcp_filtering._progressive import (
+    as_names,
+    call_hint,
+    closed,
+    path_to,
+    room_for,
+    shown,
+)
+from fastmcp_filtering._state import StateUnavailable, client_key, load_state, save_state
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
+    from fastmcp import FastMCP
     from fastmcp.server.context import Context
     from fastmcp.utilities.components import FastMCPComponent
 
@@ -86,17 +104,58 @@ class ProgressiveLayer(PolicyLayer):
     calling it gets FastMCP's "Unknown tool", as for a name that never existed.
     """
 
-    def __init__(self, store: EnabledStore, *, hide_ungrouped: bool, enable_tool: str) -> None:
+    def __init__(
+        self,
+        store: EnabledStore,
+        *,
+        hide_ungrouped: bool,
+        enable_tool: str,
+        disable_tool: str = "disable_tools",
+        max_tools: int | None = None,
+    ) -> None:
         self.store = store
         self.catalog = store.catalog
         self.hide_ungrouped = hide_ungrouped
         self.enable_tool = enable_tool
+        self.disable_tool = disable_tool
+        self.max_tools = max_tools
 
     def __repr__(self) -> str:
         return f"ProgressiveLayer(initial={sorted(self.store.initial)!r})"
 
     async def view(self, client: ClientRequest) -> LayerView:
         return _View(self, await self.store.load(client.ctx, client.key))
+
+    async def members(self, server: FastMCP) -> dict[str, frozenset[str]]:
+        """Each group's tools, whoever asks: what ``max_tools`` counts.
+
+        Counted over the whole catalog, not this request's view of other layers,
+        so no request shape (a concerns override, say) can enable more.
+        """
+        with unrestricted():
+            tools = await server.list_tools(run_middleware=False)
+        members: dict[str, set[str]] = {}
+        for tool in tools:
+            if not is_meta_tool(tool):
+                for group in self.catalog.membership(tool).direct:
+                    members.setdefault(group, set()).add(tool.name)
+        return {g: frozenset(names) for g, names in members.items()}
+
+    @override
+    async def remedy(self, ctx: Context, enable: Sequence[str]) -> dict[str, Any] | None:
+        if not enable:
+            return None
+        calls: dict[str, Any] = {}
+        if self.max_tools is not None:
+            enabled = await self.store.load(ctx, client_key(ctx))
+            members = await self.members(ctx.fastmcp)
+            room = room_for(self.catalog, enabled.groups, enable, members, self.max_tools)
+            if room is None:
+                return None
+            if room:
+                calls[self.disable_tool] = {"groups": list(room)}
+        calls[self.enable_tool] = {"groups": list(enable)}
+        return calls
 
     def hint(self, component: FastMCPComponent, membership: Membership, enabled: Enabled) -> str:
         """What the agent should do to use ``component``, a member of a declared group."""
@@ -146,4 +205,10 @@ class _View:
             # In no group (hide_ungrouped) or only in undeclared ones: no group the client
             # could enable shows it, so it does not exist for the client at all.
             return CONCEALED
-        return Hidden(layer.hint(component, membership, self._enabled), discoverable=True)
+        enabled = self._enabled
+        enable: tuple[str, ...] = ()
+        if enabled.problem is None:
+            # The shortest enable call among the component's groups; declaration order breaks ties.
+            paths = [tuple(path_to(layer.catalog, g, enabled.groups)) for g in membership.direct]
+            enable = min(paths, key=len)
+        return Hidden(layer.hint(component, membership, enabled), discoverable=True, enable=enable)

@@ -10,7 +10,6 @@ from pydantic import BaseModel
 
 from fastmcp_filtering._changes import Listing, listing, notify_changes
 from fastmcp_filtering._declarations import is_meta_tool
-from fastmcp_filtering._policy import unrestricted
 from fastmcp_filtering._progressive import as_names, call_hint, disable, enable, offered
 from fastmcp_filtering._protocol import brief
 from fastmcp_filtering._state import StateUnavailable, client_key
@@ -139,19 +138,7 @@ class MetaToolBodies:
         )
 
     async def members(self, server: FastMCP) -> dict[str, frozenset[str]]:
-        """Each group's tools, whoever asks: what ``max_tools`` counts.
-
-        Counted over the whole catalog, not this request's view of other layers,
-        so no request shape (a concerns override, say) can enable more.
-        """
-        with unrestricted():
-            tools = await server.list_tools(run_middleware=False)
-        members: dict[str, set[str]] = {}
-        for tool in tools:
-            if not is_meta_tool(tool):
-                for group in self.catalog.membership(tool).direct:
-                    members.setdefault(group, set()).add(tool.name)
-        return {g: frozenset(names) for g, names in members.items()}
+        return await self.layer.members(server)
 
     async def _current(self, ctx: Context) -> frozenset[str]:
         enabled = await self.store.load(ctx, client_key(ctx))

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 from fastmcp.utilities.versions import version_sort_key
 
+from fastmcp_filtering._declarations import is_meta_tool
 from fastmcp_filtering._fusion import blend
 from fastmcp_filtering._policy import unrestricted
 from fastmcp_filtering._ranking import Document, SearchIndex
@@ -78,11 +79,19 @@ class SearchService:
     async def rank(
         self, kind: ComponentKind, components: Sequence[_C], query: str, limit: int
     ) -> list[_C]:
-        """The best ``limit`` of ``components`` for ``query``, best first."""
+        """The best ``limit`` of ``components`` for ``query``, best first.
+
+        The package's meta-tools (``search_tools``, ``enable_tools``...) are tools
+        to reach other tools, never an answer to a request: they are ranked only
+        when the query is exactly one's name.
+        """
         await self.settled()
         index = self.index(kind)
+        named = query.strip().casefold()
         by_key: dict[str, _C] = {}
         for component in components:
+            if is_meta_tool(component) and component.name.casefold() != named:
+                continue
             # A list holds every visible version of a component; clients get the highest.
             key = search_key(component)
             held = by_key.get(key)

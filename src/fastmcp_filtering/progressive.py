@@ -118,7 +118,11 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware, ToolInjectionMiddleware):
         self._built: tuple[int, dict[str, Tool]] | None = None
         store = EnabledStore(self.catalog, self.initial_groups, state_namespace)
         self.policy_layer = ProgressiveLayer(
-            store, hide_ungrouped=self.hide_ungrouped, enable_tool=enable_tool_name
+            store,
+            hide_ungrouped=self.hide_ungrouped,
+            enable_tool=enable_tool_name,
+            disable_tool=disable_tool_name,
+            max_tools=max_tools,
         )
         self._bodies = MetaToolBodies(
             self.policy_layer,

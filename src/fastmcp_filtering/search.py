@@ -13,6 +13,8 @@ from typing_extensions import override
 
 from fastmcp_filtering._catalog import LIST_METHOD, Catalog, ComponentKind
 from fastmcp_filtering._declarations import mark_meta_tool
+from fastmcp_filtering._discovery import BetterMatches, Hit, discoverable, remedy, report_better
+from fastmcp_filtering._fastmcp import sdk_middleware
 from fastmcp_filtering._filter import narrow
 from fastmcp_filtering._hooks import ListHooks
 from fastmcp_filtering._protocol import RequestInfo, add_capabilities, invalid_params, request_info
@@ -41,7 +43,11 @@ class SearchToolsResult(BaseModel):
 
     query: str
     tools: list[dict[str, Any]] = Field(
-        description="Matching tools as tools/list would list them, most relevant first"
+        description=(
+            "Matching tools, most relevant first: tools you can call now as tools/list "
+            "lists them; tools of groups not enabled yet with their name, description and "
+            "available_after, the calls to make first"
+        )
     )
 
 
@@ -115,6 +121,13 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
             f"search_tool={self.search_tool!r}, catalog={self.catalog!r})"
         )
 
+    @override
+    def setup(self, server: FastMCP) -> None:
+        super().setup(server)
+        chain = sdk_middleware(server)
+        if not any(isinstance(m, BetterMatches) for m in chain):
+            chain.insert(0, BetterMatches())
+
     # -- capabilities and instructions --------------------------------------------------
 
     @override
@@ -161,13 +174,45 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
             return await call_next(context)
         # Candidates are what the rest of the chain lists for this client; with a filter,
         # only its matches, whatever the order of the middlewares.
-        candidates = narrow(self.catalog, info, kind, await call_next(context))
-        return await self._service.rank(kind, candidates, query, self.max_results)
+        usable = narrow(self.catalog, info, kind, await call_next(context))
+        server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
+        extra = await discoverable(server, kind, usable) if server is not None else []
+        if extra:
+            admitted = {
+                id(c) for c in narrow(self.catalog, info, kind, [h.component for h in extra])
+            }
+            extra = [h for h in extra if id(h.component) in admitted]
+        found: list[_C] = []
+        better: list[str] = []
+        pending: list[str] = []
+        for hit in await self._hits(kind, usable, extra, query):
+            if hit.enable:
+                # The group that holds it: the last of its enable path.
+                pending.append(hit.enable[-1])
+                continue
+            # Matches the client cannot use yet count when they rank above one it gets.
+            better.extend(pending)
+            pending.clear()
+            found.append(hit.component)
+            if len(found) == self.max_results:
+                break
+        report_better((better if found else pending)[: self.max_results])
+        return found
+
+    async def _hits(
+        self, kind: ComponentKind, usable: Sequence[_C], extra: Sequence[Hit[_C]], query: str
+    ) -> list[Hit[_C]]:
+        """``usable`` and ``extra`` in one ranking for ``query``, best first."""
+        later = {id(h.component): h for h in extra}
+        ranked = await self._service.rank(
+            kind, [*usable, *(h.component for h in extra)], query, len(usable) + len(extra)
+        )
+        return [later.get(id(c)) or Hit(c) for c in ranked]
 
     async def search_tools(
         self, server: FastMCP, query: str, *, limit: int | None = None
     ) -> list[Tool]:
-        """The tools this client may use that best match ``query``, best first.
+        """The tools this client may call now that best match ``query``, best first.
 
         Ranks what ``tools/list`` gives this client through the whole middleware
         chain (FastMCP's listing, every middleware, the access policy), so no
@@ -175,6 +220,41 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         """
         listed = await server.list_tools()
         return await self._service.rank("tool", listed, query, limit or self.max_results)
+
+    async def discover(self, ctx: Context, query: str) -> list[dict[str, Any]]:
+        """What ``search_tools`` answers: callable and enable-able tools in one ranking.
+
+        A tool of a group the client has not enabled is listed with its name,
+        title and description and ``available_after``: the meta-tool calls that
+        make it callable (``enable_tools`` with the shortest path of groups,
+        parents first, after ``disable_tools`` when ``max_tools`` needs room).
+        Full definitions are given only for tools the client can call now.
+        """
+        server = ctx.fastmcp
+        usable = await server.list_tools()
+        extra = await discoverable(server, "tool", usable)
+        items: list[dict[str, Any]] = []
+        for hit in await self._hits("tool", usable, extra, query):
+            tool = hit.component
+            if not hit.enable:
+                items.append(
+                    tool.to_mcp_tool(name=tool.name).model_dump(
+                        by_alias=True, mode="json", exclude_none=True
+                    )
+                )
+            else:
+                calls = await remedy(ctx, hit.enable)
+                if calls is None:
+                    continue
+                item: dict[str, Any] = {"name": tool.name}
+                if tool.title:
+                    item["title"] = tool.title
+                item["description"] = tool.description or ""
+                item["available_after"] = calls
+                items.append(item)
+            if len(items) == self.max_results:
+                break
+        return items
 
     @override
     async def on_message(
@@ -209,16 +289,8 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         ) -> SearchToolsResult:
             """Find the tools for a task: returns the best matching tools, most relevant first."""
             text = _clean_query(query, field="query")
-            found = await middleware.search_tools(ctx.fastmcp, text) if text else []
-            return SearchToolsResult(
-                query=query,
-                tools=[
-                    t.to_mcp_tool(name=t.name).model_dump(
-                        by_alias=True, mode="json", exclude_none=True
-                    )
-                    for t in found
-                ],
-            )
+            found = await middleware.discover(ctx, text) if text else []
+            return SearchToolsResult(query=query, tools=found)
 
         assert self.search_tool is not None
         return mark_meta_tool(
@@ -227,8 +299,9 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
                 name=self.search_tool,
                 description=(
                     "Search this server's tools by what you want to do (plain words, e.g. "
-                    "'open a pull request'). Returns the best matching tool definitions, most "
-                    "relevant first."
+                    "'open a pull request'). Returns the best matching tools, most relevant "
+                    "first; a tool you cannot call yet comes with available_after, the calls "
+                    "that make it available."
                 ),
             )
         )

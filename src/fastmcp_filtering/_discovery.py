@@ -1,0 +1,145 @@
+"""Search beyond what a client can call now: what it could use after enabling groups.
+
+Progressive disclosure hides most tools until their group is enabled, which is
+exactly when an agent needs search to tell it which group to enable. A
+component is *discoverable* for a client when the policy hides it only because
+one of its groups is not enabled (``Hidden.enable`` is set): no layer conceals
+or refuses it, and the client can enable groups. Concealed components, and
+those that concerns or FastMCP's own authorization hide, never become
+candidates, so no ranking, count or hint names them.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from fastmcp_filtering._cursor import LIST_METHODS
+from fastmcp_filtering._policy import unrestricted
+from fastmcp_filtering._search_service import search_key
+from fastmcp_filtering._transform import AccessTransform
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from fastmcp import FastMCP
+    from fastmcp.server.context import Context
+    from fastmcp.utilities.components import FastMCPComponent
+    from mcp.server.context import CallNext as SDKCallNext
+    from mcp.server.context import HandlerResult, ServerRequestContext
+
+    from fastmcp_filtering._catalog import ComponentKind
+
+__all__ = [
+    "BETTER_MATCHES_META_KEY",
+    "BetterMatches",
+    "Hit",
+    "discoverable",
+    "remedy",
+    "report_better",
+]
+
+_C = TypeVar("_C", bound="FastMCPComponent")
+
+BETTER_MATCHES_META_KEY = "io.github.fastmcp-filtering/better-matches-in"
+"""Result ``_meta`` key of a ``query`` list: groups holding matches the client cannot use yet."""
+
+_LIST = {
+    "tool": "list_tools",
+    "prompt": "list_prompts",
+    "resource": "list_resources",
+    "template": "list_resource_templates",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Hit(Generic[_C]):
+    """One ranked component: callable now, or after the calls in ``available_after``."""
+
+    component: _C
+    enable: tuple[str, ...] = ()
+    """Groups to enable first, parents first; empty when the client can use it now."""
+
+
+async def discoverable(server: FastMCP, kind: ComponentKind, usable: Sequence[_C]) -> list[Hit[_C]]:
+    """Components of ``kind`` this client could use after enabling groups, not in ``usable``.
+
+    Read from FastMCP's listing with the package's layers set aside (FastMCP's
+    own visibility and authorization still apply), then judged by this
+    request's policy: only what it hides with an enable path is kept.
+    """
+    transform = AccessTransform.of(server)
+    if transform is None or not transform.layers:
+        return []
+    policy = await transform.policy()
+    with unrestricted():
+        every: Sequence[_C] = await getattr(server, _LIST[kind])(run_middleware=False)
+    taken = {search_key(c) for c in usable}
+    hits: dict[str, Hit[_C]] = {}
+    for component in every:
+        key = search_key(component)
+        if key in taken:
+            continue
+        hidden = policy.judge(component)
+        if hidden is None or not hidden.enable:
+            continue
+        held = hits.get(key)
+        # One entry per name, as a list shows it: the highest version hidden this way.
+        if held is None or _newer(component, held.component):
+            hits[key] = Hit(component, hidden.enable)
+    return list(hits.values())
+
+
+def _newer(a: FastMCPComponent, b: FastMCPComponent) -> bool:
+    from fastmcp.utilities.versions import version_sort_key
+
+    return bool(version_sort_key(a) > version_sort_key(b))
+
+
+async def remedy(ctx: Context, enable: Sequence[str]) -> dict[str, Any] | None:
+    """The meta-tool calls that make a component hidden with ``enable`` usable; None: none can."""
+    transform = AccessTransform.of(ctx.fastmcp)
+    if transform is None:
+        return None
+    for layer in transform.layers:
+        calls = await layer.remedy(ctx, enable)
+        if calls is not None:
+            return calls
+    return None
+
+
+_GROUPS: ContextVar[list[str] | None] = ContextVar("fastmcp_filtering_better", default=None)
+
+
+def report_better(groups: Sequence[str]) -> None:
+    """Say, in the result ``_meta`` of the list being answered, which groups hold better matches."""
+    holder = _GROUPS.get()
+    if holder is not None:
+        holder.extend(g for g in groups if g not in holder)
+
+
+class BetterMatches:
+    """SDK-level middleware: puts ``report_better``'s groups in a list result's ``_meta``.
+
+    FastMCP's list hooks return components, not the result; the serialized
+    result is only reachable here.
+    """
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: SDKCallNext
+    ) -> HandlerResult:
+        if ctx.method not in LIST_METHODS:
+            return await call_next(ctx)
+        holder: list[str] = []
+        token = _GROUPS.set(holder)
+        try:
+            result = await call_next(ctx)
+        finally:
+            _GROUPS.reset(token)
+        if holder and isinstance(result, dict):
+            meta = result.get("_meta")
+            meta = dict(meta) if isinstance(meta, dict) else {}
+            meta[BETTER_MATCHES_META_KEY] = holder
+            result = {**result, "_meta": meta}
+        return result
