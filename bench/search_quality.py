@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import itertools
 import json
 import math
 import re
@@ -35,6 +36,14 @@ from fastmcp.tools import Tool
 from fastmcp.tools.base import ToolResult
 
 from fastmcp_filtering import Group, in_group, install
+from fastmcp_filtering._ranking import (
+    DEFAULT_RULES,
+    DEFAULT_WEIGHTS,
+    Document,
+    Rules,
+    SearchIndex,
+)
+from fastmcp_filtering._text import STOPWORDS
 from fastmcp_filtering.client import list_tools
 from fastmcp_filtering.search import SearchMiddleware
 
@@ -157,52 +166,213 @@ async def evaluate(
     return [100 * t / len(queries) for t in totals], elapsed
 
 
-async def run(data: Path, sample: int | None, sets: list[str]) -> None:
-    plan = {
+# -- the sets ------------------------------------------------------------------------------
+
+LOCAL_DATA = Path(__file__).resolve().parent / "datasets"
+
+
+def plan(data: Path) -> dict[str, tuple[Path, str]]:
+    """Every set: the shared ones, then each folder of ``bench/datasets``."""
+    sets = {
         "livemcpbench": (data / "livemcpbench", "queries.jsonl"),
         "metatool single": (data / "metatool", "queries.jsonl"),
         "metatool multi": (data / "metatool", "multi_queries.jsonl"),
     }
+    for folder in sorted(p for p in LOCAL_DATA.iterdir() if (p / "tools.jsonl").exists()):
+        sets[folder.name] = (folder, "queries.jsonl")
+    return sets
+
+
+def sampled(queries: list[dict[str, Any]], sample: int | None) -> list[dict[str, Any]]:
+    if sample and len(queries) > sample:
+        step = len(queries) / sample
+        return [queries[int(i * step)] for i in range(sample)]
+    return queries
+
+
+# -- leave-one-set-out over the ranking's rules and weights -------------------------------
+
+# Every rule and weight the lexical ranking has a choice of; each held-out set gets the
+# configuration that scored best on the other sets.
+GRID = {
+    "params": [0.25, 0.5, 1.0],
+    "description": [1.0, 2.0],
+    "related": [0.0, 0.5],
+    "list": [0.0, 0.5],
+    "compounds": [False, True],
+    "get is a stopword": [False, True],
+}
+
+
+def configurations() -> list[dict[str, Any]]:
+    keys = list(GRID)
+    return [dict(zip(keys, values, strict=True)) for values in itertools.product(*GRID.values())]
+
+
+def index_for(tools: list[dict[str, Any]], config: dict[str, Any]) -> tuple[SearchIndex, dict]:
+    """The catalog in a bare ``SearchIndex``, with the text the server variant ``ours`` indexes."""
+    stopwords = STOPWORDS | {"get"} if config["get is a stopword"] else STOPWORDS
+    rules = Rules(
+        stopwords=frozenset(stopwords),
+        related_weight=config["related"],
+        list_weight=config["list"],
+        compounds=config["compounds"],
+    )
+    index = SearchIndex(
+        weights={"params": config["params"], "description": config["description"]}, rules=rules
+    )
+    servers = sorted({t["server"] for t in tools})
+    prefixed = len(servers) > 1
+    names: dict[str, str] = {}
+    for t in tools:
+        listed = f"{_safe(t['server'])}__{t['name']}" if prefixed else t["name"]
+        listed = re.sub(r"[^A-Za-z0-9_.-]", "_", listed)[:128]
+        if listed in names:
+            continue
+        names[listed] = t["name"]
+        properties = (t.get("inputSchema") or {}).get("properties") or {}
+        groups = (
+            tuple(
+                x
+                for x in (
+                    _safe(t["server"]),
+                    t["server"].replace("_", " "),
+                    t.get("server_description") or "",
+                )
+                if x
+            )
+            if prefixed
+            else ()
+        )
+        index.upsert(
+            listed,
+            Document(
+                name=listed,
+                description=t.get("description") or "",
+                groups=groups,
+                params=tuple(
+                    (str(n), str(v.get("description", "")) if isinstance(v, dict) else "")
+                    for n, v in properties.items()
+                ),
+            ),
+        )
+    return index, names
+
+
+def index_scores(
+    tools: list[dict[str, Any]], queries: list[dict[str, Any]], config: dict[str, Any]
+) -> list[float]:
+    index, names = index_for(tools, config)
+    totals = [0.0, 0.0, 0.0, 0.0]
+    for q in queries:
+        ranked = [names[key] for key, _ in index.search(q["query"][:1000], limit=K)]
+        for i, value in enumerate(score(ranked, q["gold"])):
+            totals[i] += value
+    return [100 * t / len(queries) for t in totals]
+
+
+def objective(metrics: list[float]) -> float:
+    """What a configuration is chosen by: R@1, R@5 and nDCG@10 alike."""
+    return (metrics[0] + metrics[1] + metrics[2]) / 3
+
+
+def describe(config: dict[str, Any]) -> str:
+    return (
+        f"params={config['params']} desc={config['description']} related={config['related']} "
+        f"list={config['list']} "
+        f"compounds={'y' if config['compounds'] else 'n'} "
+        f"get={'stop' if config['get is a stopword'] else 'kept'}"
+    )
+
+
+# -- the run -------------------------------------------------------------------------------
+
+
+async def run(data: Path, sample: int | None, sets: list[str]) -> None:
+    every = plan(data)
+    loaded = {}
+    for name in sets:
+        folder, queries_file = every[name]
+        tools, queries = load_set(folder, queries_file)
+        loaded[name] = (tools, sampled(queries, sample))
+
     header = (
-        f"{'set':<16} {'method':<22} {'R@1':>6} {'R@5':>6} {'nDCG@10':>8} {'MRR':>6} {'secs':>6}"
+        f"{'set':<16} {'method':<24} {'R@1':>6} {'R@5':>6} {'nDCG@10':>8} {'MRR':>6} {'secs':>6}"
+    )
+    print("Per set, through a real FastMCP server and Client (tools/list query):\n")
+    print(header)
+    print("-" * len(header))
+    served: dict[str, dict[str, list[float]]] = {}
+    for name, (tools, queries) in loaded.items():
+        served[name] = {}
+        for variant in VARIANTS:
+            metrics, secs = await evaluate(tools, queries, variant)
+            served[name][variant] = metrics
+            print(
+                f"{name:<16} {variant:<24} {metrics[0]:>6.1f} {metrics[1]:>6.1f} "
+                f"{metrics[2]:>8.1f} {metrics[3]:>6.1f} {secs:>6.1f}"
+            )
+        for ref_method, r1, r5, ndcg in REFERENCE.get(name, []):
+            print(f"{name:<16} {'README: ' + ref_method:<24} {r1:>6.1f} {r5:>6.1f} {ndcg:>8.1f}")
+        print(f"  ({len(queries)} queries, {len(tools)} tools)\n")
+
+    if len(loaded) < 2:
+        return
+    print("Leave-one-set-out: the lexical configuration for each set is the one that scored")
+    print(f"best on the other sets ({len(configurations())} configurations of {list(GRID)}).\n")
+    grid = {}
+    for name, (tools, queries) in loaded.items():
+        grid[name] = [index_scores(tools, queries, c) for c in configurations()]
+    header = (
+        f"{'held out':<16} {'R@1':>6} {'R@5':>6} {'nDCG':>6} | {'bm25 R@1':>8} {'R@5':>6} "
+        f"{'nDCG':>6} | {'dR@1':>6}  chosen on the others"
     )
     print(header)
     print("-" * len(header))
-    for name in sets:
-        folder, queries_file = plan[name]
-        tools, queries = load_set(folder, queries_file)
-        if sample and len(queries) > sample:
-            step = len(queries) / sample
-            queries = [queries[int(i * step)] for i in range(sample)]
-        results = {}
-        for variant in VARIANTS:
-            results[variant] = await evaluate(tools, queries, variant)
-            metrics, secs = results[variant]
-            print(
-                f"{name:<16} {variant:<22} {metrics[0]:>6.1f} {metrics[1]:>6.1f} "
-                f"{metrics[2]:>8.1f} {metrics[3]:>6.1f} {secs:>6.1f}"
-            )
-        for ref_method, r1, r5, ndcg in REFERENCE[name]:
-            print(f"{name:<16} {'README: ' + ref_method:<22} {r1:>6.1f} {r5:>6.1f} {ndcg:>8.1f}")
-        ours, bm25 = results["ours"][0], results["fastmcp bm25"][0]
-        print(
-            f"{name:<16} {'ours - fastmcp bm25':<22} {ours[0] - bm25[0]:>+6.1f} "
-            f"{ours[1] - bm25[1]:>+6.1f} {ours[2] - bm25[2]:>+8.1f} {ours[3] - bm25[3]:>+6.1f}"
+    for name in loaded:
+        others = [n for n in loaded if n != name and not _same_catalog(n, name)]
+        best = max(
+            range(len(configurations())),
+            key=lambda i: sum(objective(grid[o][i]) for o in others),
         )
-        print(f"  ({len(queries)} queries, {len(tools)} tools)\n")
+        held = grid[name][best]
+        bm25 = served[name]["fastmcp bm25"]
+        print(
+            f"{name:<16} {held[0]:>6.1f} {held[1]:>6.1f} {held[2]:>6.1f} | {bm25[0]:>8.1f} "
+            f"{bm25[1]:>6.1f} {bm25[2]:>6.1f} | {held[0] - bm25[0]:>+6.1f}  "
+            f"{describe(configurations()[best])}"
+        )
+    everywhere = max(
+        range(len(configurations())),
+        key=lambda i: sum(objective(grid[n][i]) for n in loaded),
+    )
+    print(f"\nBest on all sets together: {describe(configurations()[everywhere])}")
+    default = {
+        "params": DEFAULT_WEIGHTS["params"],
+        "description": DEFAULT_WEIGHTS["description"],
+        "related": DEFAULT_RULES.related_weight,
+        "list": DEFAULT_RULES.list_weight,
+        "compounds": DEFAULT_RULES.compounds,
+        "get is a stopword": "get" in DEFAULT_RULES.stopwords,
+    }
+    print(f"Shipped default:           {describe(default)}")
+
+
+def _same_catalog(a: str, b: str) -> bool:
+    """Two query sets over one catalog (metatool single and multi) are one set here."""
+    return a.split()[0] == b.split()[0]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--sample", type=int, default=2000, help="queries per set at most (0: all)")
-    parser.add_argument(
-        "--sets",
-        nargs="+",
-        default=["livemcpbench", "metatool single", "metatool multi"],
-        choices=["livemcpbench", "metatool single", "metatool multi"],
-    )
+    parser.add_argument("--sample", type=int, default=1000, help="queries per set at most (0: all)")
+    names = list(plan(DEFAULT_DATA))
+    parser.add_argument("--sets", nargs="+", default=names, choices=names)
+    parser.add_argument("--no-semantic", action="store_true", help="skip the semantic variant")
     args = parser.parse_args()
+    if args.no_semantic and "ours + semantic" in VARIANTS:
+        VARIANTS.remove("ours + semantic")
     asyncio.run(run(args.data, args.sample or None, args.sets))
 
 

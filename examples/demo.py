@@ -51,6 +51,9 @@ class Walkthrough:
         if not self.quiet:
             print(text, flush=True)
 
+    best: dict[str, Any] | None = None
+    """The first search's best match and what it said to call first."""
+
     def row(self, step: str, listed: int | None, payload: Any) -> None:
         size, estimate = tokens(payload)
         self.rows.append({"step": step, "tools": listed, "bytes": size, "tokens": estimate})
@@ -85,16 +88,22 @@ async def run(legacy: bool, quiet: bool) -> dict[str, Any]:
         walk.row("2. groups/list", None, [g.model_dump(exclude_none=True) for g in groups])
         walk.say(f"2. groups/list: {', '.join(g.name for g in groups)}")
 
-        found = await list_tools(client, query="open a pull request")
-        walk.row("3. tools/list query='open a pull request'", len(found.tools), dump(found.tools))
+        found = await client.call_tool("search_tools", {"query": "open a pull request"})
+        hits = (found.structured_content or {}).get("tools", [])
+        walk.row("3. search_tools 'open a pull request'", len(hits), hits)
+        best = hits[0] if hits else {}
+        advice = best.get("available_after", {})
         walk.say(
-            "3. search 'open a pull request' (only tools this client may use): "
-            f"{', '.join(t.name for t in found.tools) or 'none yet'}"
+            f"3. search_tools 'open a pull request': best match {best.get('name')}, "
+            f"available after {json.dumps(advice)}"
         )
+        walk.best = {"name": best.get("name"), "available_after": advice}
 
-        reply = await client.call_tool("enable_tools", {"groups": ["code", "pull_requests"]})
+        # The agent does what the search said.
+        groups = advice.get("enable_tools", {}).get("groups", ["code", "pull_requests"])
+        reply = await client.call_tool("enable_tools", {"groups": groups})
         enabled = reply.structured_content or {}
-        walk.say(f"4. enable_tools(['code', 'pull_requests']) -> enabled {enabled.get('enabled')}")
+        walk.say(f"4. enable_tools({groups}) as search advised -> enabled {enabled.get('enabled')}")
         after = await client.list_tools()
         walk.row("4. tools/list after enable_tools", len(after), dump(after))
         found = await list_tools(client, query="open a pull request")
@@ -122,7 +131,7 @@ async def run(legacy: bool, quiet: bool) -> dict[str, Any]:
             f"{sorted(t.name for t in safe if t.name.startswith(('delete', 'transfer')))}"
         )
         protocol = client.protocol_version
-    return {"protocol_version": protocol, "steps": walk.rows}
+    return {"protocol_version": protocol, "search": walk.best, "steps": walk.rows}
 
 
 def table(report: dict[str, Any]) -> str:

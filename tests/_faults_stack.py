@@ -303,6 +303,26 @@ def allowed(
     return keep
 
 
+def searchable(found: list[dict[str, Any]], state: ClientState) -> bool:
+    """Whether a ``search_tools`` answer names only what this client may learn of.
+
+    A tool it may call comes whole; a tool hidden only because its group is not
+    enabled may come with ``available_after`` and no schema; nothing else at all.
+    """
+    everything = ClientState(
+        frozenset(g.name for g in GROUPS), dict(state.configured), state.concerns_unknown
+    )
+    callable_ = allowed("tool", state)
+    later = allowed("tool", everything) - callable_
+    for tool in found:
+        if "available_after" in tool:
+            if tool["name"] not in later or "inputSchema" in tool:
+                return False
+        elif tool["name"] not in callable_:
+            return False
+    return True
+
+
 def visible_tags(state: ClientState) -> set[str]:
     """``tags/list`` for this client: declared tags and the tags of what it may see."""
     tags = {t.name for t in TAGS}

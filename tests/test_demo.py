@@ -26,6 +26,11 @@ def test_demo_json(era: str) -> None:
     for step in ("1.", "3.", "4.", "5.", "8."):
         assert steps[step]["tools"] < full["tools"], step
         assert steps[step]["tokens"] < full["tokens"], step
+    # Search found the tool in groups not enabled yet, and said which to enable.
+    assert report["search"] == {
+        "name": "create_pull_request",
+        "available_after": {"enable_tools": {"groups": ["code", "pull_requests"]}},
+    }
     assert steps["4."]["tools"] > steps["1."]["tools"]  # enable_tools showed more tools
     assert steps["5."]["tools"] == 10  # max_results once the pull-request tools are enabled
 

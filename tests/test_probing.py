@@ -28,6 +28,7 @@ from ._faults_stack import (
     add_own_proxy,
     allowed,
     make_stack,
+    searchable,
     visible_tags,
 )
 from .conftest import Connect
@@ -118,7 +119,13 @@ class TestHiddenTool:
                 ranked = await request(client, "tools/list", {"query": query})
                 assert name not in {t["name"] for t in ranked["tools"]}
                 found = await call(client, "search_tools", {"query": query})
-                assert name not in {t["name"] for t in found["structuredContent"]["tools"]}
+                # Named at most as a tool of a group to enable, never callable.
+                assert searchable(found["structuredContent"]["tools"], ClientState())
+                assert name not in {
+                    t["name"]
+                    for t in found["structuredContent"]["tools"]
+                    if "available_after" not in t
+                }
 
     async def test_direct_call_is_refused_with_what_hides_it(
         self, connect: Connect, name: str
@@ -253,8 +260,7 @@ class TestIsolation:
                 result = await call(client, "delete_repo", {"name": "x"})
                 assert bool(result.get("isError")) == ("delete_repo" not in allowed("tool", state))
                 found = await call(client, "search_tools", {"query": "delete repo"})
-                names = {t["name"] for t in found["structuredContent"]["tools"]}
-                assert names <= allowed("tool", state)
+                assert searchable(found["structuredContent"]["tools"], state)
 
             for _ in range(10):
                 await asyncio.gather(

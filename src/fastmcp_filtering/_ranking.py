@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from fastmcp_filtering._text import terms
+from fastmcp_filtering._text import STOPWORDS, asks_for_a_list, is_reading, related, terms
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 
-__all__ = ["DEFAULT_WEIGHTS", "Document", "SearchIndex"]
+__all__ = ["DEFAULT_RULES", "DEFAULT_WEIGHTS", "Document", "Rules", "SearchIndex"]
 
 FIELDS = ("name", "title", "description", "tags", "groups", "params")
 DEFAULT_WEIGHTS: Mapping[str, float] = {
@@ -30,6 +31,24 @@ DEFAULT_WEIGHTS: Mapping[str, float] = {
 # Length normalisation per field: names are short and all alike, descriptions vary.
 _B = {"name": 0.3, "title": 0.3, "description": 0.75, "tags": 0.0, "groups": 0.3, "params": 0.75}
 _K1 = 1.5
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """How queries and documents become terms; each rule can be turned off to measure it."""
+
+    stopwords: frozenset[str] = STOPWORDS
+    related_weight: float = 0.5
+    """Weight of a verb that asks for the same action (``remove`` finds ``delete``); 0: off."""
+    compounds: bool = True
+    """Two adjacent query words also match their concatenation (``function app`` finds
+    ``functionapp``), as identifiers run words together."""
+    list_weight: float = 0.5
+    """Weight of ``list`` added to a request for many things of a kind ("show me my
+    apps" wants ``apps_list``, not ``app_get``); 0: off."""
+
+
+DEFAULT_RULES = Rules()
 _FUZZY_WEIGHT = 0.6
 _PREFIX_WEIGHT = 0.4
 _MAX_EXPANSIONS = 12
@@ -77,8 +96,11 @@ class SearchIndex:
         ```
     """
 
-    def __init__(self, *, weights: Mapping[str, float] | None = None) -> None:
+    def __init__(
+        self, *, weights: Mapping[str, float] | None = None, rules: Rules = DEFAULT_RULES
+    ) -> None:
         self._weights = {**DEFAULT_WEIGHTS, **(weights or {})}
+        self._rules = rules
         unknown = set(self._weights) - set(FIELDS)
         if unknown:
             raise ValueError(f"unknown field weight(s) {sorted(unknown)}; fields are {FIELDS}")
@@ -126,15 +148,16 @@ class SearchIndex:
             if current.document == document:
                 return
             self.remove(key)
+        stop = self._rules.stopwords
         tf = {
             "name": Counter(terms(document.name, keep_stopwords=True)),
-            "title": Counter(terms(document.title)),
-            "description": Counter(terms(document.description)),
+            "title": Counter(terms(document.title, stopwords=stop)),
+            "description": Counter(terms(document.description, stopwords=stop)),
             "tags": Counter(t for tag in document.tags for t in terms(tag, keep_stopwords=True)),
-            "groups": Counter(t for text in document.groups for t in terms(text)),
+            "groups": Counter(t for text in document.groups for t in terms(text, stopwords=stop)),
         }
         params = {
-            name: Counter(terms(name, keep_stopwords=True) + terms(description))
+            name: Counter(terms(name, keep_stopwords=True) + terms(description, stopwords=stop))
             for name, description in document.params
         }
         length = {f: sum(c.values()) for f, c in tf.items()}
@@ -253,17 +276,33 @@ class SearchIndex:
             return within is None or any(key in within for key in posting)
 
         weighted: dict[str, float] = {}
-        # A query of common words only ("get me") still means something: keep them then.
-        words = terms(query) or terms(query, keep_stopwords=True)
+
+        def add(term: str, weight: float) -> None:
+            weighted[term] = max(weighted.get(term, 0.0), weight)
+
+        rules = self._rules
+        # A query of common words only ("show me") still means something: keep them then.
+        words = terms(query, stopwords=rules.stopwords) or terms(query, keep_stopwords=True)
+        many = bool(rules.list_weight) and asks_for_a_list(query)
         for word in dict.fromkeys(words):
             if live(word):
-                weighted[word] = max(weighted.get(word, 0.0), 1.0)
+                add(word, 1.0)
             elif len(word) >= 3:
                 for near in _first(self._near(word), live):
-                    weighted[near] = max(weighted.get(near, 0.0), _FUZZY_WEIGHT)
+                    add(near, _FUZZY_WEIGHT)
             if len(word) >= 3:
                 for longer in _first(self._prefixed(word), live):
-                    weighted[longer] = max(weighted.get(longer, 0.0), _PREFIX_WEIGHT)
+                    add(longer, _PREFIX_WEIGHT)
+            if rules.related_weight and not (many and is_reading(word)):
+                # "show me my apps" asks for a list, not for the get tool "show" relates to.
+                for other in related(word):
+                    if live(other):
+                        add(other, rules.related_weight)
+        if rules.compounds:
+            for first, second in itertools.pairwise(words):
+                joined = first + second
+                if live(joined):
+                    add(joined, 1.0)
         return weighted
 
     def search(
@@ -280,15 +319,24 @@ class SearchIndex:
         if not count:
             return []
         scores: dict[str, float] = {}
-        for term, term_weight in self.expand(query, within).items():
-            posting = self._postings[term]
-            if within is not None:
-                posting = {k: v for k, v in posting.items() if k in within}
-            idf = math.log(1.0 + (count - len(posting) + 0.5) / (len(posting) + 0.5))
-            factor = term_weight * idf
-            for key, weighted_tf in posting.items():
-                if weighted_tf:
-                    scores[key] = scores.get(key, 0.0) + factor * weighted_tf / (_K1 + weighted_tf)
+        expanded = self.expand(query, within)
+        # "show me my apps" prefers the list tool among what matches, and matches nothing alone.
+        boost = (
+            {"list": self._rules.list_weight}
+            if self._rules.list_weight and "list" not in expanded and asks_for_a_list(query)
+            else {}
+        )
+        for terms_, only_matched in ((expanded, False), (boost, True)):
+            for term, term_weight in terms_.items():
+                posting = self._postings.get(term, {})
+                if within is not None:
+                    posting = {k: v for k, v in posting.items() if k in within}
+                idf = math.log(1.0 + (count - len(posting) + 0.5) / (len(posting) + 0.5))
+                factor = term_weight * idf
+                for key, weighted_tf in posting.items():
+                    if weighted_tf and (not only_matched or key in scores):
+                        gain = factor * weighted_tf / (_K1 + weighted_tf)
+                        scores[key] = scores.get(key, 0.0) + gain
         if limit is not None and limit < len(scores):
             return sorted(
                 heapq.nlargest(limit, scores.items(), key=lambda item: (item[1], item[0])),

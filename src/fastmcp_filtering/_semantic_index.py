@@ -65,7 +65,9 @@ class EmbeddingIndex:
     tool costs one text. A text seen before (a tool removed and added back, or
     two tools with the same text) reuses its vector. Vectors are rows of one
     matrix, so a search is a matrix-vector product; recent query vectors are
-    kept in a small LRU cache. Safe to use from several threads: the embedder
+    kept in a small LRU cache. A query is embedded with the embedder's
+    ``embed_query`` method if it has one, catalog texts with the embedder
+    itself. Safe to use from several threads: the embedder
     runs outside the index's lock, so ``upsert`` and ``remove`` never wait for
     it (a text changed meanwhile is embedded again); a search waits for an
     embedding already under way, then uses its vectors.
@@ -256,10 +258,16 @@ class EmbeddingIndex:
 
     # -- internals ----------------------------------------------------------------------
 
-    def _embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+    def _embed(self, texts: Sequence[str], *, query: bool = False) -> NDArray[np.float32]:
         import numpy as np
 
-        raw = self.embedder(texts)
+        embed = self.embedder
+        if query:
+            # Models trained with a query instruction (bge, e5) word queries differently.
+            embed_query = getattr(self.embedder, "embed_query", None)
+            if callable(embed_query):
+                embed = embed_query
+        raw = embed(texts)
         vectors = np.asarray(raw, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             raise ValueError(
@@ -283,7 +291,7 @@ class EmbeddingIndex:
             if cached is not None:
                 self._queries.move_to_end(query)
                 return cached
-        vector: NDArray[np.float32] = self._embed([query])[0]
+        vector: NDArray[np.float32] = self._embed([query], query=True)[0]
         if self._query_cache_size:
             with self._lock:
                 self._queries[query] = vector

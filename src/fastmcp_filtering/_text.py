@@ -7,7 +7,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-__all__ = ["STOPWORDS", "stem", "terms"]
+__all__ = ["STOPWORDS", "asks_for_a_list", "is_reading", "related", "stem", "terms"]
 
 # Scripts written without spaces: indexed as single characters and character pairs.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u0e00-\u0e7f"
@@ -17,11 +17,15 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _VOWEL = re.compile(r"[aeiouy]")
 
 STOPWORDS = frozenset(
-    """a an and are as at be by can do does for from get given how i in into is it its me my of
+    """a an and are as at be by can do does for from given how i in into is it its me my of
     on or our please so that the their them then there these this to tool tools use using
     want was we what when where which while who will with would you your""".split()  # noqa: SIM905
 )
-"""Words too common in requests and descriptions to tell tools apart."""
+"""Words too common in requests and descriptions to tell tools apart.
+
+Verbs are never stopwords, ``get`` included: in catalogs named ``x_get``,
+``x_list``, ``x_create`` the verb is often all that tells two tools apart.
+"""
 
 
 @lru_cache(maxsize=65_536)
@@ -55,15 +59,87 @@ def stem(word: str) -> str:
     return word
 
 
-def terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
+def terms(
+    text: str, *, keep_stopwords: bool = False, stopwords: frozenset[str] = STOPWORDS
+) -> list[str]:
     """Search terms of ``text`` (see ``_terms``); repeated texts are split once."""
     if not text:
         return []
-    return list(_terms(text, keep_stopwords))
+    return list(_terms(text, frozenset() if keep_stopwords else stopwords))
+
+
+# Verbs that ask for the same kind of action, whatever the catalog calls it. A request
+# says "show", "remove" or "find"; a tool is named get, delete or search.
+_VERB_CLASSES = (
+    "get fetch retrieve read show view display see describe inspect lookup",
+    "list enumerate browse all",
+    "create add new make insert generate register write save",
+    "update edit modify change set patch rename replace",
+    "delete remove destroy erase drop purge clear",
+    "search find query locate filter lookup",
+    "send post publish notify share",
+    "run execute invoke start launch trigger",
+    "stop cancel abort terminate kill",
+    "download export",
+    "upload import",
+)
+
+
+def _classes() -> dict[str, tuple[str, ...]]:
+    related: dict[str, set[str]] = {}
+    for line in _VERB_CLASSES:
+        stems = [stem(word) for word in line.split()]
+        for word in stems:
+            related.setdefault(word, set()).update(w for w in stems if w != word)
+    return {word: tuple(sorted(others)) for word, others in related.items()}
+
+
+_RELATED = _classes()
+
+
+_READ_VERBS = frozenset(stem(w) for w in _VERB_CLASSES[0].split())
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+def asks_for_a_list(query: str) -> bool:
+    """Whether ``query`` asks to see many things of a kind: "show me my function apps".
+
+    True when it has a plural noun and no verb but a reading one (show, get,
+    view...): "delete old branches" asks to delete, not to list.
+    """
+    plural = False
+    for raw in _WORD.findall(query):
+        word = raw.casefold()
+        if word in STOPWORDS:
+            continue
+        base = stem(word)
+        if base in _RELATED and base not in _READ_VERBS:
+            return False
+        if (
+            len(word) > 3
+            and word.endswith("s")
+            and not word.endswith(("ss", "us", "is"))
+            and base not in _RELATED
+        ):
+            plural = True
+    return plural
+
+
+def is_reading(term: str) -> bool:
+    """Whether ``term`` (stemmed) is a verb that asks to see something: get, show, view..."""
+    return term in _READ_VERBS
+
+
+def related(term: str) -> tuple[str, ...]:
+    """Stemmed verbs that ask for the same action as ``term`` (a stemmed word), if any.
+
+    ``related("remov")`` gives ``delet``, ``destroy``, ``drop``...; nouns give ().
+    """
+    return _RELATED.get(term, ())
 
 
 @lru_cache(maxsize=16_384)
-def _terms(text: str, keep_stopwords: bool) -> tuple[str, ...]:
+def _terms(text: str, stopwords: frozenset[str]) -> tuple[str, ...]:
     """Search terms of ``text``: words split at case, ``_``, ``-``, ``.``, stemmed, casefolded.
 
     Runs of CJK, kana, hangul or Thai become single characters plus adjacent
@@ -83,7 +159,7 @@ def _terms(text: str, keep_stopwords: bool) -> tuple[str, ...]:
             parts.append(run)
         for part in parts:
             word = part.casefold()
-            if not word or (not keep_stopwords and word in STOPWORDS):
+            if not word or word in stopwords:
                 continue
             out.append(stem(word))
     return tuple(out)

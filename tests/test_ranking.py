@@ -1,0 +1,104 @@
+"""The lexical ranking's rules, on the kinds of request that catalogs of real servers get wrong."""
+
+from __future__ import annotations
+
+from fastmcp_filtering._ranking import Document, Rules, SearchIndex
+from fastmcp_filtering._text import asks_for_a_list, related, stem
+
+
+def catalog(*documents: Document) -> SearchIndex:
+    index = SearchIndex()
+    for document in documents:
+        index.upsert(document.name, document)
+    return index
+
+
+def top(index: SearchIndex, query: str) -> str:
+    ranked = index.search(query)
+    assert ranked, f"no result for {query!r}"
+    return ranked[0][0]
+
+
+NOUN_TOOLS = catalog(
+    Document(
+        name="storage_account_get",
+        description="Get the details of a storage account by name",
+        params=(("account", "The storage account name"), ("subscription", "Subscription id")),
+    ),
+    Document(
+        name="storage_account_list",
+        description="List storage accounts in a subscription",
+        params=(("subscription", "Subscription id"),),
+    ),
+    Document(
+        name="storage_account_create",
+        description="Create a storage account",
+        params=(("account", "Name of the new storage account"), ("location", "Region")),
+    ),
+    Document(name="functionapp_list", description="List the function apps of a subscription"),
+    Document(name="functionapp_get", description="Get one function app"),
+    Document(
+        name="resource_query",
+        description=(
+            "Query resources of any kind across services: virtual machines, function apps, "
+            "storage accounts, databases, key vaults, app services, container registries, "
+            "kubernetes clusters, queues, topics and more, with a query language"
+        ),
+        params=(("query", "The query text"),),
+    ),
+    Document(name="delete_branch", description="Delete a branch of a repository"),
+    Document(name="create_branch", description="Create a branch in a repository"),
+)
+
+
+class TestVerbsTellToolsApart:
+    def test_the_verb_picks_the_tool_of_one_noun(self) -> None:
+        assert top(NOUN_TOOLS, "create a storage account") == "storage_account_create"
+        assert top(NOUN_TOOLS, "get the storage account called logs") == "storage_account_get"
+        assert top(NOUN_TOOLS, "list storage accounts") == "storage_account_list"
+
+    def test_many_of_a_kind_is_a_list(self) -> None:
+        assert top(NOUN_TOOLS, "Show me my storage accounts") == "storage_account_list"
+        assert top(NOUN_TOOLS, "List all storage accounts") == "storage_account_list"
+        assert top(NOUN_TOOLS, "what storage accounts do I have") == "storage_account_list"
+
+    def test_a_request_words_the_verb_its_own_way(self) -> None:
+        assert top(NOUN_TOOLS, "remove the old branch") == "delete_branch"
+        assert top(NOUN_TOOLS, "make a new branch") == "create_branch"
+
+    def test_get_is_not_a_stopword(self) -> None:
+        assert top(NOUN_TOOLS, "get function app") == "functionapp_get"
+
+
+class TestCompoundsAndLongDescriptions:
+    def test_words_a_name_runs_together_match(self) -> None:
+        assert top(NOUN_TOOLS, "Show me my function apps") == "functionapp_list"
+
+    def test_a_long_description_of_everything_does_not_win_a_plain_request(self) -> None:
+        ranked = [key for key, _ in NOUN_TOOLS.search("Show me my function apps")]
+        assert ranked.index("functionapp_list") < ranked.index("resource_query")
+
+
+class TestRules:
+    def test_each_rule_can_be_turned_off(self) -> None:
+        off = Rules(related_weight=0.0, compounds=False, list_weight=0.0)
+        index = SearchIndex(rules=off)
+        index.upsert("delete_branch", Document(name="delete_branch"))
+        index.upsert("functionapp_list", Document(name="functionapp_list"))
+        assert index.search("remove a branch")[0][0] == "delete_branch"  # "branch" alone
+        assert [k for k, _ in index.search("erase")] == []
+        on = SearchIndex()
+        on.upsert("functionapp_list", Document(name="functionapp_list"))
+        # Without the compound rule "function" only matches as the start of a longer word.
+        assert on.search("function app")[0][1] > index.search("function app")[0][1]
+
+    def test_related_verbs_are_symmetric_and_stemmed(self) -> None:
+        assert stem("delete") in related(stem("remove"))
+        assert stem("remove") in related(stem("deleting"))
+        assert related("repositori") == ()
+
+    def test_what_asks_for_a_list(self) -> None:
+        assert asks_for_a_list("Show me my function apps")
+        assert asks_for_a_list("which databases are there")
+        assert not asks_for_a_list("delete old branches")
+        assert not asks_for_a_list("read a file")
