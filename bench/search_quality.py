@@ -179,7 +179,9 @@ def plan(data: Path) -> dict[str, tuple[Path, str]]:
         "metatool multi": (data / "metatool", "multi_queries.jsonl"),
     }
     for folder in sorted(p for p in LOCAL_DATA.iterdir() if (p / "tools.jsonl").exists()):
-        sets[folder.name] = (folder, "queries.jsonl")
+        for queries in sorted(folder.glob("*queries.jsonl")):
+            kind = queries.name.removesuffix("queries.jsonl").rstrip("_")
+            sets[f"{folder.name} {kind}".strip()] = (folder, queries.name)
     return sets
 
 

@@ -163,7 +163,7 @@ class TestListQueryDiscovers:
 
     async def test_no_key_when_nothing_better_is_hidden(self, connect: Connect) -> None:
         async with connect(make_server()) as client:
-            result = await call_method(client, "tools/list", {"query": "show a directory tree"})
+            result = await call_method(client, "tools/list", {"query": "directory tree"})
         assert [t["name"] for t in result["tools"]] == ["directory_tree"]
         assert BETTER_MATCHES_META_KEY not in (result.get("_meta") or {})
 
@@ -197,3 +197,23 @@ class TestMetaToolsAreNotRanked:
         async with connect(make_server()) as client:
             names = {t.name for t in await client.list_tools()}
         assert {"search_tools", "enable_tools", "disable_tools"} <= names
+
+
+class TestOnlyWhatEnablingCanShow:
+    def test_a_client_that_cannot_enable_groups_is_offered_nothing(self) -> None:
+        from fastmcp_filtering._catalog import Catalog
+        from fastmcp_filtering._progressive_layer import Enabled, EnabledStore, ProgressiveLayer
+        from fastmcp_filtering._progressive_layer import _View as View
+
+        layer = ProgressiveLayer(
+            EnabledStore(Catalog(groups=GROUPS), ["files"], "test"),
+            hide_ungrouped=False,
+            enable_tool="enable_tools",
+        )
+        write = tool("write_file", "Save text", "write")
+        can = View(layer, Enabled(frozenset({"files"}))).judge(write)
+        assert can is not None and can.enable == ("write",)
+        for problem in ("anonymous", "store"):
+            cannot = View(layer, Enabled(frozenset({"files"}), problem)).judge(write)
+            # Still a hint for a direct call, but no enable call search could offer.
+            assert cannot is not None and cannot.discoverable and cannot.enable == ()
