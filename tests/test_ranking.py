@@ -102,3 +102,71 @@ class TestRules:
         assert asks_for_a_list("which databases are there")
         assert not asks_for_a_list("delete old branches")
         assert not asks_for_a_list("read a file")
+
+
+def server_tool(server: str, name: str, description: str) -> Document:
+    # Served behind the proxy: one group per upstream, named after it.
+    return Document(name=name, description=description, groups=(server,))
+
+
+# Tools of four reference servers (everything, filesystem, memory, time) as they list them.
+REFERENCE_SERVERS = catalog(
+    server_tool("everything", "echo", "Echoes back the input"),
+    server_tool("everything", "add", "Adds two numbers"),
+    server_tool(
+        "everything", "printEnv", "Prints all environment variables, helpful for debugging"
+    ),
+    server_tool("everything", "getTinyImage", "Returns the MCP_TINY_IMAGE"),
+    server_tool("everything", "longRunningOperation", "Demonstrates a long running operation"),
+    server_tool(
+        "filesystem",
+        "read_text_file",
+        "Read the complete contents of a file from the file system as text",
+    ),
+    server_tool("filesystem", "read_media_file", "Read an image or audio file"),
+    server_tool(
+        "filesystem",
+        "write_file",
+        "Create a new file or completely overwrite an existing file with new content",
+    ),
+    server_tool(
+        "filesystem",
+        "directory_tree",
+        "Get a recursive tree view of files and directories as a JSON structure",
+    ),
+    server_tool(
+        "filesystem",
+        "list_directory",
+        "Get a detailed listing of all files and directories in a specified path",
+    ),
+    server_tool("filesystem", "move_file", "Move or rename files and directories"),
+    server_tool("memory", "create_entities", "Create multiple new entities in the knowledge graph"),
+    server_tool(
+        "memory", "add_observations", "Add new observations to existing entities in the graph"
+    ),
+    server_tool("memory", "read_graph", "Read the entire knowledge graph"),
+    server_tool("memory", "search_nodes", "Search for nodes in the knowledge graph"),
+    server_tool("time", "get_current_time", "Get current time in a specific timezone"),
+    server_tool("time", "convert_time", "Convert time between timezones"),
+)
+
+
+class TestPlainRequestsToRealServers:
+    def test_the_answer_comes_first(self) -> None:
+        assert top(REFERENCE_SERVERS, "print environment variables") == "printEnv"
+        ranked = [key for key, _ in REFERENCE_SERVERS.search("read a file")]
+        # A tree of a directory is not a file's contents.
+        assert set(ranked[:2]) == {"read_text_file", "read_media_file"}
+        assert top(REFERENCE_SERVERS, "save text to a new file") == "write_file"
+        assert top(REFERENCE_SERVERS, "current time in Tokyo") == "get_current_time"
+        assert top(REFERENCE_SERVERS, "rename a folder") == "move_file"
+
+    def test_a_plain_request_some_tool_answers_is_never_empty(self) -> None:
+        for query in [
+            "show me a picture",
+            "write memory about a person",
+            "what do you know about Bob",
+            "stop the long operation",
+            "sum two numbers",
+        ]:
+            assert REFERENCE_SERVERS.search(query), query

@@ -79,7 +79,7 @@ _VERB_CLASSES = (
     "search find query locate filter lookup",
     "send post publish notify share",
     "run execute invoke start launch trigger",
-    "stop cancel abort terminate kill",
+    "stop cancel abort terminate kill pause",
     "download export",
     "upload import",
 )
