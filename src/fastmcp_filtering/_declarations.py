@@ -55,6 +55,14 @@ def mark_meta_tool(tool: _T) -> _T:
     return tool
 
 
+def same_kind(original: FastMCPComponent, copy: _T) -> _T:
+    """``copy`` (a model copy of ``original``), recorded as a meta-tool if ``original`` is one."""
+    if is_meta_tool(original):
+        assert isinstance(copy, FastMCPComponent)
+        _META_TOOLS[id(copy)] = copy
+    return copy
+
+
 def is_meta_tool(component: FastMCPComponent) -> bool:
     """Whether ``component`` is a meta-tool this package built (by identity)."""
     return _META_TOOLS.get(id(component)) is component

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from typing_extensions import override
 
 from fastmcp_filtering._catalog import Catalog, ComponentKind
-from fastmcp_filtering._declarations import GROUPS_META_KEY, Group, Tag
+from fastmcp_filtering._declarations import GROUPS_META_KEY, Group, Tag, same_kind
 from fastmcp_filtering._filter import narrow
 from fastmcp_filtering._hooks import ListHooks
 from fastmcp_filtering._protocol import add_capabilities, custom_result, request_info
@@ -149,7 +149,9 @@ class FilterMiddleware(ListHooks):
         meta = component.meta or {}
         copy = component
         if meta.get(GROUPS_META_KEY) != groups:
-            copy = component.model_copy(update={"meta": {**meta, GROUPS_META_KEY: groups}})
+            copy = same_kind(
+                component, component.model_copy(update={"meta": {**meta, GROUPS_META_KEY: groups}})
+            )
         if len(self._copies) > _MAX_CACHED_COPIES:
             self._copies.clear()
         # Holding the original keeps its id from being reused by another object.
