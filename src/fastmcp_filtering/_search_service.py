@@ -33,6 +33,8 @@ _C = TypeVar("_C", bound="FastMCPComponent")
 
 # Up to this many new or changed tools are embedded before answering; more, in the background.
 _EMBED_INLINE = 32
+# Component keys remembered per index, over every version of the catalog.
+_MAX_KEYS = 200_000
 # Cosine similarity below which a semantic neighbour is noise, not a match.
 _MIN_SIMILARITY = 0.1
 
@@ -89,11 +91,12 @@ class SearchService:
         index = self.index(kind)
         named = query.strip().casefold()
         by_key: dict[str, _C] = {}
+        key_of = index.key_of
         for component in components:
             if is_meta_tool(component) and component.name.casefold() != named:
                 continue
             # A list holds every visible version of a component; clients get the highest.
-            key = search_key(component)
+            key = key_of(component)
             held = by_key.get(key)
             if held is None or version_sort_key(component) > version_sort_key(held):
                 by_key[key] = component
@@ -221,6 +224,20 @@ class _SyncedIndex:
         self.semantic = semantic
         self._seen: dict[str, FastMCPComponent] = {}
         self._version = -1
+        # FastMCP's key is a property built on every access: remember it per object.
+        self._keys: dict[int, tuple[FastMCPComponent, str]] = {}
+
+    def key_of(self, component: FastMCPComponent) -> str:
+        """``search_key(component)``, computed once per component object."""
+        hit = self._keys.get(id(component))
+        if hit is not None and hit[0] is component:
+            return hit[1]
+        key = search_key(component)
+        if len(self._keys) > _MAX_KEYS:
+            self._keys.clear()
+        # Holding the component keeps its id from being reused by another object.
+        self._keys[id(component)] = (component, key)
+        return key
 
     def merge(
         self,
@@ -236,7 +253,7 @@ class _SyncedIndex:
             self._version = version
         seen = self._seen
         for component in components:
-            key = search_key(component)
+            key = self.key_of(component)
             if seen.get(key) is not component:
                 document = describe(component)
                 self.index.upsert(key, document)
