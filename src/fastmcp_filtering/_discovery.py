@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from fastmcp_filtering._cursor import LIST_METHODS
-from fastmcp_filtering._policy import unrestricted
+from fastmcp_filtering._policy import PolicyLayer, unrestricted
 from fastmcp_filtering._search_service import search_key
 from fastmcp_filtering._transform import AccessTransform
 
@@ -70,7 +70,8 @@ async def discoverable(server: FastMCP, kind: ComponentKind, usable: Sequence[_C
     request's policy: only what it hides with an enable path is kept.
     """
     transform = AccessTransform.of(server)
-    if transform is None or not transform.layers:
+    if transform is None or not any(_can_enable(layer) for layer in transform.layers):
+        # No layer hides anything the client could show itself: nothing to list twice for.
         return []
     policy = await transform.policy()
     with unrestricted():
@@ -89,6 +90,11 @@ async def discoverable(server: FastMCP, kind: ComponentKind, usable: Sequence[_C
         if held is None or _newer(component, held.component):
             hits[key] = Hit(component, hidden.enable)
     return list(hits.values())
+
+
+def _can_enable(layer: PolicyLayer) -> bool:
+    """Whether ``layer`` hides components the client can make visible (it words a remedy)."""
+    return type(layer).remedy is not PolicyLayer.remedy
 
 
 def _newer(a: FastMCPComponent, b: FastMCPComponent) -> bool:
