@@ -220,9 +220,15 @@ async function run(client) {
   await step('search_tools', async () => {
     const result = await client.callTool({ name: 'search_tools', arguments: { query: 'delete a repository' } });
     const content = SearchToolsContentSchema.parse(result.structuredContent);
-    const names = content.tools.map((t) => t.name);
-    // delete_repo exists but its group is not enabled yet: search must not reveal it.
-    check('search_tools: hidden tools not found', !names.includes('delete_repo'), names);
+    // delete_repo's group is not enabled yet: search may offer it only with the call that
+    // enables the group, never as a callable tool with its schema.
+    const offered = content.tools.filter((t) => !t.available_after || t.inputSchema);
+    check(
+      'search_tools: hidden tools only as groups to enable',
+      !offered.some((t) => t.name === 'delete_repo') &&
+        content.tools.every((t) => !t.available_after || !t.inputSchema),
+      content.tools.map((t) => [t.name, t.available_after ?? 'callable']),
+    );
   });
 
   await step('concerns/list', async () => {
