@@ -139,9 +139,19 @@ class Agent:
         if result.is_error or result.structured_content is None:
             self.tally.errors.append(f"client {self.index} search_tools: {result.content}")
             return
-        got = {t["name"] for t in result.structured_content["tools"]}
+        tools = result.structured_content["tools"]
+        # Tools of groups not enabled yet may be offered, without their schema, with the call
+        # that enables them; a tool it may call comes whole.
+        got = {t["name"] for t in tools if "available_after" not in t}
         if leaked := got - self.expected.visible():
             self.tally.leaks.append(f"client {self.index} search_tools {target}: {sorted(leaked)}")
+        for tool in tools:
+            if "available_after" in tool and (
+                "inputSchema" in tool
+                or tool["name"] in self.expected.visible()
+                or "enable_tools" not in tool["available_after"]
+            ):
+                self.tally.leaks.append(f"client {self.index} search_tools offered {tool}")
 
     async def do_enable(self) -> None:
         candidates = [g for g in self.favourites if g not in self.expected.enabled]
