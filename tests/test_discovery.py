@@ -11,7 +11,7 @@ from inline_snapshot import snapshot
 
 from fastmcp_filtering import Group, ProgressiveDisclosureMiddleware, in_group
 from fastmcp_filtering._discovery import BETTER_MATCHES_META_KEY
-from fastmcp_filtering.client import call_method
+from fastmcp_filtering.client import better_matches, call_method, list_tools
 from fastmcp_filtering.search import SearchMiddleware
 
 from .conftest import Connect, use
@@ -167,6 +167,12 @@ class TestListQueryDiscovers:
         assert [t["name"] for t in result["tools"]] == ["directory_tree"]
         assert BETTER_MATCHES_META_KEY not in (result.get("_meta") or {})
 
+    async def test_the_client_helper_reads_them(self, connect: Connect) -> None:
+        async with connect(make_server()) as client:
+            page = await list_tools(client, query="save text to a new file")
+            assert better_matches(page) == ["write"]
+            assert better_matches(await list_tools(client, query="directory tree")) == []
+
     async def test_a_filter_bounds_the_groups_named(self, connect: Connect) -> None:
         async with connect(make_server()) as client:
             result = await call_method(
@@ -212,8 +218,11 @@ class TestOnlyWhatEnablingCanShow:
         )
         write = tool("write_file", "Save text", "write")
         can = View(layer, Enabled(frozenset({"files"}))).judge(write)
-        assert can is not None and can.enable == ("write",)
+        assert can is not None
+        assert can.enable == ("write",)
         for problem in ("anonymous", "store"):
             cannot = View(layer, Enabled(frozenset({"files"}), problem)).judge(write)
             # Still a hint for a direct call, but no enable call search could offer.
-            assert cannot is not None and cannot.discoverable and cannot.enable == ()
+            assert cannot is not None
+            assert cannot.discoverable
+            assert cannot.enable == ()

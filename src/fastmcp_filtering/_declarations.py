@@ -12,6 +12,7 @@ import mcp_types as mt
 from fastmcp.utilities.components import FastMCPComponent
 
 __all__ = [
+    "BETTER_MATCHES_META_KEY",
     "GROUPS_META_KEY",
     "MAX_NAME_LENGTH",
     "META_TOOL_KEY",
@@ -27,6 +28,9 @@ GROUPS_META_KEY = "io.modelcontextprotocol/groups"
 
 META_TOOL_KEY = "io.github.fastmcp-filtering/meta-tool"
 """``_meta`` mark of the stack's own meta-tools, for clients; the package itself never trusts it."""
+
+BETTER_MATCHES_META_KEY = "io.github.fastmcp-filtering/better-matches-in"
+"""Result ``_meta`` key of a ``query`` list: groups holding matches the client cannot use yet."""
 
 # The meta-tool objects this package built, by id (held, so an id is never reused).
 _META_TOOLS: dict[int, FastMCPComponent] = {}

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from fastmcp_filtering._cursor import LIST_METHODS
+from fastmcp_filtering._declarations import BETTER_MATCHES_META_KEY
 from fastmcp_filtering._policy import PolicyLayer, unrestricted
 from fastmcp_filtering._search_service import search_key
 from fastmcp_filtering._transform import AccessTransform
@@ -42,8 +43,6 @@ __all__ = [
 
 _C = TypeVar("_C", bound="FastMCPComponent")
 
-BETTER_MATCHES_META_KEY = "io.github.fastmcp-filtering/better-matches-in"
-"""Result ``_meta`` key of a ``query`` list: groups holding matches the client cannot use yet."""
 
 _LIST = {
     "tool": "list_tools",

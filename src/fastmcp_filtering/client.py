@@ -20,7 +20,7 @@ import mcp_types as mt
 from mcp.client.extension import ClientExtension, NotificationBinding
 from pydantic import BaseModel, ConfigDict, Field
 
-from fastmcp_filtering._declarations import GROUPS_META_KEY
+from fastmcp_filtering._declarations import BETTER_MATCHES_META_KEY, GROUPS_META_KEY
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -28,12 +28,14 @@ if TYPE_CHECKING:
     from fastmcp import Client
 
 __all__ = [
+    "BETTER_MATCHES_META_KEY",
     "CONCERNS_META_KEY",
     "ConcernInfo",
     "ConcernsUpdate",
     "FilteringNotifications",
     "GroupInfo",
     "TagInfo",
+    "better_matches",
     "call_method",
     "concerns_meta",
     "groups_of",
@@ -136,6 +138,23 @@ async def list_tools(
         params["_meta"] = dict(meta)
     request = _RawRequest(method="tools/list", params=params or None)
     return await client.session.send_request(request, mt.ListToolsResult)  # type: ignore[arg-type]
+
+
+def better_matches(result: mt.ListToolsResult) -> list[str]:
+    """Groups holding better matches for a ``query`` list than the tools it returned.
+
+    Tools of groups the client has not enabled are never in a ``tools/list``
+    answer; the server names their groups in the result ``_meta`` instead.
+    ``search_tools`` says more: each such tool with the calls that make it usable.
+
+    Example:
+        ```python
+        page = await list_tools(client, query="save text to a new file")
+        better_matches(page)  # ["write"]: search_tools says how to enable it
+        ```
+    """
+    groups = (result.meta or {}).get(BETTER_MATCHES_META_KEY)
+    return [g for g in groups if isinstance(g, str)] if isinstance(groups, list) else []
 
 
 def groups_of(component: mt.Tool | mt.Prompt | mt.Resource | mt.ResourceTemplate) -> list[str]:
