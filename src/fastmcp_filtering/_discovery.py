@@ -11,13 +11,14 @@ candidates, so no ranking, count or hint names them.
 
 from __future__ import annotations
 
+import weakref
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from fastmcp_filtering._cursor import LIST_METHODS
 from fastmcp_filtering._declarations import BETTER_MATCHES_META_KEY
-from fastmcp_filtering._policy import PolicyLayer, unrestricted
+from fastmcp_filtering._policy import PolicyLayer, widened
 from fastmcp_filtering._search_service import search_key
 from fastmcp_filtering._transform import AccessTransform
 
@@ -64,17 +65,19 @@ class Hit(Generic[_C]):
 async def discoverable(server: FastMCP, kind: ComponentKind, usable: Sequence[_C]) -> list[Hit[_C]]:
     """Components of ``kind`` this client could use after enabling groups, not in ``usable``.
 
-    Read from FastMCP's listing with the package's layers set aside (FastMCP's
-    own visibility and authorization still apply), then judged by this
-    request's policy: only what it hides with an enable path is kept.
+    Listed through the server's whole middleware chain and FastMCP's own checks,
+    with only this server's policy widened to what enabling groups would show
+    (``widened``); then judged by this request's policy, keeping what it hides
+    with an enable path. Whatever else hides a component (a middleware, a
+    mounted server's layers, FastMCP's auth) hides it here too.
     """
     transform = AccessTransform.of(server)
     if transform is None or not any(_can_enable(layer) for layer in transform.layers):
         # No layer hides anything the client could show itself: nothing to list twice for.
         return []
     policy = await transform.policy()
-    with unrestricted():
-        every: Sequence[_C] = await getattr(server, _LIST[kind])(run_middleware=False)
+    with widened(transform):
+        every: Sequence[_C] = await getattr(server, _LIST[kind])()
     taken = {search_key(c) for c in usable}
     hits: dict[str, Hit[_C]] = {}
     for component in every:
@@ -114,13 +117,18 @@ async def remedy(ctx: Context, enable: Sequence[str]) -> dict[str, Any] | None:
     return None
 
 
-_GROUPS: ContextVar[list[str] | None] = ContextVar("fastmcp_filtering_better", default=None)
+# (server, groups): the list request being answered by that server's SDK handler.
+_GROUPS: ContextVar[tuple[object, list[str]] | None] = ContextVar(
+    "fastmcp_filtering_better", default=None
+)
 
 
-def report_better(groups: Sequence[str]) -> None:
-    """Say, in the result ``_meta`` of the list being answered, which groups hold better matches."""
-    holder = _GROUPS.get()
-    if holder is not None:
+def report_better(server: FastMCP, groups: Sequence[str]) -> None:
+    """Say, in the result ``_meta`` of ``server``'s list being answered, which groups hold better
+    matches; a mounted server's search, answering inside its parent's list, says nothing."""
+    current = _GROUPS.get()
+    if current is not None and current[0] is server:
+        holder = current[1]
         holder.extend(g for g in groups if g not in holder)
 
 
@@ -131,13 +139,17 @@ class BetterMatches:
     result is only reachable here.
     """
 
+    def __init__(self, server: FastMCP) -> None:
+        self._server = weakref.ref(server)
+
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: SDKCallNext
     ) -> HandlerResult:
-        if ctx.method not in LIST_METHODS:
+        server = self._server()
+        if ctx.method not in LIST_METHODS or server is None:
             return await call_next(ctx)
         holder: list[str] = []
-        token = _GROUPS.set(holder)
+        token = _GROUPS.set((server, holder))
         try:
             result = await call_next(ctx)
         finally:

@@ -49,8 +49,10 @@ __all__ = [
     "Policy",
     "PolicyLayer",
     "invalidate",
+    "is_widened",
     "load_policy",
     "unrestricted",
+    "widened",
 ]
 
 logger = logging.getLogger("fastmcp_filtering")
@@ -122,15 +124,18 @@ class Policy:
     could make the component visible.
     """
 
-    __slots__ = ("_memo", "_table", "_views")
+    __slots__ = ("_memo", "_table", "_views", "_widened")
 
-    def __init__(self, views: Sequence[LayerView], memo: Memo | None = None) -> None:
+    def __init__(
+        self, views: Sequence[LayerView], memo: Memo | None = None, *, widened: bool = False
+    ) -> None:
         self._views = tuple(views)
         self._memo = memo
+        self._widened = widened
         self._table: dict[int, tuple[FastMCPComponent, Hidden | None]] | None = None
         keys = tuple(getattr(view, "key", None) for view in self._views)
         if memo is not None and None not in keys:
-            self._table = memo.table(keys)
+            self._table = memo.table((*keys, widened))
 
     def judge(self, component: FastMCPComponent) -> Hidden | None:
         table = self._table
@@ -160,6 +165,9 @@ class Policy:
                 return hidden
             else:
                 refusal = refusal or hidden
+        if refusal is None and hint is not None and hint.enable and self._widened:
+            # Discovery: what the client could show itself by enabling groups counts as shown.
+            return None
         return refusal or hint
 
     def visible(self, component: FastMCPComponent) -> bool:
@@ -214,8 +222,10 @@ ALLOW_ALL = Policy(())
 CONCEAL_ALL = Policy((_ConcealAll(),))
 
 _UNRESTRICTED: ContextVar[bool] = ContextVar("fastmcp_filtering_unrestricted", default=False)
-# (request, owner, policy): one policy per wire request and AccessTransform.
-_CACHED: ContextVar[tuple[object, object, Policy] | None] = ContextVar(
+# The AccessTransform whose lookups also show what the client could enable itself.
+_WIDENED: ContextVar[object | None] = ContextVar("fastmcp_filtering_widened", default=None)
+# (request, owner, widened, policy): one policy per wire request, AccessTransform and mode.
+_CACHED: ContextVar[tuple[object, object, bool, Policy] | None] = ContextVar(
     "fastmcp_filtering_policy", default=None
 )
 
@@ -243,6 +253,29 @@ def unrestricted() -> Iterator[None]:
         _UNRESTRICTED.reset(token)
 
 
+@contextlib.contextmanager
+def widened(owner: object) -> Iterator[None]:
+    """Within: ``owner``'s lookups also show what the client could enable itself.
+
+    Only a ``Hidden`` with an ``enable`` path (hidden because no group is
+    enabled, and by nothing else) turns visible, and only for ``owner`` (the
+    server's ``AccessTransform``): a mounted server's policy, every other
+    layer, FastMCP's own checks and every middleware still apply. Discovery
+    lists through the whole chain this way, so it never offers what any of
+    them hides.
+    """
+    token = _WIDENED.set(owner)
+    try:
+        yield
+    finally:
+        _WIDENED.reset(token)
+
+
+def is_widened() -> bool:
+    """Whether this is a discovery listing (see ``widened``)."""
+    return _WIDENED.get() is not None
+
+
 def invalidate() -> None:
     """Forget this request's policy: a layer's state changed during the request."""
     _CACHED.set(None)
@@ -258,15 +291,18 @@ async def load_policy(
     if request is None:
         # Startup, a programmatic call outside any request: nobody to show anything to.
         return CONCEAL_ALL
+    wide = _WIDENED.get() is owner
     cached = _CACHED.get()
-    if cached is not None and cached[0] is request and cached[1] is owner:
-        return cached[2]
-    policy = await _load(request, layers, memo)
-    _CACHED.set((request, owner, policy))
+    if cached is not None and cached[0] is request and cached[1] is owner and cached[2] is wide:
+        return cached[3]
+    policy = await _load(request, layers, memo, wide)
+    _CACHED.set((request, owner, wide, policy))
     return policy
 
 
-async def _load(request: object, layers: Sequence[PolicyLayer], memo: Memo | None) -> Policy:
+async def _load(
+    request: object, layers: Sequence[PolicyLayer], memo: Memo | None, wide: bool
+) -> Policy:
     from fastmcp.server.dependencies import get_context
 
     try:
@@ -284,4 +320,4 @@ async def _load(request: object, layers: Sequence[PolicyLayer], memo: Memo | Non
             # validates it; here nothing is shown rather than too much.
             logger.debug("%r could not load its view (%r); concealing", layer, exc)
             return CONCEAL_ALL
-    return Policy(views, memo)
+    return Policy(views, memo, widened=wide)

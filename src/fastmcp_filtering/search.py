@@ -17,6 +17,7 @@ from fastmcp_filtering._discovery import BetterMatches, Hit, discoverable, remed
 from fastmcp_filtering._fastmcp import sdk_middleware
 from fastmcp_filtering._filter import narrow
 from fastmcp_filtering._hooks import ListHooks
+from fastmcp_filtering._policy import is_widened
 from fastmcp_filtering._protocol import RequestInfo, add_capabilities, invalid_params, request_info
 from fastmcp_filtering._search_service import SearchService
 
@@ -126,7 +127,7 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         super().setup(server)
         chain = sdk_middleware(server)
         if not any(isinstance(m, BetterMatches) for m in chain):
-            chain.insert(0, BetterMatches())
+            chain.insert(0, BetterMatches(server))
 
     # -- capabilities and instructions --------------------------------------------------
 
@@ -170,7 +171,9 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
     ) -> Sequence[_C]:
         info = request_info(context)
         query = _requested_query(info, kind)
-        if query is None:
+        if query is None or is_widened():
+            # A discovery listing (this very search, listing what enabling would show) wants
+            # every candidate, not a ranking.
             return await call_next(context)
         # Candidates are what the rest of the chain lists for this client; with a filter,
         # only its matches, whatever the order of the middlewares.
@@ -196,7 +199,8 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
             found.append(hit.component)
             if len(found) == self.max_results:
                 break
-        report_better((better if found else pending)[: self.max_results])
+        if server is not None:
+            report_better(server, (better if found else pending)[: self.max_results])
         return found
 
     async def _hits(

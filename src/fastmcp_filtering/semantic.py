@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Sequence
+    from collections.abc import Callable, Collection, Iterator, Sequence
 
     import numpy as np
     from numpy.typing import NDArray
@@ -52,6 +52,8 @@ _TOKENIZER_PACKAGE = "fastmcp_filtering"
 _TOKENIZER_FILE = ("_models", "all-MiniLM-L6-v2", "tokenizer.json")
 _TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 _RUNTIME_MODULES = ("numpy", "onnxruntime", "tokenizers")
+# Padded tokens in one batch at most (see _batches).
+_BATCH_TOKENS = 2048
 
 # WordLlama's l2_supercat model as the wordllama package ships it (its files only: the
 # package's own code is never imported). 32,000 float16 vectors of 256 numbers.
@@ -214,9 +216,8 @@ class _OnnxEmbedder:
         encodings = self._tokenizer.encode_batch([prefix + str(t) for t in texts])
         # Texts of like length share a batch, so little of each batch is padding.
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            width = max(len(encodings[i].ids) for i in chunk)
+        for chunk in _batches(order, [len(e.ids) for e in encodings], self.batch_size):
+            width = len(encodings[chunk[-1]].ids)
             ids = np.zeros((len(chunk), width), dtype=np.int64)
             mask = np.zeros((len(chunk), width), dtype=np.int64)
             for row, i in enumerate(chunk):
@@ -241,6 +242,23 @@ class _OnnxEmbedder:
             counts: NDArray[np.float32] = np.maximum(weights.sum(axis=1), np.float32(1e-9))
             pooled = (hidden * weights).sum(axis=1) / counts
         return _unit_rows(pooled)
+
+
+def _batches(order: Sequence[int], lengths: Sequence[int], size: int) -> Iterator[list[int]]:
+    """``order`` (shortest first) in batches of up to ``size`` texts and ``_BATCH_TOKENS`` tokens.
+
+    A batch of long texts costs memory for attention over every pair of its
+    tokens; onnxruntime keeps the largest buffer it ever needed for the life of
+    the process, so bounding a batch bounds the server's memory (and is faster).
+    """
+    chunk: list[int] = []
+    for i in order:
+        if chunk and (len(chunk) == size or (len(chunk) + 1) * lengths[i] > _BATCH_TOKENS):
+            yield chunk
+            chunk = []
+        chunk.append(i)
+    if chunk:
+        yield chunk
 
 
 class MiniLMEmbedder(_OnnxEmbedder):
