@@ -94,7 +94,6 @@ MOUNTED_META = (
     "known gap (issue 11): mounting wraps a meta-tool in a new object, which the identity "
     "registry does not know"
 )
-FIRST_PARENT = "known gap (issue 11): the enable path follows the first parent only"
 COUNTS_ALL = "by design until issue 14: max_tools counts every member, whoever may see it"
 
 
@@ -622,7 +621,6 @@ class TestAdviceWorks:
             again = await search(client, "turn the zeppelin around")
             assert "available_after" not in again[0]
 
-    @pytest.mark.xfail(strict=True, reason=FIRST_PARENT)
     async def test_a_tool_is_offered_when_another_parent_path_fits(self, connect: Connect) -> None:
         # ab hangs on a (3 tools) or b (1 tool); with max_tools=4 only root+b+ab+leaf fits.
         async with connect(deep_server(max_tools=4)) as client:
@@ -631,7 +629,6 @@ class TestAdviceWorks:
             assert found[0]["name"] == "leaf_tool", brief(found)
             await follow(client, found[0]["available_after"])
 
-    @pytest.mark.xfail(strict=True, reason=FIRST_PARENT)
     async def test_a_tool_is_offered_when_a_sibling_parent_can_replace_the_enabled_one(
         self, connect: Connect
     ) -> None:

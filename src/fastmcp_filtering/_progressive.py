@@ -86,21 +86,42 @@ def offered(catalog: Catalog, enabled: frozenset[str]) -> list[str]:
 
 
 def path_to(catalog: Catalog, name: str, enabled: frozenset[str]) -> list[str]:
-    """The groups to enable, root first, so that ``name`` becomes enabled."""
-    path = [name]
-    current = name
-    seen = {name}
-    while current not in enabled:
+    """The shortest list of groups to enable, root first, so that ``name`` becomes enabled."""
+    return paths_to(catalog, name, enabled)[0]
+
+
+# Most alternative paths weighed for one group (a group may have several parents at each level).
+_MAX_PATHS = 16
+
+
+def paths_to(catalog: Catalog, name: str, enabled: frozenset[str]) -> list[list[str]]:
+    """Every way to enable ``name`` (through each of its parents), shortest first.
+
+    Each is the groups to enable, root first; ties keep the parents' declared
+    order. Empty lists never occur: ``name`` itself ends each path, unless it is
+    enabled already (then the one path is empty).
+    """
+    if name in enabled:
+        return [[]]
+    found: list[list[str]] = []
+
+    def walk(current: str, chain: list[str], seen: frozenset[str]) -> None:
+        if len(found) >= _MAX_PATHS:
+            return
+        chain = [current, *chain]
         group = catalog.group(current)
-        if group is None or not group.parents or any(p in enabled for p in group.parents):
-            break
-        parent = group.parents[0]
-        if parent in seen:
-            break
-        seen.add(parent)
-        path.insert(0, parent)
-        current = parent
-    return [n for n in path if n not in enabled]
+        if group is None or not group.parents:
+            found.append(chain)
+            return
+        if any(p in enabled for p in group.parents):
+            found.append(chain)
+        # Through a parent not enabled yet too: enabling it may fit where the other does not.
+        for parent in group.parents:
+            if parent not in enabled and parent not in seen:
+                walk(parent, chain, seen | {parent})
+
+    walk(name, [], frozenset({name}))
+    return sorted(found, key=len) or [[name]]
 
 
 @dataclass

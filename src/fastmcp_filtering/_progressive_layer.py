@@ -25,6 +25,7 @@ from fastmcp_filtering._progressive import (
     call_hint,
     closed,
     path_to,
+    paths_to,
     room_for,
     shown,
 )
@@ -145,17 +146,21 @@ class ProgressiveLayer(PolicyLayer):
     async def remedy(self, ctx: Context, enable: Sequence[str]) -> dict[str, Any] | None:
         if not enable:
             return None
-        calls: dict[str, Any] = {}
-        if self.max_tools is not None:
-            enabled = await self.store.load(ctx, client_key(ctx))
-            members = await self.members(ctx.fastmcp)
-            room = room_for(self.catalog, enabled.groups, enable, members, self.max_tools)
+        if self.max_tools is None:
+            return {self.enable_tool: {"groups": list(enable)}}
+        enabled = await self.store.load(ctx, client_key(ctx))
+        members = await self.members(ctx.fastmcp)
+        # The shortest path first; when max_tools refuses it, the group's other parents.
+        for path in [list(enable), *paths_to(self.catalog, enable[-1], enabled.groups)]:
+            room = room_for(self.catalog, enabled.groups, path, members, self.max_tools)
             if room is None:
-                return None
+                continue
+            calls: dict[str, Any] = {}
             if room:
                 calls[self.disable_tool] = {"groups": list(room)}
-        calls[self.enable_tool] = {"groups": list(enable)}
-        return calls
+            calls[self.enable_tool] = {"groups": path}
+            return calls
+        return None
 
     def hint(self, component: FastMCPComponent, membership: Membership, enabled: Enabled) -> str:
         """What the agent should do to use ``component``, a member of a declared group."""
