@@ -363,6 +363,7 @@ class TestEnable:
             assert reply["errors"] == snapshot(
                 [
                     "group names are strings, got 3",
+                    "group 'admin' is named more than once; handled once",
                     'unknown group \'nope\'; groups you can enable now: ["code", "admin"]',
                     "group 'issues' is already enabled",
                 ]
@@ -390,6 +391,7 @@ class TestEnable:
                     "enabled_groups": ["admin"],
                     "available_tools": ["delete_branch", "delete_repo"],
                     "errors": [
+                        "group 'issues' is named more than once; handled once",
                         "group 'code' is not enabled",
                         'unknown group \'nope\'; enabled groups: ["issues", "admin"]',
                     ],

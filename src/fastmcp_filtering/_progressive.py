@@ -149,11 +149,16 @@ def _request_errors(groups: object, tool: str) -> tuple[list[str], list[str]]:
     # A dict keeps the order and makes each duplicate check constant time.
     names: dict[str, None] = {}
     errors: list[str] = []
+    repeated: dict[str, None] = {}
     for item in groups:
-        if isinstance(item, str):
-            names.setdefault(item, None)
-        else:
+        if not isinstance(item, str):
             errors.append(f"group names are strings, got {brief(item)}")
+        elif item in names:
+            repeated.setdefault(item, None)
+        else:
+            names[item] = None
+    # Said once per name: the group is handled once, as if named once.
+    errors.extend(f"group {brief(name)} is named more than once; handled once" for name in repeated)
     return list(names), errors
 
 
