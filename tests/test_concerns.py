@@ -247,6 +247,17 @@ class TestDeclaration:
             ("cost", None, False),
         ]
 
+    async def test_the_proposals_method_names_are_aliases(self, connect: Connect) -> None:
+        server, _ = make_server()
+        async with connect(server) as client:
+            listed = await call_method(client, "concerns/list")
+            assert await call_method(client, "listConcerns") == listed
+            updated = await call_method(client, "updateConcerns", {"concerns": {"cost": "high"}})
+            assert updated == await call_method(
+                client, "concerns/update", {"concerns": {"cost": "high"}}
+            )
+            assert updated["concerns"]["cost"] == "high"
+
 
 class TestFilteringRule:
     async def test_defaults_apply_before_any_configuration(self, connect: Connect) -> None:

@@ -245,9 +245,10 @@ class ConcernMiddleware(LayerMiddleware):
     async def on_request(
         self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
     ) -> Any:
-        if context.method == "concerns/list":
+        method = _ALIASES.get(context.method or "", context.method)
+        if method == "concerns/list":
             return custom_result(request_info(context), {"concerns": self._declaration()})
-        if context.method == "concerns/update":
+        if method == "concerns/update":
             return await self._update(context)
         return await super().on_request(context, call_next)
 
@@ -272,6 +273,10 @@ class ConcernMiddleware(LayerMiddleware):
             raise _cannot_store(info, str(exc), identified=client_key(ctx) is not None) from exc
         await notify_changes(ctx, before, await listing(ctx.fastmcp))
         return custom_result(info, {"concerns": self.effective(configured), "warnings": warnings})
+
+
+# The concern proposal's method names, answered as MCP's slash-separated ones.
+_ALIASES = {"listConcerns": "concerns/list", "updateConcerns": "concerns/update"}
 
 
 class _ListWarnings:
