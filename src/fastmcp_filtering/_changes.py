@@ -57,10 +57,17 @@ async def listing(server: FastMCP) -> Listing:
     )
 
 
-async def notify_changes(ctx: Context, before: Listing, after: Listing) -> None:
-    """Tell this client (only it) which of its lists changed; nothing when none did."""
+async def notify_changes(
+    ctx: Context, before: Listing, after: Listing, *, always: Iterable[str] = ()
+) -> None:
+    """Tell this client (only it) which of its lists changed; nothing when none did.
+
+    ``always`` names lists announced whatever changed (``"tools"`` when the
+    enabled groups changed: what the meta-tools offer changed with them).
+    """
+    forced = set(always)
     for kind, make in _NOTIFICATIONS.items():
-        if before.keys.get(kind) != after.keys.get(kind):
+        if kind in forced or before.keys.get(kind) != after.keys.get(kind):
             try:
                 await ctx.send_notification(make())
             except Exception:

@@ -193,7 +193,7 @@ class MetaToolBodies:
             if change.changed:
                 await self._save(ctx, change.enabled)
                 after = await listing(ctx.fastmcp)
-                await notify_changes(ctx, seen, after)
+                await notify_changes(ctx, seen, after, always=("tools",))
         fields: dict[str, Any] = {
             "enabled": change.changed,
             "enabled_groups": self.store.ordered(change.enabled),
@@ -221,7 +221,7 @@ class MetaToolBodies:
                 await self._save(ctx, change.enabled)
             after = await listing(ctx.fastmcp)
             if seen is not None:
-                await notify_changes(ctx, seen, after)
+                await notify_changes(ctx, seen, after, always=("tools",))
         return DisableToolsResult(
             disabled=change.changed,
             enabled_groups=self.store.ordered(change.enabled),
