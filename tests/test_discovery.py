@@ -226,3 +226,28 @@ class TestOnlyWhatEnablingCanShow:
             assert cannot is not None
             assert cannot.discoverable
             assert cannot.enable == ()
+
+
+class TestHintsFollowMaxTools:
+    async def test_a_hidden_tools_hint_says_what_to_disable_first(self, connect: Connect) -> None:
+        # read has 2 tools, write 3: with max_tools=3 write fits only once read is disabled.
+        async with connect(make_server(max_tools=3)) as client:
+            result = await client.call_tool("write_file", {"path": "x"}, raise_on_error=False)
+            assert result.is_error
+            assert result.content[0].text == snapshot(
+                "Tool 'write_file' is in group 'write', which is not enabled. Call "
+                'enable_tools(groups=["write"]) first. Enabled now: ["files", "read"]. max_tools '
+                'leaves no room for that: call disable_tools(groups=["read"]) then '
+                'enable_tools(groups=["write"]) instead.'
+            )
+
+    async def test_a_group_larger_than_max_tools_is_said_to_be(self, connect: Connect) -> None:
+        async with connect(make_server(max_tools=2)) as client:
+            result = await client.call_tool("write_file", {"path": "x"}, raise_on_error=False)
+            assert result.is_error
+            assert "No group can be enabled to show it within max_tools" in result.content[0].text
+
+    async def test_without_a_cap_the_hint_is_unchanged(self, connect: Connect) -> None:
+        async with connect(make_server()) as client:
+            result = await client.call_tool("write_file", {"path": "x"}, raise_on_error=False)
+            assert "max_tools" not in result.content[0].text

@@ -23,8 +23,10 @@ from fastmcp.server.providers.addressing import parse_hashed_resource_uri
 from fastmcp.utilities.versions import VersionSpec
 from typing_extensions import override
 
+from fastmcp_filtering._discovery import remedy
 from fastmcp_filtering._hooks import ListHooks
 from fastmcp_filtering._policy import Hidden, unrestricted
+from fastmcp_filtering._progressive import call_hint
 from fastmcp_filtering._protocol import brief, invalid_params, request_info
 from fastmcp_filtering._transform import AccessTransform
 
@@ -213,7 +215,18 @@ async def _hint(context: MiddlewareContext[Any], kind: str, key: str) -> str | N
     if component is None:
         return None
     hidden = await judge_hidden(server, component)
-    return hidden.message if hidden is not None else None
+    if hidden is None or hidden.message is None:
+        return None
+    if not hidden.enable or context.fastmcp_context is None:
+        return hidden.message
+    # The hint's enable call, checked against max_tools as the enable reply would.
+    calls = await remedy(context.fastmcp_context, hidden.enable)
+    if calls is None:
+        return f"{hidden.message} No group can be enabled to show it within max_tools."
+    if len(calls) == 1 and [a["groups"] for a in calls.values()] == [list(hidden.enable)]:
+        return hidden.message
+    steps = " then ".join(call_hint(tool, args["groups"]) for tool, args in calls.items())
+    return f"{hidden.message} max_tools leaves no room for that: call {steps} instead."
 
 
 def _requested_version(context: MiddlewareContext[Any]) -> VersionSpec | None:
