@@ -16,6 +16,7 @@ from fastmcp.utilities.tests import asgi_server
 from fastmcp_filtering._fastmcp import (
     client_identity,
     current_request,
+    list_page_size,
     request_connection,
     request_method_and_params,
     sdk_middleware,
@@ -94,6 +95,18 @@ class TestIdentity:
 
 
 class TestServerInternals:
+    async def test_the_list_page_size_is_the_servers(self, connect: Connect) -> None:
+        assert list_page_size(FastMCP("unpaged")) is None
+        paged = FastMCP("paged", list_page_size=2)
+        assert list_page_size(paged) == 2
+        for name in ("a", "b", "c"):
+            paged.tool(lambda: "ok", name=name)
+        async with connect(paged) as client:
+            # FastMCP pages its own lists with the same size.
+            first = await client.list_tools_mcp()
+        assert len(first.tools) == 2
+        assert first.next_cursor is not None
+
     async def test_the_state_store_round_trips(self) -> None:
         from fastmcp.server.server import StateValue
 

@@ -134,6 +134,39 @@ class TestGroupsList:
         assert [g.parents for g in groups] == [[], ["code"], [], []]
 
 
+class TestGroupsListPages:
+    async def test_pages_like_the_other_lists(self, connect: Connect) -> None:
+        server, _ = make_server(page_size=3)
+        async with connect(server) as client:
+            first = await call_method(client, "groups/list")
+            assert [g["name"] for g in first["groups"]] == ["code", "repos", "issues"]
+            second = await call_method(client, "groups/list", {"cursor": first["nextCursor"]})
+            assert [g["name"] for g in second["groups"]] == ["admin"]
+            assert "nextCursor" not in second
+
+    async def test_without_a_page_size_one_page(self, connect: Connect) -> None:
+        server, _ = make_server()
+        async with connect(server) as client:
+            listed = await call_method(client, "groups/list")
+        assert len(listed["groups"]) == 4
+        assert "nextCursor" not in listed
+
+    async def test_a_cursor_from_elsewhere_is_invalid_params(self, connect: Connect) -> None:
+        server, middleware = make_server(page_size=3)
+        async with connect(server) as client:
+            tools_page = await call_method(client, "tools/list")
+            first = await call_method(client, "groups/list")
+            for cursor in ["nope", 7, tools_page.get("nextCursor") or "eyJvIjogMn0="]:
+                with pytest.raises(MCPError) as refused:
+                    await call_method(client, "groups/list", {"cursor": cursor})
+                assert refused.value.error.code == -32602
+                assert refused.value.error.data["field"] == "cursor"
+            # The groups changed since the cursor was issued: start again.
+            await middleware.catalog.add_group(Group("ops"))
+            with pytest.raises(MCPError, match="list them from the start"):
+                await call_method(client, "groups/list", {"cursor": first["nextCursor"]})
+
+
 class TestTagsList:
     async def test_declared_tags_then_tags_found_on_components(self, connect: Connect) -> None:
         server, _ = make_server()

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "client_identity",
     "current_request",
+    "list_page_size",
     "request_connection",
     "request_method_and_params",
     "sdk_middleware",
@@ -32,6 +33,16 @@ __all__ = [
 _HTTP_TRANSPORTS = frozenset({"sse", "streamable-http", "http"})
 # Where a session-era connection keeps the identity the server gave it.
 _IDENTITY = "fastmcp_filtering.identity"
+
+
+def list_page_size(server: FastMCP) -> int | None:
+    """The server's ``list_page_size`` (None: lists are not paginated).
+
+    Private: ``FastMCP._list_page_size``. The package's own lists (``groups/list``)
+    page like FastMCP's, with the size the server was built with.
+    """
+    size = getattr(server, "_list_page_size", None)
+    return size if isinstance(size, int) and size > 0 else None
 
 
 def current_request() -> FastMCPRequestContext | None:

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from typing_extensions import override
 
 from fastmcp_filtering._catalog import Catalog, ComponentKind
 from fastmcp_filtering._declarations import GROUPS_META_KEY, Group, Tag, same_kind
+from fastmcp_filtering._fastmcp import list_page_size
 from fastmcp_filtering._filter import narrow
 from fastmcp_filtering._hooks import ListHooks
-from fastmcp_filtering._protocol import add_capabilities, custom_result, request_info
+from fastmcp_filtering._protocol import (
+    add_capabilities,
+    custom_result,
+    invalid_params,
+    request_info,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -99,12 +108,30 @@ class FilterMiddleware(ListHooks):
         self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
     ) -> Any:
         if context.method == "groups/list":
-            return custom_result(
-                request_info(context), {"groups": [g.to_wire() for g in self.catalog.groups]}
-            )
+            return custom_result(request_info(context), self._groups_page(context))
         if context.method == "tags/list":
             return custom_result(request_info(context), {"tags": await self._tags(context)})
         return await call_next(context)
+
+    def _groups_page(self, context: MiddlewareContext[Any]) -> dict[str, Any]:
+        """One page of ``groups/list``: the server's ``list_page_size`` groups from the cursor.
+
+        The cursor holds the offset and the catalog version it was issued for; one
+        from another list, or from before the groups changed, is -32602.
+        """
+        groups = [g.to_wire() for g in self.catalog.groups]
+        info = request_info(context)
+        raw = info.params.get("cursor") if info is not None else None
+        size = list_page_size(context.fastmcp_context.fastmcp) if context.fastmcp_context else None
+        offset = 0 if raw is None else _group_offset(raw, self.catalog.version)
+        if size is None and raw is None:
+            return {"groups": groups}
+        end = len(groups) if size is None else offset + size
+        page: dict[str, Any] = {"groups": groups[offset:end]}
+        if end < len(groups):
+            state = json.dumps({"groups": end, "version": self.catalog.version})
+            page["nextCursor"] = base64.urlsafe_b64encode(state.encode()).decode()
+        return page
 
     async def _tags(self, context: MiddlewareContext[Any]) -> list[dict[str, Any]]:
         """Declared tags, then tags found on the components this client can see."""
@@ -157,6 +184,27 @@ class FilterMiddleware(ListHooks):
         # Holding the original keeps its id from being reused by another object.
         self._copies[id(component)] = (component, version, copy)
         return copy
+
+
+def _group_offset(raw: object, version: int) -> int:
+    """The offset a ``groups/list`` cursor holds; -32602 for anything else."""
+    try:
+        state = json.loads(base64.urlsafe_b64decode(str(raw).encode()).decode())
+        offset = state["groups"]
+        issued = state["version"]
+    except (ValueError, TypeError, KeyError, binascii.Error):
+        raise invalid_params(
+            "cursor is not a groups/list cursor; send the nextCursor of the previous page",
+            field="cursor",
+        ) from None
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise invalid_params("cursor is not a groups/list cursor", field="cursor")
+    if issued != version:
+        raise invalid_params(
+            "the groups changed since this cursor was issued; list them from the start",
+            field="cursor",
+        )
+    return offset
 
 
 async def _visible_components(server: FastMCP) -> list[Sequence[FastMCPComponent]]:
