@@ -155,10 +155,11 @@ def test_capabilities_on_the_wire_at_top_level() -> None:
         }
         modern = httpx.post(url, json=discover, headers=modern_headers, timeout=10)
         discovered = _first_result(modern)["capabilities"]
-    for caps in (capabilities, discovered):
-        assert caps["filtering"] == {"groups": {"listChanged": True}, "tags": {"listChanged": True}}
-        assert caps["groups"] == {"listChanged": True}
-        assert caps["experimental"]["groups"] == {"listChanged": True}
+    # Each era's capabilities say what it gets: list_changed reaches sessions only.
+    for caps, changes in ((capabilities, {"listChanged": True}), (discovered, {})):
+        assert caps["filtering"] == {"groups": changes, "tags": changes}
+        assert caps["groups"] == changes
+        assert caps["experimental"]["groups"] == changes
 
 
 def _first_result(response: httpx.Response) -> dict[str, Any]:

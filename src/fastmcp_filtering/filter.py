@@ -7,6 +7,7 @@ import binascii
 import json
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from mcp_types import InitializeResult
 from typing_extensions import override
 
 from fastmcp_filtering._catalog import Catalog, ComponentKind
@@ -93,12 +94,17 @@ class FilterMiddleware(ListHooks):
 
     @override
     def announce(self, result: _R) -> _R:
-        return add_capabilities(result, self._capabilities())
+        return add_capabilities(
+            result, self._capabilities(sessions=isinstance(result, InitializeResult))
+        )
 
-    def _capabilities(self) -> dict[str, dict[str, Any]]:
+    def _capabilities(self, *, sessions: bool) -> dict[str, dict[str, Any]]:
+        # list_changed needs a session to reach (2025-11-25); a stateless 2026-07-28 client
+        # is never sent one, so server/discover does not promise it.
+        changes = {"listChanged": True} if sessions else {}
         return {
-            "filtering": {"groups": {"listChanged": True}, "tags": {"listChanged": True}},
-            "groups": {"listChanged": True},
+            "filtering": {"groups": dict(changes), "tags": dict(changes)},
+            "groups": dict(changes),
         }
 
     # -- groups/list and tags/list ------------------------------------------------------
