@@ -20,7 +20,7 @@ from fastmcp_filtering._cursor import LIST_METHODS
 from fastmcp_filtering._declarations import BETTER_MATCHES_META_KEY
 from fastmcp_filtering._policy import PolicyLayer, widened
 from fastmcp_filtering._search_service import search_key
-from fastmcp_filtering._transform import AccessTransform
+from fastmcp_filtering._transform import LISTERS, AccessTransform
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -43,14 +43,6 @@ __all__ = [
 ]
 
 _C = TypeVar("_C", bound="FastMCPComponent")
-
-
-_LIST = {
-    "tool": "list_tools",
-    "prompt": "list_prompts",
-    "resource": "list_resources",
-    "template": "list_resource_templates",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +69,7 @@ async def discoverable(server: FastMCP, kind: ComponentKind, usable: Sequence[_C
         return []
     policy = await transform.policy()
     with widened(transform):
-        every: Sequence[_C] = await getattr(server, _LIST[kind])()
+        every: Sequence[_C] = await getattr(server, LISTERS[kind])()
     taken = {search_key(c) for c in usable}
     hits: dict[str, Hit[_C]] = {}
     for component in every:

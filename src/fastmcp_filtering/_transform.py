@@ -54,11 +54,12 @@ if TYPE_CHECKING:
     from fastmcp.tools.base import Tool
     from fastmcp.utilities.components import FastMCPComponent
 
-__all__ = ["AccessTransform"]
+__all__ = ["LISTERS", "AccessTransform"]
 
 _C = TypeVar("_C", bound="FastMCPComponent")
 
-_LIST = {
+# The FastMCP method that lists each kind of component.
+LISTERS = {
     "tool": "list_tools",
     "prompt": "list_prompts",
     "resource": "list_resources",
@@ -151,7 +152,7 @@ class AccessTransform(Transform):
         if server is None:
             return None
         # The server's own listing, this transform applied: only what this client may see.
-        listed: Sequence[FastMCPComponent] = await getattr(server, _LIST[kind])(
+        listed: Sequence[FastMCPComponent] = await getattr(server, LISTERS[kind])(
             run_middleware=False
         )
         matching = [
