@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from fastmcp_filtering._cursor import LIST_METHODS
 from fastmcp_filtering._declarations import BETTER_MATCHES_META_KEY
-from fastmcp_filtering._policy import PolicyLayer, widened
+from fastmcp_filtering._policy import Policy, PolicyLayer, widened
 from fastmcp_filtering._search_service import search_key
 from fastmcp_filtering._transform import LISTERS, AccessTransform
 
@@ -37,6 +37,7 @@ __all__ = [
     "BETTER_MATCHES_META_KEY",
     "BetterMatches",
     "Hit",
+    "candidates",
     "discoverable",
     "remedy",
     "report_better",
@@ -63,14 +64,43 @@ async def discoverable(server: FastMCP, kind: ComponentKind, usable: Sequence[_C
     with an enable path. Whatever else hides a component (a middleware, a
     mounted server's layers, FastMCP's auth) hides it here too.
     """
+    listed = await _widened_listing(server, kind)
+    if listed is None:
+        return []
+    every, policy = listed
+    return _enable_only(every, policy, {search_key(c) for c in usable})
+
+
+async def candidates(server: FastMCP, kind: ComponentKind) -> tuple[list[_C], list[Hit[_C]]]:
+    """What this client can use now, and what it could after enabling groups: one listing.
+
+    The widened listing holds both; this request's policy tells them apart, as
+    ``AccessTransform`` would for the plain listing.
+    """
+    listed = await _widened_listing(server, kind)
+    if listed is None:
+        return list(await getattr(server, LISTERS[kind])()), []
+    every, policy = listed
+    usable = [c for c in every if policy.judge(c) is None]
+    return usable, _enable_only(every, policy, {search_key(c) for c in usable})
+
+
+async def _widened_listing(
+    server: FastMCP, kind: ComponentKind
+) -> tuple[Sequence[Any], Policy] | None:
+    """The widened listing and this request's policy; None when no layer could widen it."""
     transform = AccessTransform.of(server)
     if transform is None or not any(_can_enable(layer) for layer in transform.layers):
         # No layer hides anything the client could show itself: nothing to list twice for.
-        return []
+        return None
     policy = await transform.policy()
     with widened(transform):
-        every: Sequence[_C] = await getattr(server, LISTERS[kind])()
-    taken = {search_key(c) for c in usable}
+        every: Sequence[Any] = await getattr(server, LISTERS[kind])()
+    return every, policy
+
+
+def _enable_only(every: Sequence[_C], policy: Policy, taken: set[str]) -> list[Hit[_C]]:
+    """Components of ``every`` not in ``taken`` that ``policy`` hides with an enable path."""
     hits: dict[str, Hit[_C]] = {}
     for component in every:
         key = search_key(component)

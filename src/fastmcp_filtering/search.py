@@ -13,7 +13,14 @@ from typing_extensions import override
 
 from fastmcp_filtering._catalog import LIST_METHOD, Catalog, ComponentKind
 from fastmcp_filtering._declarations import mark_meta_tool
-from fastmcp_filtering._discovery import BetterMatches, Hit, discoverable, remedy, report_better
+from fastmcp_filtering._discovery import (
+    BetterMatches,
+    Hit,
+    candidates,
+    discoverable,
+    remedy,
+    report_better,
+)
 from fastmcp_filtering._fastmcp import sdk_middleware
 from fastmcp_filtering._filter import narrow
 from fastmcp_filtering._hooks import ListHooks
@@ -235,8 +242,9 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         Full definitions are given only for tools the client can call now.
         """
         server = ctx.fastmcp
-        usable = await server.list_tools()
-        extra = await discoverable(server, "tool", usable)
+        usable: list[Tool]
+        extra: list[Hit[Tool]]
+        usable, extra = await candidates(server, "tool")
         items: list[dict[str, Any]] = []
         for hit in await self._hits("tool", usable, extra, query):
             tool = hit.component
