@@ -76,6 +76,12 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:60] or "server"
 
 
+def listed_name(tool: dict[str, Any], prefixed: bool) -> str:
+    """The name a catalog entry is served under: ``server__tool`` behind a proxy."""
+    listed = f"{_safe(tool['server'])}__{tool['name']}" if prefixed else tool["name"]
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", listed)[:128]
+
+
 def load_set(folder: Path, queries_file: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     tools = [json.loads(line) for line in (folder / "tools.jsonl").read_text().splitlines()]
     queries = [json.loads(line) for line in (folder / queries_file).read_text().splitlines()]
@@ -90,8 +96,7 @@ def build_server(tools: list[dict[str, Any]], variant: str) -> tuple[FastMCP, di
     names: dict[str, str] = {}
     descriptions: dict[str, str] = {}
     for t in tools:
-        listed = f"{_safe(t['server'])}__{t['name']}" if prefixed else t["name"]
-        listed = re.sub(r"[^A-Za-z0-9_.-]", "_", listed)[:128]
+        listed = listed_name(t, prefixed)
         if listed in names:
             continue
         names[listed] = t["name"]
@@ -227,8 +232,7 @@ def index_for(tools: list[dict[str, Any]], config: dict[str, Any]) -> tuple[Sear
     prefixed = len(servers) > 1
     names: dict[str, str] = {}
     for t in tools:
-        listed = f"{_safe(t['server'])}__{t['name']}" if prefixed else t["name"]
-        listed = re.sub(r"[^A-Za-z0-9_.-]", "_", listed)[:128]
+        listed = listed_name(t, prefixed)
         if listed in names:
             continue
         names[listed] = t["name"]
