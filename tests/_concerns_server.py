@@ -44,7 +44,8 @@ def make_server() -> FastMCP:
     def dump_plaintext(data: str) -> str:
         return data
 
-    install(mcp, ConcernMiddleware(concerns=CONCERNS, mapping=MAPPING))
+    # Defaults for every client: the subprocess tests check what they filter on each transport.
+    install(mcp, ConcernMiddleware(concerns=CONCERNS, mapping=MAPPING, apply_defaults="all"))
     return mcp
 
 

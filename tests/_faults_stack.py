@@ -79,7 +79,9 @@ DECLARED: list[Declared] = [
 PARENTS = {"repos": "code"}
 
 
-def make_stack(*, store: Any = None, page_size: int | None = None) -> FastMCP:
+def make_stack(
+    *, store: Any = None, page_size: int | None = None, apply_defaults: Any = "configured"
+) -> FastMCP:
     """A fresh server: Filter, Search, Concern and ProgressiveDisclosure on one catalog."""
     mcp = FastMCP("stack", session_state_store=store, list_page_size=page_size)
 
@@ -173,7 +175,7 @@ def make_stack(*, store: Any = None, page_size: int | None = None) -> FastMCP:
     catalog = Catalog(groups=GROUPS, tags=TAGS)
     install(mcp, FilterMiddleware(catalog=catalog))
     install(mcp, SearchMiddleware(catalog=catalog, max_results=MAX_RESULTS))
-    install(mcp, ConcernMiddleware(concerns=CONCERNS))
+    install(mcp, ConcernMiddleware(concerns=CONCERNS, apply_defaults=apply_defaults))
     install(
         mcp,
         ProgressiveDisclosureMiddleware(
@@ -218,12 +220,13 @@ class ClientState:
     """What a client may see: its enabled groups and its concern configuration."""
 
     enabled: frozenset[str] = INITIAL_GROUPS
-    configured: dict[str, str] = field(default_factory=dict)
+    configured: dict[str, str] | None = None
+    """None until the client states a concern: concerns do not filter it (apply_defaults)."""
     concerns_unknown: bool = False
     """The store failed: no configuration is known, so whatever has concern values is hidden."""
 
     def copy(self) -> ClientState:
-        return ClientState(self.enabled, dict(self.configured), self.concerns_unknown)
+        return ClientState(self.enabled, _copied(self.configured), self.concerns_unknown)
 
     def enable(self, names: object) -> None:
         """``enable_tools(groups=names)`` without max_tools: roots, and children of enabled."""
@@ -244,8 +247,13 @@ class ClientState:
         self.enabled = self.enabled - gone
 
 
-def effective(configured: Mapping[str, str]) -> dict[str, str]:
-    return {**_DEFAULTS, **configured}
+def _copied(configured: Mapping[str, str] | None) -> dict[str, str] | None:
+    return None if configured is None else dict(configured)
+
+
+def effective(configured: Mapping[str, str] | None) -> dict[str, str]:
+    """What filters a client: nothing until it states a concern, then the defaults fill in."""
+    return {} if configured is None else {**_DEFAULTS, **configured}
 
 
 def _concerns_admit(component: Declared, asked: Mapping[str, str]) -> bool:
@@ -310,7 +318,7 @@ def searchable(found: list[dict[str, Any]], state: ClientState) -> bool:
     enabled may come with ``available_after`` and no schema; nothing else at all.
     """
     everything = ClientState(
-        frozenset(g.name for g in GROUPS), dict(state.configured), state.concerns_unknown
+        frozenset(g.name for g in GROUPS), _copied(state.configured), state.concerns_unknown
     )
     callable_ = allowed("tool", state)
     later = allowed("tool", everything) - callable_

@@ -25,11 +25,13 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict
 
-from fastmcp_filtering import install
+from fastmcp_filtering import FilterMiddleware, Group, install
 from fastmcp_filtering._concerns import MAX_CONFIG_ENTRIES
 from fastmcp_filtering._cursor import _scope_of
+from fastmcp_filtering._declarations import CONCERNS_META_ALIAS, GROUPS_META_KEY
 from fastmcp_filtering.client import (
     CONCERNS_META_KEY,
+    WARNINGS_META_KEY,
     call_method,
     concerns_meta,
     list_concerns,
@@ -90,7 +92,9 @@ def make_server(
     ordered: bool = False,
     page_size: int | None = None,
     store: MemoryStore | None = None,
+    apply_defaults: Any = "all",
 ) -> tuple[FastMCP, ConcernMiddleware]:
+    """A server with concerns; by default they filter every client (the defaults apply)."""
     mcp = FastMCP("concerns", list_page_size=page_size, session_state_store=store)
 
     @mcp.tool
@@ -135,7 +139,9 @@ def make_server(
     def logs(day: str) -> str:
         return day
 
-    middleware = ConcernMiddleware(concerns=declared(ordered=ordered), mapping=MAPPING)
+    middleware = ConcernMiddleware(
+        concerns=declared(ordered=ordered), mapping=MAPPING, apply_defaults=apply_defaults
+    )
     use(mcp, middleware)
     return mcp, middleware
 
@@ -200,6 +206,15 @@ DEFAULT_VIEW = {
     "resources": ["notes://today"],
     "templates": ["logs://{day}"],
 }
+"""What the defaults (security=medium) show."""
+
+FULL_VIEW = {
+    "tools": ["archive", "dump_plaintext", "encrypt_data", "log_data", "validate_data"],
+    "prompts": ["secure_review", "summarize"],
+    "resources": ["notes://today", "vault://key"],
+    "templates": ["logs://{day}"],
+}
+"""Everything: what a client that stated no concern sees."""
 
 
 class TestDeclaration:
@@ -260,10 +275,61 @@ class TestDeclaration:
 
 
 class TestFilteringRule:
-    async def test_defaults_apply_before_any_configuration(self, connect: Connect) -> None:
-        server, _ = make_server()
+    async def test_a_client_that_states_no_concern_is_not_filtered(self, connect: Connect) -> None:
+        # The proposal: clients that ignore concerns receive the full set of primitives.
+        server, _ = make_server(apply_defaults="configured")
+        async with connect(server) as client:
+            assert await visible(client) == FULL_VIEW
+            result = await client.call_tool("dump_plaintext", {"data": "x"})
+            prompt = await client.get_prompt("secure_review", {"code": "c"})
+            resource = await client.read_resource("vault://key")
+        assert result.data == "x"
+        assert prompt.messages
+        assert resource
+
+    async def test_defaults_apply_once_a_client_states_any_concern(self, connect: Connect) -> None:
+        server, _ = make_server(apply_defaults="configured")
+        async with connect(server) as client:
+            await update_concerns(client, {})
+            assert await visible(client) == DEFAULT_VIEW
+            with pytest.raises(ToolError, match="excluded by concern 'security'"):
+                await client.call_tool("dump_plaintext", {"data": "x"})
+
+    async def test_apply_defaults_all_filters_every_client(self, connect: Connect) -> None:
+        server, _ = make_server(apply_defaults="all")
         async with connect(server) as client:
             assert await visible(client) == DEFAULT_VIEW
+
+    async def test_a_one_request_override_states_concerns_for_that_request(
+        self, connect: Connect
+    ) -> None:
+        server, _ = make_server(apply_defaults="configured")
+        async with connect(server) as client:
+            # {} states "the defaults" for this request; the next one states nothing again.
+            stated = await list_tools(client, meta=concerns_meta({}))
+            plain = await client.list_tools()
+        assert names(stated.tools) == DEFAULT_VIEW["tools"]
+        assert names(plain) == FULL_VIEW["tools"]
+
+    async def test_concerns_stated_at_initialize_bring_the_defaults(self) -> None:
+        server, _ = make_server(apply_defaults="configured")
+        initialize = {"capabilities": {"concerns": {}}}
+        async with handshake(server, initialize=initialize) as client:
+            assert names(await client.list_tools()) == DEFAULT_VIEW["tools"]
+        async with handshake(server) as client:
+            assert names(await client.list_tools()) == FULL_VIEW["tools"]
+
+    async def test_one_client_stating_concerns_leaves_another_unfiltered(self) -> None:
+        server, _ = make_server(apply_defaults="configured")
+        async with Client(server, mode="legacy") as first, Client(server, mode="legacy") as second:
+            await update_concerns(first, {"cost": "minimal"})
+            # The default security=medium fills in for the first client only.
+            assert names(await first.list_tools()) == ["log_data", "validate_data"]
+            assert names(await second.list_tools()) == FULL_VIEW["tools"]
+
+    def test_apply_defaults_is_validated(self) -> None:
+        with pytest.raises(ValueError, match=r"apply_defaults='some' is not an option"):
+            ConcernMiddleware(concerns=declared(), apply_defaults="some")  # type: ignore[arg-type]
 
     async def test_configured_values_filter_every_kind(self, connect: Connect) -> None:
         server, _ = make_server()
@@ -329,7 +395,7 @@ class TestOrdered:
         )
 
     async def test_default_is_ordered_too(self, connect: Connect) -> None:
-        server, _ = make_server(ordered=True)
+        server, _ = make_server(ordered=True, apply_defaults="all")
         async with connect(server) as client:
             assert names(await client.list_tools()) == [
                 "archive",
@@ -344,12 +410,79 @@ class TestOrdered:
             "this client's concerns ask security='medium' (which accepts ['high', 'medium']). "
             "Concerns are a preference filter, not a permission: to use it, send concerns/update "
             "with security: 'low' (it replaces your whole configuration) or set "
-            "params._meta['io.modelcontextprotocol/concerns'] to {'security': 'low'} on this "
+            "params._meta['io.github.fastmcp-filtering/concerns'] to {'security': 'low'} on this "
             "request"
         )
 
 
+class TestValuesOnTheWire:
+    """The proposal's ``_meta.concerns`` on every listed primitive that has values."""
+
+    async def test_listed_primitives_carry_their_concern_values(self, connect: Connect) -> None:
+        server, _ = make_server(apply_defaults="configured")
+        async with connect(server) as client:
+            tools = {t.name: (t.meta or {}).get("concerns") for t in await client.list_tools()}
+            prompts = {p.name: (p.meta or {}).get("concerns") for p in await client.list_prompts()}
+            resources = {
+                str(r.uri): (r.meta or {}).get("concerns") for r in await client.list_resources()
+            }
+            templates = {
+                t.uri_template: (t.meta or {}).get("concerns")
+                for t in await client.list_resource_templates()
+            }
+        # From mapping, @concerns and meta alike; nothing for a component without values.
+        assert (tools, prompts, resources, templates) == snapshot(
+            (
+                {
+                    "archive": {"cost": "moderate"},
+                    "dump_plaintext": {"security": "low", "cost": "high"},
+                    "encrypt_data": {"security": "high", "cost": "minimal"},
+                    "log_data": {"security": "medium"},
+                    "validate_data": None,
+                },
+                {"secure_review": {"security": "high"}, "summarize": None},
+                {"notes://today": None, "vault://key": {"security": "high"}},
+                {"logs://{day}": {"security": "medium", "cost": "moderate"}},
+            )
+        )
+
+    async def test_values_sit_beside_the_group_marks(self, connect: Connect) -> None:
+        server, _ = make_server(apply_defaults="configured")
+        install(server, FilterMiddleware(groups=[Group("crypto", tools=["encrypt_data"])]))
+        async with connect(server) as client:
+            tool = next(t for t in await client.list_tools() if t.name == "encrypt_data")
+        assert tool.meta is not None
+        assert tool.meta["concerns"] == {"security": "high", "cost": "minimal"}
+        assert tool.meta[GROUPS_META_KEY] == ["crypto"]
+
+
 class TestRequestOverride:
+    async def test_the_former_reserved_key_is_an_alias(self, connect: Connect) -> None:
+        server, _ = make_server()
+        async with connect(server) as client:
+            old = await list_tools(client, meta={CONCERNS_META_ALIAS: {"security": "low"}})
+            new = await list_tools(client, meta=concerns_meta({"security": "low"}))
+            same = await list_tools(
+                client,
+                meta={
+                    CONCERNS_META_ALIAS: {"security": "low"},
+                    **concerns_meta({"security": "low"}),
+                },
+            )
+            with pytest.raises(MCPError) as both:
+                await list_tools(
+                    client,
+                    meta={CONCERNS_META_ALIAS: {"security": "low"}, **concerns_meta({})},
+                )
+        assert names(old.tools) == names(new.tools) == names(same.tools)
+        assert "dump_plaintext" in names(old.tools)
+        assert both.value.error.code == mt.INVALID_PARAMS
+        assert both.value.error.message == snapshot(
+            "_meta has both 'io.github.fastmcp-filtering/concerns' and "
+            "'io.modelcontextprotocol/concerns' with different concerns; send only "
+            "'io.github.fastmcp-filtering/concerns'"
+        )
+
     async def test_meta_override_applies_to_one_request(self, connect: Connect) -> None:
         server, _ = make_server()
         async with connect(server) as client:
@@ -371,7 +504,7 @@ class TestRequestOverride:
             assert names(await client.list_tools()) == ["encrypt_data", "validate_data"]
 
     async def test_meta_override_lets_a_call_through(self, connect: Connect) -> None:
-        server, _ = make_server()
+        server, _ = make_server(apply_defaults="all")
         async with connect(server) as client:
             with pytest.raises(ToolError):
                 await client.call_tool("encrypt_data", {"data": "ab"})
@@ -395,7 +528,8 @@ class TestRequestOverride:
             "dump_plaintext",
             "validate_data",
         ]
-        assert raw["warnings"] == snapshot(
+        assert "warnings" not in raw
+        assert raw["_meta"][WARNINGS_META_KEY] == snapshot(
             ["unknown concern 'latency' ignored; this server declares ['cost', 'security']"]
         )
 
@@ -509,8 +643,9 @@ class TestRefusal:
             "tool 'log_data' is excluded by concern 'security': it is security='medium' and this "
             "client's concerns ask security='high'. Concerns are a preference filter, not a "
             "permission: to use it, send concerns/update with security: 'medium' (it replaces "
-            "your whole configuration) or set params._meta['io.modelcontextprotocol/concerns'] "
-            "to {'security': 'medium'} on this request"
+            "your whole configuration) or set "
+            "params._meta['io.github.fastmcp-filtering/concerns'] to {'security': 'medium'} on "
+            "this request"
         )
 
     async def test_prompts_and_resources_are_refused_too(self, connect: Connect) -> None:
@@ -619,8 +754,8 @@ class TestBadInput:
         assert on_list.value.error.code == mt.INVALID_PARAMS
         assert on_call.value.error.code == mt.INVALID_PARAMS
         assert on_call.value.error.message == snapshot(
-            "_meta['io.modelcontextprotocol/concerns'].security: 'top' is not a value of concern "
-            "'security'; allowed values: ['high', 'medium', 'low']"
+            "_meta['io.github.fastmcp-filtering/concerns'].security: 'top' is not a value of "
+            "concern 'security'; allowed values: ['high', 'medium', 'low']"
         )
 
 
@@ -661,7 +796,7 @@ class TestStateFailure:
         assert refused.value.error.message.startswith(
             "cannot store concerns for this client (the session state store failed: "
         )
-        assert "params._meta['io.modelcontextprotocol/concerns']" in refused.value.error.message
+        assert "params._meta['io.github.fastmcp-filtering/concerns']" in refused.value.error.message
 
 
 class TestCursors:
@@ -783,7 +918,8 @@ class TestServerDeclarations:
         )
         assert repr(middleware) == snapshot(
             "ConcernMiddleware(concerns=[Concern(name='cost', values=('low', 'high'), "
-            "description=None, default='low', ordered=False)], mapping={'t': {'cost': 'high'}})"
+            "description=None, default='low', ordered=False)], mapping={'t': {'cost': 'high'}}, "
+            "apply_defaults='configured')"
         )
 
 
@@ -895,7 +1031,7 @@ class TestSubprocess:
         assert refused.value.error.message == snapshot(
             "cannot store concerns for this client (this client has no session or authenticated "
             "principal); send them with each request instead: "
-            "params._meta['io.modelcontextprotocol/concerns'] = {'security': 'high', ...} on "
+            "params._meta['io.github.fastmcp-filtering/concerns'] = {'security': 'high', ...} on "
             "tools/list, tools/call and the other list and get requests; a stateless connection "
             "keeps state only for an authenticated client"
         )

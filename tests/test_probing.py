@@ -102,8 +102,14 @@ async def open_for(client: Client[Any], name: str) -> None:
         await request(client, "concerns/update", {"concerns": concerns})
 
 
+FRESH = ClientState(configured={})
+"""A new client: the server applies the concern defaults to every client (``"all"``)."""
+
+
 def server() -> Any:
-    mcp = make_stack()
+    # Defaults for every client, so a fresh client has a tool its concerns hide; a client
+    # that never stated a concern is covered by the property suite's default server.
+    mcp = make_stack(apply_defaults="all")
     add_own_proxy(mcp)
     return mcp
 
@@ -114,13 +120,13 @@ class TestHiddenTool:
         async with connect(server()) as client:
             listed = await request(client, "tools/list", {})
             assert name not in {t["name"] for t in listed["tools"]}
-            assert name not in allowed("tool", ClientState())
+            assert name not in allowed("tool", FRESH)
             for query in (name, name.replace("_", " "), "delete dump branch repo plaintext"):
                 ranked = await request(client, "tools/list", {"query": query})
                 assert name not in {t["name"] for t in ranked["tools"]}
                 found = await call(client, "search_tools", {"query": query})
                 # Named at most as a tool of a group to enable, never callable.
-                assert searchable(found["structuredContent"]["tools"], ClientState())
+                assert searchable(found["structuredContent"]["tools"], FRESH)
                 assert name not in {
                     t["name"]
                     for t in found["structuredContent"]["tools"]
@@ -251,7 +257,7 @@ class TestIsolation:
         async with Client(mcp, mode="legacy") as opened, Client(mcp, mode="legacy") as closed:
             await open_for(opened, "delete_repo")
             wide = ClientState(frozenset({"issues", "admin"}), {"security": "low"})
-            narrow = ClientState()
+            narrow = FRESH.copy()
 
             async def check(client: Client[Any], state: ClientState) -> None:
                 listed = await request(client, "tools/list", {})
@@ -318,8 +324,8 @@ class TestHiddenTags:
     ) -> None:
         async with connect(server()) as client:
             listed = await request(client, "tags/list", {})
-            assert {t["name"] for t in listed["tags"]} == visible_tags(ClientState())
-            assert "danger" not in visible_tags(ClientState())
+            assert {t["name"] for t in listed["tags"]} == visible_tags(FRESH)
+            assert "danger" not in visible_tags(FRESH)
             await call(client, "enable_tools", {"groups": ["admin"]})
             listed = await request(client, "tags/list", {})
             assert "danger" in {t["name"] for t in listed["tags"]}
@@ -334,7 +340,7 @@ class TestHiddenTags:
                 await request(client, "tools/list", {"filter": {"tags": ["nope"]}})
         assert refused.value.error.code == mt.INVALID_PARAMS
         assert isinstance(refused.value.error.data, dict)
-        assert set(refused.value.error.data["valid"]) <= visible_tags(ClientState())
+        assert set(refused.value.error.data["valid"]) <= visible_tags(FRESH)
 
 
 class TestFastMCPSessionVisibility:

@@ -64,7 +64,8 @@ def build(kinds: tuple[str, ...]) -> FastMCP:
     made: dict[str, Middleware] = {
         "filter": FilterMiddleware(catalog=catalog),
         "search": SearchMiddleware(catalog=catalog, max_results=3),
-        "concerns": ConcernMiddleware(concerns=CONCERNS, mapping=MAPPING),
+        # Defaults for every client, so the default concern is part of every answer.
+        "concerns": ConcernMiddleware(concerns=CONCERNS, mapping=MAPPING, apply_defaults="all"),
         "progressive": ProgressiveDisclosureMiddleware(
             catalog=catalog, initial_groups=["issues"], call_tool_name="call_tool"
         ),

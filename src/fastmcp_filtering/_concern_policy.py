@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from fastmcp_filtering._concerns import (
     MAX_CONFIG_ENTRIES,
@@ -15,6 +15,7 @@ from fastmcp_filtering._concerns import (
     declared_values_of,
     label,
     parse_config,
+    request_override,
 )
 from fastmcp_filtering._declarations import validate_name
 from fastmcp_filtering._policy import CONCEALED, ClientRequest, Hidden, LayerView, PolicyLayer
@@ -26,13 +27,16 @@ if TYPE_CHECKING:
     from fastmcp.server.context import Context
     from fastmcp.utilities.components import FastMCPComponent
 
-__all__ = ["STATE_NAMESPACE", "ConcernLayer"]
+__all__ = ["APPLY_DEFAULTS", "STATE_NAMESPACE", "ApplyDefaults", "ConcernLayer"]
 
 logger = logging.getLogger("fastmcp_filtering")
 
 STATE_NAMESPACE = "concerns"
 
 _MAX_CACHED = 100_000
+
+ApplyDefaults = Literal["configured", "all"]
+APPLY_DEFAULTS: tuple[ApplyDefaults, ...] = ("configured", "all")
 
 
 class ConcernLayer(PolicyLayer):
@@ -42,11 +46,24 @@ class ConcernLayer(PolicyLayer):
     a default), its value is not the one asked for (or stricter, for an ordered
     concern). Components without a value for a concern match any. The client
     may not discover what its concerns exclude; a call names the concern.
+    With ``apply_defaults="configured"`` a client that never stated a concern
+    is not filtered at all (the proposal's backward compatibility); ``"all"``
+    applies the defaults to it too.
     """
 
     def __init__(
-        self, concerns: Iterable[Concern], mapping: Mapping[str, Mapping[str, str]] | None
+        self,
+        concerns: Iterable[Concern],
+        mapping: Mapping[str, Mapping[str, str]] | None,
+        *,
+        apply_defaults: ApplyDefaults = "configured",
     ) -> None:
+        if apply_defaults not in APPLY_DEFAULTS:
+            raise ValueError(
+                f"apply_defaults={apply_defaults!r} is not an option: use 'configured' (defaults "
+                "fill in for clients that stated concerns) or 'all' (every client)"
+            )
+        self.apply_defaults: ApplyDefaults = apply_defaults
         if isinstance(concerns, Concern | str | Mapping):
             raise ValueError(
                 "concerns must be a list of Concern: concerns=[Concern('security', values=[...])]"
@@ -142,10 +159,10 @@ class ConcernLayer(PolicyLayer):
         """A client's configuration with the defaults of the concerns it did not configure."""
         return {**self.defaults, **configured}
 
-    def sanitize(self, raw: object) -> dict[str, str]:
-        """Keep the stored entries the current declarations still allow."""
+    def sanitize(self, raw: object) -> dict[str, str] | None:
+        """Keep the stored entries the current declarations still allow; None: none stored."""
         if not isinstance(raw, Mapping):
-            return {}
+            return None
         return {
             name: value
             for name, value in raw.items()
@@ -154,25 +171,35 @@ class ConcernLayer(PolicyLayer):
             and value in self.concerns[name].rank
         }
 
-    async def stored(self, ctx: Context) -> dict[str, str]:
-        """This client's stored configuration; raises ``StateUnavailable``."""
+    async def stored(self, ctx: Context) -> dict[str, str] | None:
+        """This client's stored configuration, None if it never stated one.
+
+        Raises ``StateUnavailable``.
+        """
         return self.sanitize(await load_state(ctx, STATE_NAMESPACE))
 
+    def unstated(self) -> LayerView:
+        """The view of a client that stated no concern: unfiltered, or the defaults."""
+        # Asking nothing admits every component (but those with bad declarations).
+        return _ConcernView(self, self.effective({}) if self.apply_defaults == "all" else {})
+
     async def view(self, client: ClientRequest) -> LayerView:
-        override = client.info.meta.get(REQUEST_META_KEY)
+        override = request_override(client.info.meta)
         if override is not None:
             # Validated, with -32602 for bad input, by ConcernMiddleware before this runs.
             configured, _ = parse_config(override, self.concerns, field=REQUEST_META_KEY)
             return _ConcernView(self, self.effective(configured))
         if client.key is None:
-            return _ConcernView(self, self.effective({}))
+            return self.unstated()
         try:
-            configured = await self.stored(client.ctx)
+            stored = await self.stored(client.ctx)
         except StateUnavailable as exc:
             # The client's configuration is unknown: hide whatever any configuration could.
             logger.warning("ConcernMiddleware hides every component with concern values: %s", exc)
             return _UnknownConfiguration(self)
-        return _ConcernView(self, self.effective(configured))
+        if stored is None:
+            return self.unstated()
+        return _ConcernView(self, self.effective(stored))
 
     def refusal(self, component: FastMCPComponent, asked: Mapping[str, str]) -> str | None:
         """Why a client asking ``asked`` does not get ``component``; None when it does."""

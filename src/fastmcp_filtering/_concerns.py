@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from fastmcp_filtering._catalog import kind_label
 from fastmcp_filtering._declarations import (
+    CONCERNS_META_ALIAS,
+    CONCERNS_META_KEY,
     function_attributes,
     set_function_attribute,
     validate_name,
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "COMPONENT_META_KEY",
     "MAX_CONFIG_ENTRIES",
+    "REQUEST_META_ALIAS",
     "REQUEST_META_KEY",
     "Concern",
     "component_keys",
@@ -27,10 +30,14 @@ __all__ = [
     "label",
     "merge_values",
     "parse_config",
+    "request_override",
 ]
 
-REQUEST_META_KEY = "io.modelcontextprotocol/concerns"
+REQUEST_META_KEY = CONCERNS_META_KEY
 """The request ``_meta`` key whose object overrides the client's concerns for one request."""
+
+REQUEST_META_ALIAS = CONCERNS_META_ALIAS
+"""The override's former key under MCP's reserved prefix, still accepted."""
 
 COMPONENT_META_KEY = "concerns"
 """The component ``_meta`` key (the proposal's ``_meta.concerns``) holding its concern values."""
@@ -138,6 +145,25 @@ class Concern:
         if self.ordered:
             wire["ordered"] = True
         return wire
+
+
+def request_override(meta: Mapping[str, Any]) -> Any:
+    """The request's one-request concerns override from its ``_meta``; None when it has none.
+
+    Read under ``REQUEST_META_KEY`` or its alias; the two giving different
+    values is -32602, since either answer would ignore what the client sent.
+    """
+    value = meta.get(REQUEST_META_KEY)
+    alias = meta.get(REQUEST_META_ALIAS)
+    if value is None:
+        return alias
+    if alias is not None and alias != value:
+        raise invalid_params(
+            f"_meta has both {REQUEST_META_KEY!r} and {REQUEST_META_ALIAS!r} with different "
+            f"concerns; send only {REQUEST_META_KEY!r}",
+            field=f"_meta.{REQUEST_META_ALIAS}",
+        )
+    return value
 
 
 def parse_config(

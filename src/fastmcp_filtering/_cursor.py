@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastmcp_filtering._catalog import LIST_METHOD
 from fastmcp_filtering._concerns import REQUEST_META_KEY as CONCERNS_META_KEY
+from fastmcp_filtering._concerns import request_override
 from fastmcp_filtering._fastmcp import sdk_middleware
 from fastmcp_filtering._protocol import invalid_params
 
@@ -41,9 +42,10 @@ def _scope_of(params: Mapping[str, Any]) -> str:
             for key, value in raw_filter.items()
         }
     meta = params.get("_meta")
-    if isinstance(meta, Mapping) and meta.get(CONCERNS_META_KEY) is not None:
+    override = request_override(meta) if isinstance(meta, Mapping) else None
+    if override is not None:
         # A per-request concerns override changes the listing as much as a filter does.
-        scoped[f"_meta.{CONCERNS_META_KEY}"] = meta[CONCERNS_META_KEY]
+        scoped[f"_meta.{CONCERNS_META_KEY}"] = override
     if not scoped:
         return ""
     try:

@@ -13,9 +13,12 @@ from fastmcp.utilities.components import FastMCPComponent
 
 __all__ = [
     "BETTER_MATCHES_META_KEY",
+    "CONCERNS_META_ALIAS",
+    "CONCERNS_META_KEY",
     "GROUPS_META_KEY",
     "MAX_NAME_LENGTH",
     "META_TOOL_KEY",
+    "WARNINGS_META_KEY",
     "Group",
     "Tag",
     "in_group",
@@ -31,6 +34,16 @@ META_TOOL_KEY = "io.github.fastmcp-filtering/meta-tool"
 
 BETTER_MATCHES_META_KEY = "io.github.fastmcp-filtering/better-matches-in"
 """Result ``_meta`` key of a ``query`` list: groups holding matches the client cannot use yet."""
+
+CONCERNS_META_KEY = "io.github.fastmcp-filtering/concerns"
+"""Request ``_meta`` key whose object overrides the client's concerns for one request."""
+
+CONCERNS_META_ALIAS = "io.modelcontextprotocol/concerns"
+"""The override's former key, still accepted: no proposal defines a per-request override, and
+``io.modelcontextprotocol/`` is reserved for MCP's own keys."""
+
+WARNINGS_META_KEY = "io.github.fastmcp-filtering/warnings"
+"""Result ``_meta`` key of a list whose concerns override named concerns the server ignored."""
 
 # The meta-tool objects this package built, by id (held, so an id is never reused).
 _META_TOOLS: dict[int, FastMCPComponent] = {}

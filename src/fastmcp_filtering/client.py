@@ -20,7 +20,12 @@ import mcp_types as mt
 from mcp.client.extension import ClientExtension, NotificationBinding
 from pydantic import BaseModel, ConfigDict, Field
 
-from fastmcp_filtering._declarations import BETTER_MATCHES_META_KEY, GROUPS_META_KEY
+from fastmcp_filtering._declarations import (
+    BETTER_MATCHES_META_KEY,
+    CONCERNS_META_KEY,
+    GROUPS_META_KEY,
+    WARNINGS_META_KEY,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -30,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BETTER_MATCHES_META_KEY",
     "CONCERNS_META_KEY",
+    "WARNINGS_META_KEY",
     "ConcernInfo",
     "ConcernsUpdate",
     "FilteringNotifications",
@@ -211,9 +217,6 @@ def _ignoring_params(callback: Callable[[], Awaitable[None]]) -> Callable[[Any],
 
 
 # -- concerns -----------------------------------------------------------------------------
-
-CONCERNS_META_KEY = "io.modelcontextprotocol/concerns"
-"""The request ``_meta`` key that carries a one-request concerns override."""
 
 
 class ConcernInfo(BaseModel):

@@ -11,19 +11,23 @@ from mcp.shared.exceptions import MCPError
 from typing_extensions import override
 
 from fastmcp_filtering._changes import listing, notify_changes
-from fastmcp_filtering._concern_policy import STATE_NAMESPACE, ConcernLayer
+from fastmcp_filtering._concern_policy import STATE_NAMESPACE, ApplyDefaults, ConcernLayer
 from fastmcp_filtering._concerns import (
     COMPONENT_META_KEY,
+    REQUEST_META_ALIAS,
     REQUEST_META_KEY,
     Concern,
     component_keys,
     declare_on,
     merge_values,
     parse_config,
+    request_override,
 )
 from fastmcp_filtering._cursor import LIST_METHODS
+from fastmcp_filtering._declarations import WARNINGS_META_KEY
 from fastmcp_filtering._fastmcp import sdk_middleware
 from fastmcp_filtering._layers import LayerMiddleware
+from fastmcp_filtering._marks import Marks
 from fastmcp_filtering._policy import unrestricted
 from fastmcp_filtering._protocol import (
     RequestInfo,
@@ -35,6 +39,8 @@ from fastmcp_filtering._protocol import (
 from fastmcp_filtering._state import StateUnavailable, client_key, save_state
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from fastmcp import FastMCP
     from fastmcp.server.context import Context
     from fastmcp.server.middleware import CallNext, MiddlewareContext
@@ -42,12 +48,23 @@ if TYPE_CHECKING:
     from mcp.server.context import CallNext as SDKCallNext
     from mcp.server.context import HandlerResult, ServerRequestContext
 
-__all__ = ["COMPONENT_META_KEY", "REQUEST_META_KEY", "Concern", "ConcernMiddleware", "concerns"]
+    from fastmcp_filtering._catalog import ComponentKind
+
+__all__ = [
+    "COMPONENT_META_KEY",
+    "REQUEST_META_ALIAS",
+    "REQUEST_META_KEY",
+    "ApplyDefaults",
+    "Concern",
+    "ConcernMiddleware",
+    "concerns",
+]
 
 logger = logging.getLogger("fastmcp_filtering")
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
+_C = TypeVar("_C", bound="FastMCPComponent")
 
 
 def concerns(values: Mapping[str, str] | None = None, /, **kwargs: str) -> Callable[[_T], _T]:
@@ -85,10 +102,14 @@ class ConcernMiddleware(LayerMiddleware):
     through ``mapping`` (component name or URI to values), ``meta["concerns"]``
     or ``@concerns``. A client configures its preferences in ``initialize`` /
     ``notifications/initialized``, with ``concerns/update``, or for one request
-    with ``params._meta["io.modelcontextprotocol/concerns"]``. A component is
+    with ``params._meta["io.github.fastmcp-filtering/concerns"]``. A component is
     listed when, for every concern the client configured (or that has a
     default), the component's value is the one asked for (or stricter, for an
     ``ordered`` concern); components without a value for a concern match any.
+    A client that never stated a concern is not filtered, as the proposal
+    keeps it for clients that know nothing of concerns; once it states any,
+    defaults fill the rest (``apply_defaults="all"``: defaults for every
+    client). Listed components carry their values in ``_meta["concerns"]``.
     Calling an excluded tool is refused with the concern that excludes it. This
     is a preference filter, not access control.
 
@@ -106,9 +127,13 @@ class ConcernMiddleware(LayerMiddleware):
         *,
         concerns: Iterable[Concern],
         mapping: Mapping[str, Mapping[str, str]] | None = None,
+        apply_defaults: ApplyDefaults = "configured",
     ) -> None:
-        self.policy_layer = self._layer = ConcernLayer(concerns, mapping)
+        self.policy_layer = self._layer = ConcernLayer(
+            concerns, mapping, apply_defaults=apply_defaults
+        )
         self._concerns = self._layer.concerns
+        self._marks = Marks(self._concern_marks)
 
     @property
     def concerns(self) -> tuple[Concern, ...]:
@@ -117,13 +142,18 @@ class ConcernMiddleware(LayerMiddleware):
 
     @property
     def defaults(self) -> dict[str, str]:
-        """What a client that configured nothing is filtered by: each concern's ``default``."""
+        """Each concern's ``default``: what fills the concerns a client did not state."""
         return dict(self._layer.defaults)
+
+    @property
+    def apply_defaults(self) -> ApplyDefaults:
+        """``"configured"``: defaults apply once a client states a concern; ``"all"``: always."""
+        return self._layer.apply_defaults
 
     def __repr__(self) -> str:
         return (
             f"ConcernMiddleware(concerns={list(self._concerns.values())!r}, "
-            f"mapping={self._layer.mapping!r})"
+            f"mapping={self._layer.mapping!r}, apply_defaults={self.apply_defaults!r})"
         )
 
     def values_of(self, component: FastMCPComponent) -> dict[str, str]:
@@ -172,11 +202,29 @@ class ConcernMiddleware(LayerMiddleware):
         self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
     ) -> Any:
         info = request_info(context)
-        override_config = info.meta.get(REQUEST_META_KEY) if info is not None else None
+        override_config = request_override(info.meta) if info is not None else None
         if override_config is not None:
             # Bad input is -32602 here, before any lookup judges with it.
             parse_config(override_config, self._concerns, field=f"_meta[{REQUEST_META_KEY!r}]")
         return await super().on_message(context, call_next)
+
+    @override
+    async def on_list(
+        self,
+        context: MiddlewareContext[Any],
+        call_next: CallNext[Any, Sequence[_C]],
+        kind: ComponentKind,
+    ) -> Sequence[_C]:
+        return self._marks.apply(await super().on_list(context, call_next, kind))
+
+    def _concern_marks(self, component: FastMCPComponent) -> dict[str, Any]:
+        """The proposal's ``_meta.concerns`` of a listed component, when it has values."""
+        try:
+            values = self.values_of(component)
+        except ValueError:
+            # Hidden by the policy for its bad declaration; nothing to show.
+            return {}
+        return {COMPONENT_META_KEY: values} if values else {}
 
     # -- wire ---------------------------------------------------------------------------
 
@@ -282,8 +330,9 @@ _ALIASES = {"listConcerns": "concerns/list", "updateConcerns": "concerns/update"
 class _ListWarnings:
     """SDK-level middleware: a list request's ``_meta`` override reports ignored names.
 
-    FastMCP list hooks return components, not the result, so the ``warnings`` a
-    per-request override earns are added to the serialized list result here.
+    FastMCP list hooks return components, not the result, so the warnings a
+    per-request override earns are added to the serialized list result's
+    ``_meta`` here.
     """
 
     def __init__(self, concerns: Mapping[str, Concern]) -> None:
@@ -297,13 +346,16 @@ class _ListWarnings:
         if ctx.method not in LIST_METHODS or not isinstance(params, Mapping):
             return result
         meta = params.get("_meta")
-        override_config = meta.get(REQUEST_META_KEY) if isinstance(meta, Mapping) else None
+        override_config = request_override(meta) if isinstance(meta, Mapping) else None
         if override_config is None or not isinstance(result, dict):
             return result
         # The list hooks already validated it; a bad override never gets this far.
         _, warnings = parse_config(override_config, self._concerns, field=REQUEST_META_KEY)
         if warnings:
-            result = {**result, "warnings": [*result.get("warnings", []), *warnings]}
+            # Result _meta: typed clients keep it, where they drop unknown top-level keys.
+            result_meta = dict(result.get("_meta") or {})
+            result_meta[WARNINGS_META_KEY] = [*result_meta.get(WARNINGS_META_KEY, []), *warnings]
+            result = {**result, "_meta": result_meta}
         return result
 
 

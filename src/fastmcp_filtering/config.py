@@ -396,6 +396,8 @@ class FilteringConfig(_Model):
     tags: list[TagConfig] = Field(default_factory=list)
     concerns: list[ConcernConfig] = Field(default_factory=list)
     concern_mapping: dict[str, dict[str, str]] = Field(default_factory=dict)
+    apply_concern_defaults: Literal["configured", "all"] = "configured"
+    """Concern defaults apply to clients that stated a concern (``configured``) or to all."""
     search: SearchConfig = Field(default_factory=SearchConfig)
     progressive: ProgressiveConfig | None = None
 
@@ -483,7 +485,11 @@ class FilteringConfig(_Model):
         """
         concerns = self.to_concerns()
         try:
-            return ConcernMiddleware(concerns=concerns, mapping=self.concern_mapping)
+            return ConcernMiddleware(
+                concerns=concerns,
+                mapping=self.concern_mapping,
+                apply_defaults=self.apply_concern_defaults,
+            )
         except ValueError as error:
             message = str(error)
             key = re.search(r"mapping\[('.*?'|\".*?\")\]", message)

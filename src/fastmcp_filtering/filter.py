@@ -5,16 +5,17 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcp_types import InitializeResult
 from typing_extensions import override
 
 from fastmcp_filtering._catalog import Catalog, ComponentKind
-from fastmcp_filtering._declarations import GROUPS_META_KEY, Group, Tag, same_kind
+from fastmcp_filtering._declarations import GROUPS_META_KEY, Group, Tag
 from fastmcp_filtering._fastmcp import list_page_size
 from fastmcp_filtering._filter import narrow
 from fastmcp_filtering._hooks import ListHooks
+from fastmcp_filtering._marks import Marks
 from fastmcp_filtering._protocol import (
     add_capabilities,
     custom_result,
@@ -33,8 +34,6 @@ __all__ = ["FilterMiddleware"]
 
 _C = TypeVar("_C", bound="FastMCPComponent")
 _R = TypeVar("_R")
-
-_MAX_CACHED_COPIES = 100_000
 
 
 class FilterMiddleware(ListHooks):
@@ -66,7 +65,7 @@ class FilterMiddleware(ListHooks):
     ) -> None:
         self.catalog = Catalog.shared(catalog, groups, tags)
         # Marked copies per original, so repeated listings hand out the same objects.
-        self._copies: dict[int, tuple[FastMCPComponent, int, FastMCPComponent]] = {}
+        self._marks = Marks(self._group_marks)
 
     def __repr__(self) -> str:
         return f"FilterMiddleware(catalog={self.catalog!r})"
@@ -162,34 +161,14 @@ class FilterMiddleware(ListHooks):
     ) -> Sequence[_C]:
         components = await call_next(context)
         narrowed = narrow(self.catalog, request_info(context), kind, components)
-        copies = self._copies
-        version = self.catalog.version
-        marked: list[_C] = []
-        for component in narrowed:
-            # The hot loop of every listing: one lookup per component while nothing changed.
-            hit = copies.get(id(component))
-            if hit is not None and hit[0] is component and hit[1] == version:
-                marked.append(cast("_C", hit[2]))
-            else:
-                marked.append(self._marked(component, version))
+        marked = self._marks.apply(narrowed, self.catalog.version)
         if context.fastmcp_context is not None:
             await self.catalog.refresh(context.fastmcp_context.fastmcp)
         return marked
 
-    def _marked(self, component: _C, version: int) -> _C:
-        """``component`` with its groups in ``_meta``, remembered until the catalog changes."""
-        groups = list(self.catalog.membership(component).direct)
-        meta = component.meta or {}
-        copy = component
-        if meta.get(GROUPS_META_KEY) != groups:
-            copy = same_kind(
-                component, component.model_copy(update={"meta": {**meta, GROUPS_META_KEY: groups}})
-            )
-        if len(self._copies) > _MAX_CACHED_COPIES:
-            self._copies.clear()
-        # Holding the original keeps its id from being reused by another object.
-        self._copies[id(component)] = (component, version, copy)
-        return copy
+    def _group_marks(self, component: FastMCPComponent) -> dict[str, Any]:
+        """The groups ``_meta`` entry of ``component``: its direct groups."""
+        return {GROUPS_META_KEY: list(self.catalog.membership(component).direct)}
 
 
 def _group_offset(raw: object, version: int) -> int:

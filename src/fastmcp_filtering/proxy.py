@@ -148,6 +148,7 @@ def _build(config: FilteringConfig) -> tuple[FastMCP[Any], list[ClientTransport]
         tags=config.to_tags(),
         search=config.search.options() if config.search.enabled else False,
         concerns=config.to_concerns() or None,
+        apply_concern_defaults=config.apply_concern_defaults,
         progressive=config.progressive.options()
         if config.progressive is not None and config.progressive.enabled
         else False,

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from fastmcp import FastMCP
 
     from fastmcp_filtering._declarations import Group, Tag
+    from fastmcp_filtering.concerns import ApplyDefaults
 
 __all__ = ["FilteringStack", "add_filtering", "install"]
 
@@ -73,6 +74,7 @@ def add_filtering(
     search: bool | Mapping[str, Any] = True,
     concerns: Iterable[Concern] | None = None,
     concern_mapping: Mapping[str, Mapping[str, str]] | None = None,
+    apply_concern_defaults: ApplyDefaults = "configured",
     progressive: bool | Mapping[str, Any] = False,
 ) -> FilteringStack:
     """Add groups and tags, search, concerns and progressive disclosure from one declaration.
@@ -81,7 +83,8 @@ def add_filtering(
     hands it to every middleware, so they agree on membership and see each
     other's runtime changes. ``search`` and ``progressive`` take ``True`` or the
     keyword options of ``SearchMiddleware`` / ``ProgressiveDisclosureMiddleware``;
-    ``concerns`` (with ``concern_mapping``) adds ``ConcernMiddleware``. The order
+    ``concerns`` (with ``concern_mapping`` and ``apply_concern_defaults``, its
+    ``apply_defaults``) adds ``ConcernMiddleware``. The order
     the middlewares are added in does not change any answer: every list, search
     and call asks all of them.
 
@@ -104,7 +107,9 @@ def add_filtering(
         catalog=catalog,
         filter=FilterMiddleware(catalog=catalog) if filter else None,
         search=SearchMiddleware(catalog=catalog, **_options(search, "search")) if search else None,
-        concerns=ConcernMiddleware(concerns=concerns, mapping=concern_mapping)
+        concerns=ConcernMiddleware(
+            concerns=concerns, mapping=concern_mapping, apply_defaults=apply_concern_defaults
+        )
         if concerns is not None
         else None,
         progressive=ProgressiveDisclosureMiddleware(

@@ -1,0 +1,56 @@
+"""Copies of listed components with the package's ``_meta`` entries, made once per component."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from fastmcp_filtering._declarations import same_kind
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Hashable, Mapping, Sequence
+
+    from fastmcp.utilities.components import FastMCPComponent
+
+__all__ = ["Marks"]
+
+_C = TypeVar("_C", bound="FastMCPComponent")
+
+_MAX_CACHED = 100_000
+
+
+class Marks:
+    """Adds ``_meta`` entries to listed components, remembering each copy while ``version`` holds.
+
+    A listing marks every component on every request: a copy is made only for a
+    component whose entries differ from its own ``_meta``, and reused until the
+    component object or ``version`` changes. Copies keep the meta-tool mark.
+    """
+
+    def __init__(self, entries: Callable[[FastMCPComponent], Mapping[str, Any]]) -> None:
+        self._entries = entries
+        self._copies: dict[int, tuple[FastMCPComponent, Hashable, FastMCPComponent]] = {}
+
+    def apply(self, components: Sequence[_C], version: Hashable = None) -> list[_C]:
+        """``components`` in order, each with its entries in ``_meta``."""
+        copies = self._copies
+        marked: list[_C] = []
+        for component in components:
+            # The hot loop of every listing: one lookup per component while nothing changed.
+            hit = copies.get(id(component))
+            if hit is not None and hit[0] is component and hit[1] == version:
+                marked.append(cast("_C", hit[2]))
+            else:
+                marked.append(self._mark(component, version))
+        return marked
+
+    def _mark(self, component: _C, version: Hashable) -> _C:
+        entries = self._entries(component)
+        meta = component.meta or {}
+        copy = component
+        if any(meta.get(key) != value for key, value in entries.items()):
+            copy = same_kind(component, component.model_copy(update={"meta": {**meta, **entries}}))
+        if len(self._copies) > _MAX_CACHED:
+            self._copies.clear()
+        # Holding the original keeps its id from being reused by another object.
+        self._copies[id(component)] = (component, version, copy)
+        return copy
