@@ -207,18 +207,21 @@ class TestListing:
         mcp, _ = make_server(max_tools=6)
         async with connect(mcp) as client:
             tools = {t.name: t for t in await client.list_tools()}
-            assert tools["enable_tools"].description == snapshot("""\
-Enable groups of tools to make their tools available to you.
-Call enable_tools(groups=["<group>"]); the reply lists the tools now available.
-A child group can be enabled once its parent is; name both to enable them together.
-At most 6 grouped tools can be enabled at once; disable groups with disable_tools to make room.
-Groups:
-- issues: Create and triage issues
-- code: Code management
-  - repos: Repositories
-    - branches: Branches
-- admin: Destructive administration\
-""")
+            assert tools["enable_tools"].description.splitlines() == snapshot(
+                [
+                    "Enable groups of tools to make their tools available to you.",
+                    'Call enable_tools(groups=["<group>"]); the reply lists the tools now '
+                    "available and, in available_groups, the groups you can enable next.",
+                    "At most 6 grouped tools can be enabled at once; disable groups with "
+                    "disable_tools to make room.",
+                    "Groups marked (+) hold more groups, offered in available_groups once the "
+                    "group is enabled; name a parent and its child together to enable both.",
+                    "Groups:",
+                    "- issues: Create and triage issues",
+                    "- code (+): Code management",
+                    "- admin: Destructive administration",
+                ]
+            )
             assert tools["disable_tools"].description == snapshot(
                 "Disable groups of tools you no longer need, to keep your tool list "
                 "short; disabling a group also disables the groups below it. Call "
@@ -305,7 +308,7 @@ class TestEnable:
                     "enabled": ["code"],
                     "enabled_groups": ["issues", "code"],
                     "available_tools": ["create_issue", "link_issue", "list_issues"],
-                    "available_groups": ["repos", "admin"],
+                    "available_groups": ["repos"],
                     "errors": [],
                 }
             )
@@ -320,7 +323,7 @@ class TestEnable:
                         "link_issue",
                         "list_issues",
                     ],
-                    "available_groups": ["branches", "admin"],
+                    "available_groups": ["branches"],
                     "errors": [],
                 }
             )
@@ -351,7 +354,22 @@ class TestEnable:
                     )
                 ]
             )
-            assert reply["available_groups"] == ["code", "admin"]
+            # The roots are in the enable_tools description; no child opened up.
+            assert reply["available_groups"] == []
+
+    async def test_available_groups_all_adds_the_roots_not_enabled(self, connect: Connect) -> None:
+        mcp, _ = make_server(available_groups="all")
+        async with connect(mcp) as client:
+            first = await call(client, "enable_tools", groups=["branches"])
+            second = await call(client, "enable_tools", groups=["code"])
+            third = await call(client, "disable_tools", groups=["code"])
+        assert first["available_groups"] == ["code", "admin"]
+        assert second["available_groups"] == ["repos", "admin"]
+        assert third["available_groups"] == ["code", "admin"]
+
+    def test_available_groups_is_validated(self) -> None:
+        with pytest.raises(ValueError, match=r"available_groups='roots' is not an option"):
+            ProgressiveDisclosureMiddleware(available_groups="roots")  # type: ignore[arg-type]
 
     async def test_errors_never_crash(self, connect: Connect) -> None:
         mcp, _ = make_server()
@@ -390,6 +408,7 @@ class TestEnable:
                     "disabled": ["issues"],
                     "enabled_groups": ["admin"],
                     "available_tools": ["delete_branch", "delete_repo"],
+                    "available_groups": [],
                     "errors": [
                         "group 'issues' is named more than once; handled once",
                         "group 'code' is not enabled",
@@ -414,6 +433,7 @@ class TestEnable:
                     "disabled": ["code", "repos", "branches"],
                     "enabled_groups": ["issues"],
                     "available_tools": ["create_issue", "link_issue", "list_issues"],
+                    "available_groups": [],
                     "errors": [],
                 }
             )
@@ -747,3 +767,111 @@ class TestOtherLayers:
             assert "delete_branch" not in await names(client)
             with pytest.raises(ToolError, match=r"delete_branch needs approval"):
                 await client.call_tool("call_tool", {"name": "delete_branch"})
+
+
+class TestTheProposalsExample:
+    """wags' documented example, replayed: the reply is the one its documentation shows."""
+
+    async def test_enable_issues_replies_as_documented(self, connect: Connect) -> None:
+        mcp = FastMCP("github")
+
+        @in_group("issues")
+        @mcp.tool
+        def create_issue(title: str) -> str:
+            return title
+
+        @in_group("issues")
+        @mcp.tool
+        def list_issues() -> str:
+            return "[]"
+
+        @in_group("repos")
+        @mcp.tool
+        def create_repo(name: str) -> str:
+            return name
+
+        install(
+            mcp,
+            ProgressiveDisclosureMiddleware(
+                groups=[
+                    Group("issues", description="Issue tracking"),
+                    Group("repos", description="Repository management"),
+                ],
+                max_tools=10,
+            ),
+        )
+        async with connect(mcp) as client:
+            reply = await call(client, "enable_tools", groups=["issues"])
+        assert reply == {
+            "enabled": ["issues"],
+            "enabled_groups": ["issues"],
+            "available_tools": ["create_issue", "list_issues"],
+            "available_groups": [],
+            "errors": [],
+        }
+
+    async def test_the_hierarchy_offers_each_child_as_its_parent_is_enabled(
+        self, connect: Connect
+    ) -> None:
+        mcp = FastMCP("github")
+
+        @in_group("branches")
+        @mcp.tool
+        def create_branch(name: str) -> str:
+            return name
+
+        install(
+            mcp,
+            ProgressiveDisclosureMiddleware(
+                groups=[
+                    Group("code", description="Code management"),
+                    Group("repos", description="Repositories", parent="code"),
+                    Group("branches", description="Branches", parent="repos"),
+                ]
+            ),
+        )
+        async with connect(mcp) as client:
+            description = next(
+                t.description for t in await client.list_tools() if t.name == "enable_tools"
+            )
+            code = await call(client, "enable_tools", groups=["code"])
+            repos = await call(client, "enable_tools", groups=["repos"])
+            branches = await call(client, "enable_tools", groups=["branches"])
+            disabled = await call(client, "disable_tools", groups=["code"])
+        # "Only code is visible initially (root group)".
+        assert description is not None
+        assert "- code (+): Code management" in description
+        assert "repos" not in description
+        assert "branches" not in description
+        assert [code, repos, branches, disabled] == snapshot(
+            [
+                {
+                    "enabled": ["code"],
+                    "enabled_groups": ["code"],
+                    "available_tools": [],
+                    "available_groups": ["repos"],
+                    "errors": [],
+                },
+                {
+                    "enabled": ["repos"],
+                    "enabled_groups": ["code", "repos"],
+                    "available_tools": [],
+                    "available_groups": ["branches"],
+                    "errors": [],
+                },
+                {
+                    "enabled": ["branches"],
+                    "enabled_groups": ["code", "repos", "branches"],
+                    "available_tools": ["create_branch"],
+                    "available_groups": [],
+                    "errors": [],
+                },
+                {
+                    "disabled": ["code", "repos", "branches"],
+                    "enabled_groups": [],
+                    "available_tools": [],
+                    "available_groups": [],
+                    "errors": [],
+                },
+            ]
+        )

@@ -28,7 +28,7 @@ async def exercise(client: Client[Any], recorder: Recorder) -> None:
         "enabled": ["code", "repos"],
         "enabled_groups": ["issues", "code", "repos"],
         "available_tools": ["create_issue", "create_repo", "list_issues"],
-        "available_groups": ["admin"],
+        "available_groups": [],
         "errors": [],
     }
     assert recorder.methods == [

@@ -76,12 +76,15 @@ def closed(catalog: Catalog, names: Iterable[str]) -> frozenset[str]:
         kept -= dropped
 
 
-def offered(catalog: Catalog, enabled: frozenset[str]) -> list[str]:
-    """Groups that can be enabled now, in declaration order: roots and children of enabled."""
+def offered(catalog: Catalog, enabled: frozenset[str], *, roots: bool = True) -> list[str]:
+    """Groups that can be enabled now, in declaration order: roots and children of enabled.
+
+    With ``roots=False`` only the children: the groups that enabling opened up.
+    """
     return [
         g.name
         for g in catalog.groups
-        if g.name not in enabled and _reachable(catalog, g.name, enabled)
+        if g.name not in enabled and (roots or g.parents) and _reachable(catalog, g.name, enabled)
     ]
 
 

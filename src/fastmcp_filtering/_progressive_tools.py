@@ -43,7 +43,8 @@ class EnableToolsResult(BaseModel):
     available_tools: list[str]
     """Tools of the enabled groups the agent can call now, sorted."""
     available_groups: list[str]
-    """Groups that can be enabled next: roots and children of enabled groups."""
+    """Child groups that can be enabled now, their parent being enabled (with
+    ``available_groups="all"``, the roots not enabled too)."""
     errors: list[str]
     """One entry per group that was not enabled, saying why and what to do."""
 
@@ -64,6 +65,8 @@ class DisableToolsResult(BaseModel):
     """Every group still enabled, in declaration order."""
     available_tools: list[str]
     """Tools of the enabled groups the agent can still call, sorted."""
+    available_groups: list[str]
+    """Child groups that can be enabled now, as in ``EnableToolsResult``."""
     errors: list[str]
     """One entry per group that was not disabled, saying why."""
 
@@ -80,8 +83,10 @@ class MetaToolBodies:
         call_tool: str | None,
         max_tools: int | None,
         include_schemas: bool,
+        offer_roots: bool = False,
     ) -> None:
         self.layer = layer
+        self.offer_roots = offer_roots
         self.store = layer.store
         self.catalog = layer.catalog
         self.enable_tool = enable_tool
@@ -91,36 +96,33 @@ class MetaToolBodies:
         self.include_schemas = include_schemas
 
     def enable_description(self) -> str:
+        # The same bytes for every client and every enabled set, so clients can cache it: the
+        # roots here, each child in available_groups once its parent is enabled (wags' design).
         lines = [
             "Enable groups of tools to make their tools available to you.",
             f"Call {call_hint(self.enable_tool, ['<group>'])}; the reply lists the tools "
-            "now available.",
-            "A child group can be enabled once its parent is; name both to enable them together.",
+            "now available and, in available_groups, the groups you can enable next.",
         ]
         if self.max_tools is not None:
             lines.append(
                 f"At most {self.max_tools} grouped tools can be enabled at once; disable groups "
                 f"with {self.disable_tool} to make room."
             )
+        roots = self.catalog.roots()
+        if any(self.catalog.children(root) for root in roots):
+            lines.append(
+                "Groups marked (+) hold more groups, offered in available_groups once the "
+                "group is enabled; name a parent and its child together to enable both."
+            )
         lines.append("Groups:")
-        lines.extend(self._tree())
-        return "\n".join(lines)
-
-    def _tree(self) -> list[str]:
-        lines: list[str] = []
-
-        def visit(name: str, depth: int, path: tuple[str, ...]) -> None:
-            group = self.catalog.group(name)
-            if group is None or name in path:
-                return
+        for root in roots:
+            group = self.catalog.group(root)
+            if group is None:
+                continue
             about = group.description or group.title
-            lines.append(f"{'  ' * depth}- {name}" + (f": {about}" if about else ""))
-            for child in self.catalog.children(name):
-                visit(child, depth + 1, (*path, name))
-
-        for root in self.catalog.roots():
-            visit(root, 0, ())
-        return lines
+            more = " (+)" if self.catalog.children(root) else ""
+            lines.append(f"- {root}{more}" + (f": {about}" if about else ""))
+        return "\n".join(lines)
 
     def disable_description(self) -> str:
         return (
@@ -198,7 +200,7 @@ class MetaToolBodies:
             "enabled": change.changed,
             "enabled_groups": self.store.ordered(change.enabled),
             "available_tools": self._available(after.tools, change.enabled),
-            "available_groups": offered(self.catalog, change.enabled),
+            "available_groups": self._offered(change.enabled),
             "errors": change.errors,
         }
         if not self.include_schemas:
@@ -226,8 +228,12 @@ class MetaToolBodies:
             disabled=change.changed,
             enabled_groups=self.store.ordered(change.enabled),
             available_tools=self._available(after.tools, change.enabled),
+            available_groups=self._offered(change.enabled),
             errors=change.errors,
         )
+
+    def _offered(self, enabled: frozenset[str]) -> list[str]:
+        return offered(self.catalog, enabled, roots=self.offer_roots)
 
     async def proxy(self, ctx: Context, name: str, arguments: dict[str, Any] | None) -> ToolResult:
         if name == self.call_tool:

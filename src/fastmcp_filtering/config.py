@@ -356,6 +356,7 @@ class ProgressiveConfig(_Model):
     initial_groups: list[str] = Field(default_factory=list)
     max_tools: int | None = None
     hide_ungrouped: bool = False
+    available_groups: Literal["children", "all"] = "children"
     enable_tool_name: str = "enable_tools"
     disable_tool_name: str = "disable_tools"
     call_tool_name: str | None = None

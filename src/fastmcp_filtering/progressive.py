@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from fastmcp.server.context import Context  # noqa: TC002 - meta-tool signatures resolve it
 from fastmcp.server.middleware.tool_injection import ToolInjectionMiddleware
@@ -59,10 +59,13 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware, ToolInjectionMiddleware):
     its children, disabling it disables them. Components in no group stay
     visible unless ``hide_ungrouped``. ``max_tools`` caps the grouped tools
     visible at once. Hidden tools, prompts and resources are refused with a hint
-    naming the ``enable_tools`` call that unlocks them. Enabled groups live in
-    FastMCP's session state store, per session (2025-11-25) or per authenticated
-    principal (2026-07-28; per process on stdio and in-memory); a client with no
-    identity, or a store that fails, gets the initial groups and cannot enable more.
+    naming the ``enable_tools`` call that unlocks them. Replies name, in
+    ``available_groups``, the child groups enabling opened up (``"all"``: the
+    roots not enabled too); the ``enable_tools`` description lists the roots.
+    Enabled groups live in FastMCP's session state store, per session
+    (2025-11-25) or per authenticated principal (2026-07-28; per process on
+    stdio and in-memory); a client with no identity, or a store that fails,
+    gets the initial groups and cannot enable more.
 
     Example:
         ```python
@@ -86,6 +89,7 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware, ToolInjectionMiddleware):
         disable_tool_name: str = "disable_tools",
         call_tool_name: str | None = None,
         include_schemas: bool = False,
+        available_groups: Literal["children", "all"] = "children",
         state_namespace: str = "progressive",
     ) -> None:
         self.catalog = Catalog.shared(catalog, groups)
@@ -96,6 +100,13 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware, ToolInjectionMiddleware):
         self.max_tools = max_tools
         self.hide_ungrouped = bool(hide_ungrouped)
         self.include_schemas = bool(include_schemas)
+        if available_groups not in ("children", "all"):
+            raise ValueError(
+                f"available_groups={available_groups!r} is not an option: use 'children' (the "
+                "child groups enabling opened up, as wags replies) or 'all' (the roots not "
+                "enabled too)"
+            )
+        self.available_groups = available_groups
         names = {"enable_tool_name": enable_tool_name, "disable_tool_name": disable_tool_name}
         if call_tool_name is not None:
             names["call_tool_name"] = call_tool_name
@@ -131,6 +142,7 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware, ToolInjectionMiddleware):
             call_tool=call_tool_name,
             max_tools=max_tools,
             include_schemas=self.include_schemas,
+            offer_roots=available_groups == "all",
         )
         ToolInjectionMiddleware.__init__(self, [])
 
