@@ -27,7 +27,7 @@ from fastmcp_filtering.progressive import (
     EnableToolsResult,
     ProgressiveDisclosureMiddleware,
 )
-from fastmcp_filtering.search import SearchMiddleware, SearchToolsResult
+from fastmcp_filtering.search import SearchMiddleware, SearchToolsResult, rate_limit_key
 from fastmcp_filtering.stack import FilteringStack, add_filtering, install
 
 __all__ = [
@@ -49,5 +49,6 @@ __all__ = [
     "concerns",
     "in_group",
     "install",
+    "rate_limit_key",
     "unrestricted",
 ]

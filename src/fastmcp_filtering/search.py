@@ -6,6 +6,7 @@ import unicodedata
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from fastmcp.server.context import Context  # noqa: TC002 - the meta-tool's signature needs it
+from fastmcp.server.middleware import Middleware
 from fastmcp.server.middleware.tool_injection import ToolInjectionMiddleware
 from fastmcp.tools import Tool
 from pydantic import BaseModel, Field
@@ -26,6 +27,7 @@ from fastmcp_filtering._filter import narrow
 from fastmcp_filtering._hooks import ListHooks
 from fastmcp_filtering._policy import is_widened
 from fastmcp_filtering._protocol import RequestInfo, add_capabilities, invalid_params, request_info
+from fastmcp_filtering._rate_limit import counted, is_search, rate_limit_key
 from fastmcp_filtering._search_service import SearchService
 
 if TYPE_CHECKING:
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
     from fastmcp_filtering._declarations import Group, Tag
     from fastmcp_filtering.semantic import Embedder
 
-__all__ = ["MAX_QUERY_LENGTH", "SearchMiddleware", "SearchToolsResult"]
+__all__ = ["MAX_QUERY_LENGTH", "SearchMiddleware", "SearchToolsResult", "rate_limit_key"]
 
 _C = TypeVar("_C", bound="FastMCPComponent")
 
@@ -79,6 +81,12 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
     Declares ``capabilities.tools.filtering: true`` and adds a paragraph on how to
     search, with examples from the server's groups, to the server instructions.
 
+    ``rate_limit`` takes a FastMCP rate limiter (``RateLimitingMiddleware``,
+    ``SlidingWindowRateLimitingMiddleware``, or any middleware whose ``on_request``
+    decides) and hands it only searches: list requests with a query and
+    ``search_tools`` calls (also through ``call_tool``), each counted once however
+    many listings it makes inside. Key it with ``get_client_id=rate_limit_key``.
+
     Example:
         ```python
         install(mcp, SearchMiddleware(groups=groups, max_results=10))
@@ -96,6 +104,7 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         instructions: bool = True,
         weights: Mapping[str, float] | None = None,
         semantic: bool | Embedder = False,
+        rate_limit: Middleware | None = None,
     ) -> None:
         if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
             raise ValueError(f"max_results must be a positive integer, got {max_results!r}")
@@ -103,8 +112,14 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
             raise ValueError(
                 f"search_tool must be a tool name or None to turn it off, got {search_tool!r}"
             )
+        if rate_limit is not None and not isinstance(rate_limit, Middleware):
+            raise ValueError(
+                "rate_limit must be a FastMCP middleware such as RateLimitingMiddleware, "
+                f"got {type(rate_limit).__name__}"
+            )
         self.catalog = Catalog.shared(catalog, groups, tags)
         self.max_results = max_results
+        self.rate_limit = rate_limit
         self.search_tool = search_tool
         self.instructions = instructions
         self._weights = dict(weights or {})
@@ -277,6 +292,18 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
             # rather than during the first search.
             self._service.warm(context.fastmcp_context.fastmcp)
         return await super().on_message(context, call_next)
+
+    @override
+    async def on_request(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+    ) -> Any:
+        limiter = self.rate_limit
+        if limiter is None or not is_search(
+            context, self, self.search_tool, lambda raw: _clean_query(raw, field="query")
+        ):
+            return await call_next(context)
+        with counted(context, self):
+            return await limiter.on_request(context, call_next)
 
     async def prepare(self, server: FastMCP) -> None:
         """Index (and with ``semantic``, embed) the server's tools now, not at the first search.
