@@ -42,7 +42,11 @@ GROUPS = [
 
 
 def make_server(
-    *, max_tools: int | None = None, initial: tuple[str, ...] = ("read",), rocket: bool = True
+    *,
+    max_tools: int | None = None,
+    initial: tuple[str, ...] = ("read",),
+    rocket: bool = True,
+    max_results: int = 10,
 ) -> FastMCP:
     mcp = FastMCP("discovery")
     for stub in [
@@ -66,7 +70,7 @@ def make_server(
             max_tools=max_tools,
             hide_ungrouped=True,
         ),
-        SearchMiddleware(groups=GROUPS),
+        SearchMiddleware(groups=GROUPS, max_results=max_results),
     )
     return mcp
 
@@ -166,6 +170,24 @@ class TestListQueryDiscovers:
             result = await call_method(client, "tools/list", {"query": "directory tree"})
         assert [t["name"] for t in result["tools"]] == ["directory_tree"]
         assert BETTER_MATCHES_META_KEY not in (result.get("_meta") or {})
+
+    async def test_pages_hold_only_callable_tools(self, connect: Connect) -> None:
+        async with connect(make_server(max_results=1)) as client:
+            pages = []
+            cursor = None
+            while True:
+                page = await list_tools(client, query="file text", cursor=cursor)
+                pages.append(([t.name for t in page.tools], better_matches(page)))
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+        # write_file and edit_file rank among them, in a group not enabled: never listed,
+        # named by their group on the page they would have been on.
+        listed = [name for names, _ in pages for name in names]
+        assert listed
+        assert set(listed) <= {"read_text_file", "directory_tree"}
+        assert all(len(names) == 1 for names, _ in pages)
+        assert "write" in {group for _, groups in pages for group in groups}
 
     async def test_the_client_helper_reads_them(self, connect: Connect) -> None:
         async with connect(make_server()) as client:

@@ -155,16 +155,115 @@ class TestWithFilterAndPagination:
         assert hidden == []
 
     async def test_pages_and_a_cursor_bound_to_the_query(self, connect: Connect) -> None:
-        server = make_server(page_size=2)
-        async with connect(server) as client:
+        async with connect(make_server(page_size=2)) as client:
+            pages = await every_page(client, "create open")
             first = await list_tools(client, query="create open")
-            assert len(first.tools) == 2
             assert first.next_cursor is not None
-            second = await list_tools(client, query="create open", cursor=first.next_cursor)
-            assert len(second.tools) == 1
             with pytest.raises(MCPError) as error:
                 await list_tools(client, query="email", cursor=first.next_cursor)
+        wide = make_server(search=SearchMiddleware(groups=GROUPS, max_results=50))
+        async with connect(wide) as client:
+            whole = await ranked(client, "create open")
+        # Pages of max_results=3, cut to the server's list_page_size=2.
+        assert {len(p) for p in pages[:-1]} == {2}
+        assert [name for page in pages for name in page] == whole
         assert error.value.code == -32602
+
+
+NUMBERED = [stub(f"report_{i:02d}", f"Build report number {i}") for i in range(23)]
+
+
+def numbered_server(*, max_results: int, page_size: int | None = None) -> FastMCP:
+    mcp = FastMCP("reports", list_page_size=page_size)
+    for tool in NUMBERED:
+        mcp.add_tool(tool.model_copy())
+    mcp.add_tool(stub("send_email", "Send an email message"))
+    use(mcp, SearchMiddleware(max_results=max_results))
+    return mcp
+
+
+async def every_page(client: Any, query: str) -> list[list[str]]:
+    pages: list[list[str]] = []
+    cursor = None
+    while True:
+        page = await list_tools(client, query=query, cursor=cursor)
+        pages.append([t.name for t in page.tools])
+        cursor = page.next_cursor
+        if cursor is None:
+            return pages
+        assert len(pages) < 50, "the cursor never ends"
+
+
+class TestPagingThroughMatches:
+    """SEP-1821's matching subset, paged: ``max_results`` is the page size."""
+
+    async def test_pages_hold_every_match_once_in_rank_order(self, connect: Connect) -> None:
+        async with connect(numbered_server(max_results=10)) as client:
+            pages = await every_page(client, "build report")
+        async with connect(numbered_server(max_results=100)) as client:
+            whole = await ranked(client, "build report")
+        assert [len(p) for p in pages] == [10, 10, 3]
+        assert [name for page in pages for name in page] == whole
+        assert len(whole) == 23
+        assert "send_email" not in whole
+
+    async def test_the_servers_page_size_caps_a_page(self, connect: Connect) -> None:
+        async with connect(numbered_server(max_results=10, page_size=4)) as client:
+            pages = await every_page(client, "build report")
+        assert [len(p) for p in pages] == [4, 4, 4, 4, 4, 3]
+
+    async def test_the_last_page_has_no_cursor(self, connect: Connect) -> None:
+        async with connect(numbered_server(max_results=30)) as client:
+            page = await list_tools(client, query="build report")
+        assert len(page.tools) == 23
+        assert page.next_cursor is None
+
+    async def test_a_cursor_is_bound_to_its_query_and_filter(self, connect: Connect) -> None:
+        async with connect(numbered_server(max_results=10)) as client:
+            first = await list_tools(client, query="build report")
+            assert first.next_cursor is not None
+            refused = []
+            for kwargs in (
+                {"query": "send email"},
+                {"query": "build report", "groups": ["x"]},
+                {},
+            ):
+                with pytest.raises(MCPError) as error:
+                    await list_tools(client, cursor=first.next_cursor, **kwargs)
+                refused.append(error.value.error)
+        assert {e.code for e in refused} == {-32602}
+        assert {(e.data or {}).get("field") for e in refused} == {"cursor"}
+
+    @pytest.mark.parametrize(
+        "cursor",
+        [
+            "search.abc",
+            "search.-1",
+            "search.99999999999",
+            "eyJvIjogMn0=",  # FastMCP's own offset cursor, bare
+        ],
+    )
+    async def test_a_forged_cursor_is_invalid_params(self, connect: Connect, cursor: str) -> None:
+        from fastmcp_filtering._cursor import _PREFIX, _scope_of
+
+        scope = _scope_of({"query": "build report"})
+        async with connect(numbered_server(max_results=10)) as client:
+            for sent in (cursor, f"{_PREFIX}{scope}.{cursor}"):
+                with pytest.raises(MCPError) as error:
+                    await list_tools(client, query="build report", cursor=sent)
+                assert error.value.error.code == -32602
+                assert (error.value.error.data or {}).get("field") == "cursor"
+
+    async def test_a_page_beyond_the_matches_is_empty(self, connect: Connect) -> None:
+        from fastmcp_filtering._cursor import _PREFIX, _scope_of
+
+        scope = _scope_of({"query": "build report"})
+        async with connect(numbered_server(max_results=10)) as client:
+            page = await list_tools(
+                client, query="build report", cursor=f"{_PREFIX}{scope}.search.500"
+            )
+        assert page.tools == []
+        assert page.next_cursor is None
 
 
 class TestHiddenStaysHidden:

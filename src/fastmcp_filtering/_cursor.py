@@ -6,7 +6,8 @@ import hashlib
 import json
 import weakref
 from collections.abc import Mapping
-from dataclasses import replace
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from fastmcp_filtering._catalog import LIST_METHOD
@@ -19,14 +20,40 @@ if TYPE_CHECKING:
     from fastmcp import FastMCP
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
-__all__ = ["install_cursor_scope"]
+__all__ = ["SearchPage", "install_cursor_scope", "search_page"]
 
 LIST_METHODS = frozenset(LIST_METHOD.values())
 SCOPED_PARAMS = ("filter", "query")
 """Request parameters that change what a listing contains, and so what a cursor means."""
 
 _PREFIX = "ffc1."
+_SEARCH = "search."
+_MAX_OFFSET = 10**9
 _installed: weakref.WeakSet[FastMCP] = weakref.WeakSet()
+
+
+@dataclass(slots=True)
+class SearchPage:
+    """Where a ``query`` listing's page starts, and where the next one does once it is ranked.
+
+    FastMCP pages a list by its ``list_page_size`` after the middleware chain;
+    a ranked list pages by the search's own ``max_results``, with cursors the
+    scope issues and reads (``ffc1.<scope>.search.<offset>``).
+    """
+
+    offset: int = 0
+    next: int | None = None
+    """Set by the search that ranked this listing when more matches follow."""
+    owner: object | None = None
+    """The search middleware that pages this listing (the outermost; a mounted server's defers)."""
+
+
+_PAGE: ContextVar[SearchPage | None] = ContextVar("fastmcp_filtering_search_page", default=None)
+
+
+def search_page() -> SearchPage | None:
+    """The page a ``query`` listing asks for, or None outside a list request with a query."""
+    return _PAGE.get()
 
 
 def _scope_of(params: Mapping[str, Any]) -> str:
@@ -75,11 +102,23 @@ class CursorScope:
         params = ctx.params
         scope = _scope_of(params)
         cursor = params.get("cursor")
+        page = SearchPage() if params.get("query") is not None else None
         if isinstance(cursor, str):
             inner = _unwrap(cursor, scope)
-            if inner != cursor:
+            offset = _search_offset(inner) if page is not None else None
+            if offset is not None and page is not None:
+                # The search pages this listing itself; FastMCP's paging starts from the top.
+                page.offset = offset
+                ctx = replace(ctx, params={k: v for k, v in params.items() if k != "cursor"})
+            elif inner != cursor:
                 ctx = replace(ctx, params={**params, "cursor": inner})
-        result = await call_next(ctx)
+        token = _PAGE.set(page)
+        try:
+            result = await call_next(ctx)
+        finally:
+            _PAGE.reset(token)
+        if page is not None and page.next is not None and isinstance(result, dict):
+            result = {**result, "nextCursor": f"{_SEARCH}{page.next}"}
         if scope and isinstance(result, dict):
             next_cursor = result.get("nextCursor")
             if isinstance(next_cursor, str):
@@ -103,6 +142,19 @@ def _unwrap(cursor: str, scope: str) -> str:
             field="cursor",
         )
     return inner
+
+
+def _search_offset(inner: str) -> int | None:
+    """The offset of a search page cursor; None for any other cursor."""
+    if not inner.startswith(_SEARCH):
+        return None
+    digits = inner[len(_SEARCH) :]
+    if not digits.isdecimal() or not digits.isascii() or len(digits) > 10:
+        raise invalid_params("cursor is not a search page cursor", field="cursor")
+    offset = int(digits)
+    if offset > _MAX_OFFSET:
+        raise invalid_params("cursor is not a search page cursor", field="cursor")
+    return offset
 
 
 def install_cursor_scope(server: FastMCP) -> None:

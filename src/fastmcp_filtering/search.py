@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from typing_extensions import override
 
 from fastmcp_filtering._catalog import LIST_METHOD, Catalog, ComponentKind
+from fastmcp_filtering._cursor import search_page
 from fastmcp_filtering._declarations import mark_meta_tool
 from fastmcp_filtering._discovery import (
     BetterMatches,
@@ -22,7 +23,7 @@ from fastmcp_filtering._discovery import (
     remedy,
     report_better,
 )
-from fastmcp_filtering._fastmcp import sdk_middleware
+from fastmcp_filtering._fastmcp import list_page_size, sdk_middleware
 from fastmcp_filtering._filter import narrow
 from fastmcp_filtering._hooks import ListHooks
 from fastmcp_filtering._policy import is_widened
@@ -65,7 +66,8 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
     """Rank tools (and prompts and resources) for a plain-text ``query`` on their list request.
 
     ``tools/list`` with ``params.query`` returns the matching tools, most relevant
-    first, at most ``max_results``; with a ``filter`` it searches within the
+    first, in pages of ``max_results`` (``nextCursor`` pages on through the
+    matches, bound to the query); with a ``filter`` it searches within the
     filtered set; without a query nothing changes. The ranking is lexical and
     offline: names split into words, titles, descriptions, tags, group titles and
     descriptions and parameters, each with its weight, stemmed, with typo
@@ -197,6 +199,19 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
             # A discovery listing (this very search, listing what enabling would show) wants
             # every candidate, not a ranking.
             return await call_next(context)
+        page = search_page()
+        if page is not None and page.owner is not None and page.owner is not self:
+            # A mounted server's search, inside its parent's: the parent ranks and pages all.
+            return await call_next(context)
+        if page is not None:
+            page.owner = self
+        if info is not None and info.params.get("cursor") is not None:
+            # The cursor scope takes this search's own page cursors out of the params.
+            raise invalid_params(
+                "cursor was not issued for this query; send the nextCursor of the previous "
+                "page with the same query, or search again without a cursor",
+                field="cursor",
+            )
         # Candidates are what the rest of the chain lists for this client; with a filter,
         # only its matches, whatever the order of the middlewares.
         usable = narrow(self.catalog, info, kind, await call_next(context))
@@ -207,20 +222,35 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
                 id(c) for c in narrow(self.catalog, info, kind, [h.component for h in extra])
             }
             extra = [h for h in extra if id(h.component) in admitted]
+        offset = page.offset if page is not None else 0
+        size = self.max_results
+        page_size = list_page_size(server) if server is not None else None
+        if page_size is not None:
+            # FastMCP pages what this returns by its own size: a page never exceeds it.
+            size = min(size, page_size)
+        hits = await self._hits(kind, usable, extra, query)
         found: list[_C] = []
         better: list[str] = []
         pending: list[str] = []
-        for hit in await self._hits(kind, usable, extra, query):
+        seen = 0
+        rest = iter(hits)
+        for hit in rest:
             if hit.enable:
                 # The group that holds it: the last of its enable path.
                 pending.append(hit.enable[-1])
+                continue
+            seen += 1
+            if seen <= offset:
+                pending.clear()
                 continue
             # Matches the client cannot use yet count when they rank above one it gets.
             better.extend(pending)
             pending.clear()
             found.append(hit.component)
-            if len(found) == self.max_results:
+            if len(found) == size:
                 break
+        if page is not None and any(not hit.enable for hit in rest):
+            page.next = offset + len(found)
         if server is not None:
             report_better(server, (better if found else pending)[: self.max_results])
         return found
