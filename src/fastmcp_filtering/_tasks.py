@@ -15,8 +15,11 @@ finished result), so the access policy never sees them.
 - a ``tasks/*`` request for a recorded task is answered by FastMCP only if the
   tool is visible to this client now, through the same lookup (and so the same
   policy) as a call; otherwise, before FastMCP runs anything, the answer is
-  FastMCP's own reply for an id that does not exist. A task that FastMCP knows
-  but this server never recorded (its record was lost) is refused the same way;
+  FastMCP's own reply for an id that does not exist. An id without a record goes
+  to FastMCP first, so its own errors stand (an unknown id, a method it does not
+  serve in this era); if FastMCP knew the task (its record was lost), the reply
+  is replaced by the same "not found", though an update or a cancel has then
+  reached FastMCP;
 - with ``FilterMiddleware``, the task results (``tools/call``'s and
   ``tasks/get``'s) carry the tool's groups in ``_meta``, as listed tools do.
 
