@@ -6,7 +6,7 @@ and ``render_prompt``; ``PromptsAsTools`` and ``ResourcesAsTools``; ``prompts/ge
 ``resources/read`` of a resource and of a URI a template matches; ``completion/complete``
 for a prompt and a template; FastMCP's resource access check; ``tags/list``;
 ``query`` search and ``search_tools``; a mounted server; and a programmatic
-lookup outside any request (tasks need FastMCP's tasks extension: see the README).
+lookup outside any request. Background tasks have their own file, ``tests/test_tasks.py``.
 Each runs in both eras; the hidden components' content ("SECRET") must never come
 back, and each becomes reachable once its group is enabled (so the walk would
 notice a path that refuses everything).

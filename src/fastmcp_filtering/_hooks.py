@@ -11,6 +11,7 @@ from mcp.shared.exceptions import MCPError
 from typing_extensions import override
 
 from fastmcp_filtering._cursor import install_cursor_scope
+from fastmcp_filtering._tasks import install_task_guard
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -44,13 +45,16 @@ class ListHooks(Middleware):
     ``setup`` runs once per server, when ``fastmcp_filtering.install`` (or
     ``add_filtering``) adds the middleware: it binds pagination cursors to the
     parameters that shape a listing, since every middleware of the package
-    narrows or reorders lists. A middleware added with ``mcp.add_middleware``
+    narrows or reorders lists, and installs the server's ``TaskGuard``
+    (``_tasks.py``). A middleware added with ``mcp.add_middleware``
     alone refuses every request with the fix, rather than serve unset up.
     """
 
     def setup(self, server: FastMCP) -> None:
         """Prepare ``server`` for this middleware; called once, before it serves."""
         install_cursor_scope(server)
+        # Background tasks name a task id, not a tool: the guard judges the task's tool.
+        install_task_guard(server)
         _SET_UP.setdefault(server, []).append(self)
 
     def announce(self, result: _R) -> _R:

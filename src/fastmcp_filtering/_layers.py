@@ -18,16 +18,14 @@ from fastmcp.exceptions import (
     NotFoundError,
     ToolError,
 )
-from fastmcp.server.dependencies import extract_version_spec
 from fastmcp.server.providers.addressing import parse_hashed_resource_uri
-from fastmcp.utilities.versions import VersionSpec
 from typing_extensions import override
 
 from fastmcp_filtering._discovery import remedy
 from fastmcp_filtering._hooks import ListHooks
 from fastmcp_filtering._policy import Hidden, unrestricted
 from fastmcp_filtering._progressive import call_hint
-from fastmcp_filtering._protocol import brief, invalid_params, request_info
+from fastmcp_filtering._protocol import brief, invalid_params, request_info, requested_version
 from fastmcp_filtering._transform import AccessTransform
 
 if TYPE_CHECKING:
@@ -197,7 +195,7 @@ async def _hint(context: MiddlewareContext[Any], kind: str, key: str) -> str | N
     server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
     if server is None:
         return None
-    version = _requested_version(context)
+    version = requested_version(context)
     try:
         # The component as no client sees it, only to ask the policy why it is hidden.
         with unrestricted():
@@ -227,13 +225,6 @@ async def _hint(context: MiddlewareContext[Any], kind: str, key: str) -> str | N
         return hidden.message
     steps = " then ".join(call_hint(tool, args["groups"]) for tool, args in calls.items())
     return f"{hidden.message} max_tools leaves no room for that: call {steps} instead."
-
-
-def _requested_version(context: MiddlewareContext[Any]) -> VersionSpec | None:
-    """The component version the request asks for (FastMCP's ``_meta.fastmcp.version``)."""
-    info = request_info(context)
-    version = extract_version_spec(dict(info.meta)) if info is not None else None
-    return VersionSpec(eq=version) if version else None
 
 
 async def _check_completion(context: MiddlewareContext[Any]) -> None:

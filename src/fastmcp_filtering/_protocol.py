@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import mcp_types as mt
+from fastmcp.server.dependencies import extract_version_spec
+from fastmcp.utilities.versions import VersionSpec
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ConfigDict
@@ -32,6 +34,7 @@ __all__ = [
     "info_of",
     "invalid_params",
     "request_info",
+    "requested_version",
 ]
 
 _ResultT = TypeVar("_ResultT")
@@ -67,6 +70,13 @@ def request_info(context: MiddlewareContext[Any]) -> RequestInfo | None:
     fastmcp_context = context.fastmcp_context
     request = fastmcp_context.request_context if fastmcp_context else None
     return None if request is None else info_of(request)
+
+
+def requested_version(context: MiddlewareContext[Any]) -> VersionSpec | None:
+    """The component version the request asks for (FastMCP's ``_meta.fastmcp.version``)."""
+    info = request_info(context)
+    version = extract_version_spec(dict(info.meta)) if info is not None else None
+    return VersionSpec(eq=version) if version else None
 
 
 def current_info() -> RequestInfo | None:

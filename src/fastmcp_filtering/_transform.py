@@ -17,8 +17,16 @@ every path FastMCP has. The paths, each covered by ``tests/test_lookup_paths.py`
 - ``completion/complete`` (refused in ``_layers.LayerMiddleware`` after the same lookup);
 - FastMCP's resource access check (``LayerMiddleware.check_resource_access``);
 - mounted servers and proxies (their components reach the parent's lookup);
-- task-eligible components: ``FastMCP.get_tasks`` applies server transforms, so
-  within a request it lists only what the client may see.
+- starting a background task: FastMCP's tasks extension looks the tool up with
+  ``get_tool``, and runs a hidden one as the ordinary call, which fails. Polling,
+  answering and cancelling a task name only its id: ``_tasks.TaskGuard`` judges
+  the task's tool with this same lookup.
+
+``AccessTransform`` is a ``CatalogTransform``: FastMCP's ``get_tasks``, which
+registers the task-enabled tools with the task queue when the server starts
+(outside any request, where this transform hides everything), keeps what a
+catalog transform hides. That registration is the server's, not a client's: it
+is never listed to anyone, and nothing runs as a task without the lookup above.
 
 When FastMCP's best match for a lookup is hidden (the highest version, the
 first of two providers offering a name, the first template matching a URI), the
@@ -33,7 +41,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 from fastmcp.exceptions import AuthorizationError
 from fastmcp.resources.template import ResourceTemplate
-from fastmcp.server.transforms import Transform
+from fastmcp.server.transforms.catalog import CatalogTransform
 from fastmcp.utilities.versions import VersionSpec, version_sort_key
 from typing_extensions import override
 
@@ -76,7 +84,7 @@ def _matches(component: FastMCPComponent, kind: str, key: str) -> bool:
     return component.name == key
 
 
-class AccessTransform(Transform):
+class AccessTransform(CatalogTransform):
     """Hide from each client what its policy hides, in every list and lookup.
 
     Installed once per server by ``fastmcp_filtering.install`` (or
@@ -92,6 +100,7 @@ class AccessTransform(Transform):
     """
 
     def __init__(self, server: FastMCP | None = None) -> None:
+        super().__init__()
         self._server = weakref.ref(server) if server is not None else None
         self._layers: list[PolicyLayer] = []
         self._memo = Memo()
@@ -163,7 +172,7 @@ class AccessTransform(Transform):
         return cast("_C", max(matching, key=version_sort_key)) if matching else None
 
     @override
-    async def list_tools(self, tools: Sequence[Tool]) -> Sequence[Tool]:
+    async def transform_tools(self, tools: Sequence[Tool]) -> Sequence[Tool]:
         return await self._kept(tools)
 
     @override
@@ -173,7 +182,7 @@ class AccessTransform(Transform):
         return await self._visible_version("tool", name, call_next, version)
 
     @override
-    async def list_prompts(self, prompts: Sequence[Prompt]) -> Sequence[Prompt]:
+    async def transform_prompts(self, prompts: Sequence[Prompt]) -> Sequence[Prompt]:
         return await self._kept(prompts)
 
     @override
@@ -183,7 +192,7 @@ class AccessTransform(Transform):
         return await self._visible_version("prompt", name, call_next, version)
 
     @override
-    async def list_resources(self, resources: Sequence[Resource]) -> Sequence[Resource]:
+    async def transform_resources(self, resources: Sequence[Resource]) -> Sequence[Resource]:
         return await self._kept(resources)
 
     @override
@@ -201,7 +210,7 @@ class AccessTransform(Transform):
         return resource
 
     @override
-    async def list_resource_templates(
+    async def transform_resource_templates(
         self, templates: Sequence[ResourceTemplate]
     ) -> Sequence[ResourceTemplate]:
         return await self._kept(templates)

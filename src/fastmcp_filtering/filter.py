@@ -22,6 +22,7 @@ from fastmcp_filtering._protocol import (
     invalid_params,
     request_info,
 )
+from fastmcp_filtering._tasks import install_task_guard
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -43,9 +44,10 @@ class FilterMiddleware(ListHooks):
     ``prompts/list``, ``resources/list`` and ``resources/templates/list`` by a
     ``filter: {groups, tags}`` parameter (ANY of the groups or their descendants,
     ALL of the tags), and marks every listed component with
-    ``_meta["io.modelcontextprotocol/groups"]``. Declares the ``filtering`` and
-    ``groups`` capabilities. A filter is a view, not access control: a tool a
-    filter leaves out stays callable.
+    ``_meta["io.modelcontextprotocol/groups"]``, as well as a tool's background
+    tasks (the task results of ``tools/call`` and ``tasks/get``). Declares the
+    ``filtering`` and ``groups`` capabilities. A filter is a view, not access
+    control: a tool a filter leaves out stays callable.
 
     Example:
         ```python
@@ -77,6 +79,12 @@ class FilterMiddleware(ListHooks):
     async def remove_group(self, name: str) -> Group:
         """Remove a group at runtime; connected clients are notified."""
         return await self.catalog.remove_group(name)
+
+    @override
+    def setup(self, server: FastMCP) -> None:
+        super().setup(server)
+        # A task carries its tool's groups in _meta, as the tool does in tools/list.
+        install_task_guard(server).mark_with(self.catalog)
 
     # -- session bookkeeping ------------------------------------------------------------
 
