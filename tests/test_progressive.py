@@ -576,6 +576,33 @@ class TestHints:
             )
             assert result.data == "deleted x"
 
+    async def test_call_tool_arguments_are_a_plain_object(self, connect: Connect) -> None:
+        mcp, _ = make_server(call_tool_name="call_tool", initial_groups=["issues", "code", "repos"])
+        async with connect(mcp) as client:
+            proxy = next(t for t in await client.list_tools() if t.name == "call_tool")
+            as_text = await client.call_tool(
+                "call_tool", {"name": "create_repo", "arguments": '{"name": "x"}'}
+            )
+            without = await client.call_tool("call_tool", {"name": "list_issues"})
+            with pytest.raises(ToolError, match="arguments must be an object"):
+                await client.call_tool("call_tool", {"name": "create_repo", "arguments": [1]})
+            with pytest.raises(ToolError, match="arguments must be an object"):
+                await client.call_tool(
+                    "call_tool", {"name": "create_repo", "arguments": "[" * 100_000}
+                )
+        # Not anyOf[object, null], which some clients send as a string.
+        assert proxy.input_schema["properties"]["arguments"] == snapshot(
+            {
+                "type": "object",
+                "description": "The tool's arguments.",
+                "default": {},
+                "additionalProperties": True,
+            }
+        )
+        assert proxy.input_schema["required"] == ["name"]
+        assert as_text.data == "repo x"
+        assert without.data == "[]"
+
 
 class TestNotifications:
     async def test_sent_to_the_caller_when_lists_change(self, connect: Connect) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -235,12 +237,23 @@ class MetaToolBodies:
     def _offered(self, enabled: frozenset[str]) -> list[str]:
         return offered(self.catalog, enabled, roots=self.offer_roots)
 
-    async def proxy(self, ctx: Context, name: str, arguments: dict[str, Any] | None) -> ToolResult:
+    async def proxy(self, ctx: Context, name: str, arguments: object) -> ToolResult:
+        if isinstance(arguments, str):
+            # Clients that flatten objects to strings: a JSON object is still an object.
+            with contextlib.suppress(ValueError, RecursionError):
+                arguments = json.loads(arguments) if arguments.strip() else {}
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise ToolError(
+                f"arguments must be an object of the tool's arguments, like "
+                f'{{"path": "README.md"}}, got {type(arguments).__name__}'
+            )
         if name == self.call_tool:
             raise ToolError(f"{name} cannot call itself; pass the name of the tool to call")
         try:
             # The whole middleware chain and the policy judge the proxied call as any other.
-            return await ctx.fastmcp.call_tool(name, arguments or {})
+            return await ctx.fastmcp.call_tool(name, arguments)
         except NotFoundError:
             raise ToolError(
                 f"unknown tool {brief(name)}; enable a group with {self.enable_tool} and "

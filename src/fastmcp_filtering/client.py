@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import mcp_types as mt
 from mcp.client.extension import ClientExtension, NotificationBinding
+from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict, Field
 
 from fastmcp_filtering._declarations import (
@@ -28,7 +29,7 @@ from fastmcp_filtering._declarations import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Mapping, Sequence
+    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 
     from fastmcp import Client
 
@@ -45,6 +46,7 @@ __all__ = [
     "call_method",
     "concerns_meta",
     "groups_of",
+    "iter_tools",
     "list_concerns",
     "list_groups",
     "list_tags",
@@ -126,7 +128,7 @@ async def list_tools(
 
     ``query`` is sent as-is for servers that rank tools by it; ``meta`` is merged
     into the request's ``_meta``. Returns one page; pass ``next_cursor`` back with
-    the same filter for the next.
+    the same filter for the next, or use ``iter_tools`` for every page.
     """
     params: dict[str, Any] = {}
     list_filter: dict[str, list[str]] = {}
@@ -144,6 +146,41 @@ async def list_tools(
         params["_meta"] = dict(meta)
     request = _RawRequest(method="tools/list", params=params or None)
     return await client.session.send_request(request, mt.ListToolsResult)  # type: ignore[arg-type]
+
+
+async def iter_tools(
+    client: Client[Any],
+    *,
+    groups: Sequence[str] | None = None,
+    tags: Sequence[str] | None = None,
+    query: str | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> AsyncIterator[mt.Tool]:
+    """Every tool of a filtered (or ranked) ``tools/list``, page after page.
+
+    Follows ``nextCursor`` with the same parameters until the last page; use it
+    rather than a loop over ``list_tools``, where ``cursor=None`` means the
+    first page again.
+
+    Example:
+        ```python
+        async for tool in iter_tools(client, groups=["issues"]):
+            print(tool.name)
+        ```
+    """
+    cursor: str | None = None
+    seen: set[str] = set()
+    while True:
+        page = await list_tools(
+            client, groups=groups, tags=tags, query=query, cursor=cursor, meta=meta
+        )
+        for tool in page.tools:
+            yield tool
+        cursor = page.next_cursor
+        if cursor is None or cursor in seen:
+            # A server that repeats a cursor would page forever.
+            return
+        seen.add(cursor)
 
 
 def better_matches(result: mt.ListToolsResult) -> list[str]:
@@ -243,8 +280,16 @@ class ConcernsUpdate(BaseModel):
 
 
 async def list_concerns(client: Client[Any]) -> list[ConcernInfo]:
-    """``concerns/list``: the concerns the server declares, with values and defaults."""
-    result = await call_method(client, "concerns/list")
+    """``concerns/list``: the concerns the server declares, with values and defaults.
+
+    A server that declares none (it does not know the method) gives ``[]``.
+    """
+    try:
+        result = await call_method(client, "concerns/list")
+    except MCPError as error:
+        if error.error.code == mt.METHOD_NOT_FOUND:
+            return []
+        raise
     return [ConcernInfo.model_validate(c) for c in result.get("concerns", [])]
 
 

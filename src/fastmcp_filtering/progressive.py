@@ -50,6 +50,23 @@ _GROUPS_SCHEMA: dict[str, Any] = {
 }
 
 
+# A plain object, not anyOf[object, null]: some clients (the Inspector CLI) send the latter as a
+# string. A string that holds a JSON object is still accepted (MetaToolBodies.proxy).
+_CALL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "description": "The tool to call."},
+        "arguments": {
+            "type": "object",
+            "description": "The tool's arguments.",
+            "default": {},
+            "additionalProperties": True,
+        },
+    },
+    "required": ["name"],
+}
+
+
 class ProgressiveDisclosureMiddleware(LayerMiddleware, ToolInjectionMiddleware):
     """Show an agent the meta-tools and the tools of the groups it enabled, per client.
 
@@ -250,19 +267,16 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware, ToolInjectionMiddleware):
         tools = [t.model_copy(update={"parameters": _GROUPS_SCHEMA}) for t in tools]
         if self.call_tool_name is not None:
 
-            async def call_tool(
-                name: str, ctx: Context, arguments: dict[str, Any] | None = None
-            ) -> ToolResult:
+            async def call_tool(name: str, ctx: Context, arguments: Any = None) -> ToolResult:
                 return await bodies.proxy(ctx, name, arguments)
 
-            tools.append(
-                Tool.from_function(
-                    call_tool,
-                    name=self.call_tool_name,
-                    description=bodies.call_description(),
-                    output_schema=None,
-                )
+            proxy = Tool.from_function(
+                call_tool,
+                name=self.call_tool_name,
+                description=bodies.call_description(),
+                output_schema=None,
             )
+            tools.append(proxy.model_copy(update={"parameters": _CALL_SCHEMA}))
         built: dict[str, Tool] = {t.name: mark_meta_tool(t) for t in tools}
         self._built = (self.catalog.version, built)
         return built
