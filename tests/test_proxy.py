@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 from fastmcp import Client, FastMCP
+from fastmcp.server import create_proxy
 from fastmcp.exceptions import ToolError
 from fastmcp.tools.base import Tool
 
@@ -22,6 +24,7 @@ from fastmcp_filtering.client import (
     list_tags,
     list_tools,
 )
+from fastmcp_filtering import unrestricted
 from fastmcp_filtering.config import FilteringConfig, load_config
 from fastmcp_filtering.proxy import ConfigAnnotations, build_proxy
 
@@ -256,6 +259,37 @@ class TestConfigAnnotations:
     def test_nothing_to_add_returns_the_component(self) -> None:
         component = tool("create_issue")
         assert ConfigAnnotations(tags={"read-only": ["get_*"]}).annotate(component) is component
+
+    async def test_relisted_proxied_resources_keep_their_identity_without_warnings(
+        self,
+    ) -> None:
+        upstream = FastMCP("upstream")
+
+        @upstream.resource("data://report")
+        def report() -> str:
+            return "r"
+
+        @upstream.resource("data://{name}/notes")
+        def notes(name: str) -> str:
+            return name
+
+        server = FastMCP("proxy")
+        server.mount(create_proxy(upstream), namespace="a")
+        annotations = ConfigAnnotations(concern_mapping={"*": {"risk": "read"}})
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with unrestricted():
+                first = await server.list_resources()
+                second = await server.list_resources()
+                templates = await server.list_resource_templates()
+            marked = [annotations.annotate(r) for r in first]
+            again = [annotations.annotate(r) for r in second]
+            annotations.annotate(templates[0])
+        # FastMCP's == serializes both components; a namespaced URI made it warn every listing.
+        assert [str(w.message)[:60] for w in caught] == []
+        assert all(a is b for a, b in zip(marked, again, strict=True))
+        assert marked[0].meta is not None
+        assert marked[0].meta["concerns"] == {"risk": "read"}
 
     async def test_tags_reach_filters_on_a_local_server(self) -> None:
         """The transform works on any FastMCP server, not only proxies."""

@@ -156,6 +156,22 @@ def _build(config: FilteringConfig) -> tuple[FastMCP[Any], list[ClientTransport]
     return server, transports
 
 
+def _same(cached: object, component: object) -> bool:
+    """Whether a relisted component is the one annotated before, attribute for attribute.
+
+    Not FastMCP's ``==``, which serializes both components (a cost per listing,
+    and a serializer warning for a namespaced resource); and stricter: every
+    instance attribute counts, so a proxied component bound to another
+    upstream's client is never mistaken for a cached one.
+    """
+    return (
+        type(cached) is type(component)
+        and vars(cached) == vars(component)
+        and getattr(cached, "__pydantic_private__", None)
+        == getattr(component, "__pydantic_private__", None)
+    )
+
+
 def _compile(patterns: Sequence[str]) -> re.Pattern[str]:
     return re.compile("|".join(fnmatch.translate(p) for p in patterns))
 
@@ -206,7 +222,7 @@ class ConfigAnnotations(Transform):
         kind = kind_of(component)
         key = (kind, component.name)
         last = self._last.get(key)
-        if last is not None and (last[0] is component or last[0] == component):
+        if last is not None and (last[0] is component or _same(last[0], component)):
             return last[1]  # type: ignore[no-any-return]
         names = match_names(component, kind)
         tags = {tag for tag, pattern in self._tags if any(pattern.match(n) for n in names)}
