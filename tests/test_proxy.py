@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 from fastmcp import Client, FastMCP
-from fastmcp.server import create_proxy
 from fastmcp.exceptions import ToolError
+from fastmcp.server import create_proxy
 from fastmcp.tools.base import Tool
 
+from fastmcp_filtering import unrestricted
 from fastmcp_filtering.client import (
     concerns_meta,
     list_concerns,
@@ -24,7 +25,6 @@ from fastmcp_filtering.client import (
     list_tags,
     list_tools,
 )
-from fastmcp_filtering import unrestricted
 from fastmcp_filtering.config import FilteringConfig, load_config
 from fastmcp_filtering.proxy import ConfigAnnotations, build_proxy
 
