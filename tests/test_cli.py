@@ -53,9 +53,9 @@ class TestCheck:
         out = result.stdout
         assert f"{EXAMPLE_CONFIG}: 26 upstream tools\n  upstream github: 26 tools\n" in out
         rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line[:2] == "  "}
-        assert rows["pull_requests"] == ["10", "10"]
-        assert rows["repos"] == ["4", "8"]  # 4 of its own, 8 with files and branches
-        assert rows["reviews"] == ["2", "2", "pull_requests"]
+        assert rows["pull_requests"] == ["10", "0", "10"]
+        assert rows["repos"] == ["4", "0", "8"]  # 4 of its own, 8 with files and branches
+        assert rows["reviews"] == ["2", "0", "2", "pull_requests"]
         assert rows["read-only"][0] == "14"
         assert "risk (default write): read 14, write 10, irreversible 2, unmapped 0" in out
         assert "tools in no group (0)" in out
@@ -72,8 +72,8 @@ class TestCheck:
         assert len(groups["issues"]["tools"]) == 6
         assert groups["wiki"]["tools"] == []
         assert report["errors"] == [
-            "group 'wiki' matches no tool ('wiki_*'); fix its tools patterns against the tool "
-            "names above, or remove the group"
+            "group 'wiki' matches no tool, prompt, resource or template ('wiki_*'); fix its "
+            "tools patterns against the names above, or remove the group"
         ]
         assert report["ungrouped"] == [
             "create_branch",
@@ -86,6 +86,42 @@ class TestCheck:
         ]
         assert "tag 'read-only' pattern 'read_*' matches no tool" in report["warnings"]
         assert any("also matches the meta-tool 'search_tools'" in w for w in report["warnings"])
+
+    def test_groups_of_prompts_and_resources_count(
+        self, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+    ) -> None:
+        upstream = tmp_path / "upstream.py"
+        upstream.write_text(
+            "from fastmcp import FastMCP\n"
+            "mcp = FastMCP('docs')\n"
+            "@mcp.tool\ndef search_docs(q: str) -> str:\n    return q\n"
+            "@mcp.prompt\ndef review_code(code: str) -> str:\n    return code\n"
+            "@mcp.resource('docs://guide')\ndef guide() -> str:\n    return 'g'\n"
+            "@mcp.resource('docs://{page}/raw')\ndef raw(page: str) -> str:\n    return page\n"
+            "mcp.run(show_banner=False)\n",
+            encoding="utf-8",
+        )
+        config = tmp_path / "docs.toml"
+        config.write_text(
+            f'[[upstreams]]\ncommand = "python"\nargs = [{json.dumps(str(upstream))}]\n\n'
+            '[[groups]]\nname = "reviews"\ntools = ["review_*"]\n\n'
+            '[[groups]]\nname = "pages"\ntools = ["docs://*"]\n\n'
+            '[[groups]]\nname = "search"\ntools = ["search_*"]\n',
+            encoding="utf-8",
+        )
+        assert main(["check", str(config), "--json"]) == 0
+        report = json.loads(capfd.readouterr().out)
+        groups = {g["name"]: (g["tools"], g["others"]) for g in report["groups"]}
+        # A prompt-only group is no error: serve would show the prompt through it.
+        assert groups == {
+            "reviews": ([], ["prompt review_code"]),
+            "pages": ([], ["resource docs://guide", "template docs://{page}/raw"]),
+            "search": (["search_docs"], []),
+        }
+        assert report["errors"] == []
+        assert main(["check", str(config)]) == 0
+        out = capfd.readouterr().out
+        assert "1 upstream tools, 3 prompts, resources and templates" in out
 
     def test_an_invalid_config_fails_with_file_line_and_key(
         self, tmp_path: Path, capfd: pytest.CaptureFixture[str]

@@ -26,12 +26,17 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from fastmcp import Client
 
+from fastmcp_filtering._catalog import match_names
 from fastmcp_filtering._policy import unrestricted
 from fastmcp_filtering.config import ConfigError, FilteringConfig, load_config
 from fastmcp_filtering.proxy import _build, build_proxy, upstream_transport
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from fastmcp.utilities.components import FastMCPComponent
+
+    from fastmcp_filtering._catalog import ComponentKind
 
 
 __all__ = ["CheckReport", "check", "main"]
@@ -41,8 +46,9 @@ __all__ = ["CheckReport", "check", "main"]
 class CheckReport:
     """What ``check`` found: the upstream tools as the proxy lists them, sorted into groups.
 
-    ``groups`` holds each group's direct members and its count with subgroups;
-    ``ungrouped`` the tools in no group; ``errors`` fail the check, ``warnings``
+    ``groups`` holds each group's direct members (``tools``, and ``others``:
+    prompts, resources and templates) and its count of every kind with
+    subgroups; ``ungrouped`` the tools in no group; ``errors`` fail the check, ``warnings``
     do not.
 
     Example:
@@ -59,6 +65,8 @@ class CheckReport:
     tags: list[dict[str, Any]] = field(default_factory=list)
     concerns: list[dict[str, Any]] = field(default_factory=list)
     ungrouped: list[str] = field(default_factory=list)
+    others: list[str] = field(default_factory=list)
+    """The upstream prompts, resources and templates, as ``"prompt name"``, ``"resource uri"``."""
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -91,6 +99,15 @@ async def check(config: FilteringConfig, *, file: str = "<config>") -> CheckRepo
         # The whole catalog, as the operator configured it, not as one client sees it.
         with unrestricted():
             listed = await proxy.list_tools(run_middleware=False)
+            # Group patterns match prompts, resources (and their URIs) and templates too.
+            others: list[tuple[ComponentKind, FastMCPComponent]] = [
+                *(("prompt", p) for p in await proxy.list_prompts(run_middleware=False)),
+                *(("resource", r) for r in await proxy.list_resources(run_middleware=False)),
+                *(
+                    ("template", t)
+                    for t in await proxy.list_resource_templates(run_middleware=False)
+                ),
+            ]
     except Exception as error:
         report.errors.extend(await _upstream_errors(config, error))
         return report
@@ -121,6 +138,15 @@ async def check(config: FilteringConfig, *, file: str = "<config>") -> CheckRepo
             effective[name].append(tool.name)
         if not membership.direct:
             report.ungrouped.append(tool.name)
+    other_direct: dict[str, list[str]] = {g.name: [] for g in catalog.groups}
+    for kind, component in others:
+        label = f"{kind} {match_names(component, kind)[-1]}"
+        report.others.append(label)
+        membership = catalog.membership(component)
+        for name in membership.direct:
+            other_direct[name].append(label)
+        for name in membership.effective:
+            effective[name].append(label)
     for group in catalog.groups:
         report.groups.append(
             {
@@ -128,14 +154,16 @@ async def check(config: FilteringConfig, *, file: str = "<config>") -> CheckRepo
                 "title": group.title,
                 "parents": list(group.parents),
                 "tools": direct[group.name],
+                "others": other_direct[group.name],
                 "with_subgroups": len(effective[group.name]),
             }
         )
         if not effective[group.name]:
             patterns = ", ".join(repr(p) for p in group.tools) or "no tools patterns"
             report.errors.append(
-                f"group {group.name!r} matches no tool ({patterns}); fix its tools patterns "
-                f"against the tool names above, or remove the group"
+                f"group {group.name!r} matches no tool, prompt, resource or template "
+                f"({patterns}); fix its tools patterns against the names above, or remove "
+                "the group"
             )
     for group in catalog.groups:
         for pattern in group.tools:
@@ -225,17 +253,18 @@ def _print_report(report: CheckReport, out: TextIO) -> None:
     width = max(
         [len(g["name"]) for g in report.groups] + [len(t["name"]) for t in report.tags] + [12]
     )
-    print(f"{report.file}: {len(report.tools)} upstream tools", file=out)
+    kinds = f", {len(report.others)} prompts, resources and templates" if report.others else ""
+    print(f"{report.file}: {len(report.tools)} upstream tools{kinds}", file=out)
     for upstream in report.upstreams:
         count = "" if upstream["tools"] is None else f": {upstream['tools']} tools"
         namespace = f" (namespace {upstream['namespace']})" if upstream["namespace"] else ""
         print(f"  upstream {upstream['name']}{namespace}{count}", file=out)
     print(f"\ngroups ({len(report.groups)})", file=out)
-    print(f"  {'name':<{width}}  {'tools':>5}  {'+sub':>5}  parent", file=out)
+    print(f"  {'name':<{width}}  {'tools':>5}  {'other':>5}  {'+sub':>5}  parent", file=out)
     for group in report.groups:
         parents = ", ".join(group["parents"])
         print(
-            f"  {group['name']:<{width}}  {len(group['tools']):>5}  "
+            f"  {group['name']:<{width}}  {len(group['tools']):>5}  {len(group['others']):>5}  "
             f"{group['with_subgroups']:>5}  {parents}",
             file=out,
         )
