@@ -43,6 +43,7 @@ from .conftest import Connect, use
 
 SECRET = "SECRET"
 GROUPS = [Group("public"), Group("admin")]
+# apply_defaults="all" below: these tests are about what the default hides from every client.
 RISK = [Concern("risk", values=["safe", "destructive"], ordered=True, default="safe")]
 DESTRUCTIVE = concerns_meta({"risk": "destructive"})
 
@@ -198,7 +199,7 @@ class TestStarting:
     async def test_a_tool_the_concerns_exclude_gets_the_concerns_refusal(
         self, connect: Connect, era: str
     ) -> None:
-        mcp, ran = task_server(ConcernMiddleware(concerns=RISK))
+        mcp, ran = task_server(ConcernMiddleware(concerns=RISK, apply_defaults="all"))
         ran.gate.set()
         async with connect(mcp) as client:
             result = await client.call_tool_mcp("wipe", {})
@@ -235,7 +236,13 @@ class TestStarting:
 
     async def test_the_whole_stack_refuses_too(self, connect: Connect) -> None:
         mcp, ran = task_server()
-        add_filtering(mcp, groups=GROUPS, concerns=RISK, progressive={"initial_groups": ["public"]})
+        add_filtering(
+            mcp,
+            groups=GROUPS,
+            concerns=RISK,
+            apply_concern_defaults="all",
+            progressive={"initial_groups": ["public"]},
+        )
         async with connect(mcp) as client:
             for name in ("purge", "wipe", "ghost"):
                 assert (await client.call_tool_mcp(name, {})).is_error, name
@@ -253,7 +260,9 @@ class TestVisibleTasks:
     """A tool the client may see runs as usual: a task on 2026-07-28, a call on 2025-11-25."""
 
     async def test_it_runs_as_a_task_on_2026_07_28(self) -> None:
-        mcp, ran = task_server(progressive(), ConcernMiddleware(concerns=RISK))
+        mcp, ran = task_server(
+            progressive(), ConcernMiddleware(concerns=RISK, apply_defaults="all")
+        )
         async with Client(mcp) as client:
             task = await call_tool_task(client, "report", {"n": 3})
             assert task.create_result.status == "working"
@@ -337,7 +346,7 @@ class TestFollowingAHiddenTask:
             assert done["result"]["structuredContent"] == {"result": SECRET}
 
     async def test_the_concerns_that_exclude_the_tool_hide_its_task(self) -> None:
-        mcp, ran = task_server(ConcernMiddleware(concerns=RISK))
+        mcp, ran = task_server(ConcernMiddleware(concerns=RISK, apply_defaults="all"))
         async with Client(mcp) as client:
             task = await call_tool_task(client, "wipe", {}, meta=DESTRUCTIVE)
             expected = await unknown_task_answer(client, task.task_id)
@@ -439,7 +448,7 @@ class TestClientsApart:
 
     async def test_a_request_that_may_not_see_the_tool_cannot_follow_its_task(self) -> None:
         """Unauthenticated, FastMCP asks only for the task id; the policy also judges the tool."""
-        mcp, ran = task_server(ConcernMiddleware(concerns=RISK))
+        mcp, ran = task_server(ConcernMiddleware(concerns=RISK, apply_defaults="all"))
         async with Client(mcp) as allowed, Client(mcp) as other:
             task = await call_tool_task(allowed, "wipe", {}, meta=DESTRUCTIVE)
             ran.gate.set()
@@ -473,7 +482,13 @@ class TestGroupsInTaskMeta:
 
     async def test_with_the_whole_stack_the_marks_follow_the_version(self) -> None:
         mcp, ran = task_server()
-        add_filtering(mcp, groups=GROUPS, concerns=RISK, progressive={"initial_groups": ["public"]})
+        add_filtering(
+            mcp,
+            groups=GROUPS,
+            concerns=RISK,
+            apply_concern_defaults="all",
+            progressive={"initial_groups": ["public"]},
+        )
         ran.gate.set()
         async with Client(mcp) as client:
             v1 = await call_tool_task(client, "deploy", {})
