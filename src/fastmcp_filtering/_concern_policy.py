@@ -160,9 +160,15 @@ class ConcernLayer(PolicyLayer):
         return {**self.defaults, **configured}
 
     def sanitize(self, raw: object) -> dict[str, str] | None:
-        """Keep the stored entries the current declarations still allow; None: none stored."""
-        if not isinstance(raw, Mapping):
+        """Keep the stored entries the current declarations still allow; None: none stored.
+
+        Raises ``StateUnavailable`` for a stored value that is no configuration (a
+        corrupt entry): unknown, not "stated none", which would show everything.
+        """
+        if raw is None:
             return None
+        if not isinstance(raw, Mapping):
+            raise StateUnavailable("the stored concerns are not a configuration")
         return {
             name: value
             for name, value in raw.items()

@@ -117,6 +117,14 @@ class CursorScope:
             result = await call_next(ctx)
         finally:
             _PAGE.reset(token)
+        if page is not None and page.offset and page.owner is None:
+            # A search page cursor, but no search ranked this listing (a blank query, no
+            # search middleware): page 1 again would look like the next page.
+            raise invalid_params(
+                "cursor is a search page cursor, and this listing is not a search; list "
+                "again without the cursor",
+                field="cursor",
+            )
         if page is not None and page.next is not None and isinstance(result, dict):
             result = {**result, "nextCursor": f"{_SEARCH}{page.next}"}
         if scope and isinstance(result, dict):

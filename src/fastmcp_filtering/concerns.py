@@ -36,7 +36,7 @@ from fastmcp_filtering._protocol import (
     invalid_params,
     request_info,
 )
-from fastmcp_filtering._state import StateUnavailable, client_key, save_state
+from fastmcp_filtering._state import StateUnavailable, client_key, load_state, save_state
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -314,7 +314,8 @@ class ConcernMiddleware(LayerMiddleware):
         if ctx is None:
             raise _cannot_store(info, "no request context")
         try:
-            await self._layer.stored(ctx)
+            # The store must answer; what it holds may be anything, as this replaces it.
+            await load_state(ctx, STATE_NAMESPACE)
             before = await listing(ctx.fastmcp)
             await save_state(ctx, STATE_NAMESPACE, configured)
         except StateUnavailable as exc:

@@ -1,0 +1,197 @@
+"""Attacks on concerns' stated state, search paging and mounted searches (review 13)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastmcp import Context, FastMCP
+from fastmcp.tools import Tool
+from mcp.shared.exceptions import MCPError
+
+from fastmcp_filtering import FilterMiddleware, Group, SearchMiddleware
+from fastmcp_filtering._concern_policy import STATE_NAMESPACE
+from fastmcp_filtering._cursor import _PREFIX, _scope_of
+from fastmcp_filtering._declarations import CONCERNS_META_ALIAS, CONCERNS_META_KEY
+from fastmcp_filtering._state import save_state
+from fastmcp_filtering.client import call_method, list_tools, update_concerns
+
+from .conftest import Connect, use
+from .test_concerns import FlakyStore, handshake, make_server, names
+
+
+def _report_tools(prefix: str, count: int) -> list[Tool]:
+    def report(x: str) -> str:
+        return x
+
+    return [
+        Tool.from_function(report, name=f"{prefix}{i}", description=f"Build report number {i}")
+        for i in range(count)
+    ]
+
+
+async def every_page(client: Any, query: str) -> list[list[str]]:
+    pages: list[list[str]] = []
+    cursor = None
+    while True:
+        page = await list_tools(client, query=query, cursor=cursor)
+        pages.append([t.name for t in page.tools])
+        cursor = page.next_cursor
+        if cursor is None:
+            return pages
+        assert len(pages) < 20, "the cursor never ends"
+
+
+class TestUnreadableStoredConcerns:
+    """A stored configuration that is no configuration is unknown, not "stated none"."""
+
+    async def test_an_unreadable_configuration_hides_what_any_configuration_could(
+        self, connect: Connect
+    ) -> None:
+        server, _ = make_server(apply_defaults="configured")
+
+        @server.tool
+        async def corrupt(ctx: Context) -> str:
+            # What a corrupted entry, or another version's format, looks like to the reader.
+            await save_state(ctx, STATE_NAMESPACE, ["security", "high"])
+            return "done"
+
+        async with connect(server) as client:
+            await update_concerns(client, {"security": "high"})
+            assert "dump_plaintext" not in names(await client.list_tools())
+            await client.call_tool("corrupt", {})
+            listed = names(await client.list_tools())
+            # concerns/update overwrites it: the client is not stuck.
+            await update_concerns(client, {"security": "high"})
+            again = names(await client.list_tools())
+        # Before: read as a client that never stated a concern, so it saw every tool.
+        assert listed == ["corrupt", "validate_data"]
+        assert again == ["archive", "corrupt", "encrypt_data", "validate_data"]
+
+
+class TestConcernsStatedWhileTheStoreIsDown:
+    @pytest.mark.xfail(
+        strict=True,
+        reason=(
+            "initialize stores the stated concerns after answering and only logs a failed "
+            "save ('the defaults apply', which apply_defaults='configured' made untrue): once "
+            "the store is back the client counts as one that stated none and sees every "
+            "component, wider than what it asked and than the defaults. Refusing initialize "
+            "(-32603, as concerns/update does) changes the handshake: a judgment call."
+        ),
+    )
+    async def test_concerns_stated_at_initialize_never_widen_once_the_store_is_back(
+        self,
+    ) -> None:
+        store = FlakyStore()
+        server, _ = make_server(store=store, apply_defaults="configured")
+        store.broken = True
+        try:
+            async with handshake(server, initialize={"concerns": {"security": "high"}}) as client:
+                store.broken = False
+                listed = names(await client.list_tools())
+        except MCPError:
+            # Refused: the client knows its concerns were not taken.
+            return
+        assert "dump_plaintext" not in listed
+
+
+def _child() -> FastMCP:
+    child = FastMCP("child")
+    for tool in _report_tools("report_", 7):
+        child.add_tool(tool)
+    use(child, SearchMiddleware(max_results=3, search_tool=None))
+    return child
+
+
+class TestMountedSearchWithoutParentSearch:
+    """A mounted server's search under a parent that pages with its own cursors."""
+
+    @pytest.mark.xfail(
+        strict=True,
+        reason=(
+            "a mounted server's search claims the parent's search page when the parent has "
+            "no search of its own: its page is cut to the parent's list_page_size and its "
+            "cursor replaces FastMCP's. Install the stack on the outermost server."
+        ),
+    )
+    @pytest.mark.parametrize("parent_middleware", ["filter", "none"])
+    async def test_pages_hold_every_match_once(
+        self, connect: Connect, parent_middleware: str
+    ) -> None:
+        parent = FastMCP("parent", list_page_size=2)
+        parent.add_tool(_report_tools("parent_report_", 1)[0])
+        parent.mount(_child(), namespace="c")
+        if parent_middleware == "filter":
+            use(parent, FilterMiddleware(groups=[Group("x")]))
+        async with connect(parent) as client:
+            pages = await every_page(client, "build report")
+        listed = [name for page in pages for name in page]
+        # Before: the child's page of 3 was cut to 2 by the parent and its next cursor
+        # replaced FastMCP's (matches lost, the parent's tool repeated), or the child
+        # refused the parent's cursor and the provider's error became an empty page.
+        assert sorted(listed) == sorted(["parent_report_0", *(f"c_report_{i}" for i in range(7))])
+        assert all(len(page) <= 2 for page in pages)
+
+
+class TestSearchCursorOnAnUnsearchedListing:
+    """A search page cursor on a listing no search pages is refused, not silently restarted."""
+
+    @pytest.mark.parametrize("blank", ["", "   ", "\x00\t"])
+    async def test_a_blank_query_with_a_search_cursor(self, connect: Connect, blank: str) -> None:
+        server = FastMCP("reports", list_page_size=2)
+        for tool in _report_tools("report_", 5):
+            server.add_tool(tool)
+        use(server, SearchMiddleware(max_results=2))
+        cursor = f"{_PREFIX}{_scope_of({'query': blank})}.search.2"
+        async with connect(server) as client:
+            with pytest.raises(MCPError) as refused:
+                await call_method(client, "tools/list", {"query": blank, "cursor": cursor})
+        assert refused.value.error.code == -32602
+        assert (refused.value.error.data or {}).get("field") == "cursor"
+
+    async def test_a_query_on_a_server_without_search(self, connect: Connect) -> None:
+        server = FastMCP("reports", list_page_size=2)
+        for tool in _report_tools("report_", 5):
+            server.add_tool(tool)
+        use(server, FilterMiddleware(groups=[Group("x")]))
+        cursor = f"{_PREFIX}{_scope_of({'query': 'report'})}.search.2"
+        async with connect(server) as client:
+            with pytest.raises(MCPError) as refused:
+                await call_method(client, "tools/list", {"query": "report", "cursor": cursor})
+        assert (refused.value.error.data or {}).get("field") == "cursor"
+
+
+class TestRobust:
+    """Behaviour that held under attack, not covered elsewhere."""
+
+    @pytest.mark.parametrize(
+        "digits", ["\uff11", "\u0663", "+1", " 1", "1 ", "0x1", "1e3", "00000000001"]
+    )
+    async def test_a_search_cursor_takes_ascii_digits_only(
+        self, connect: Connect, digits: str
+    ) -> None:
+        server = FastMCP("reports")
+        for tool in _report_tools("report_", 5):
+            server.add_tool(tool)
+        use(server, SearchMiddleware(max_results=2))
+        cursor = f"{_PREFIX}{_scope_of({'query': 'report'})}.search.{digits}"
+        async with connect(server) as client:
+            with pytest.raises(MCPError) as refused:
+                await call_method(client, "tools/list", {"query": "report", "cursor": cursor})
+        assert (refused.value.error.data or {}).get("field") == "cursor"
+
+    async def test_a_null_key_leaves_the_other_spelling_in_force(self, connect: Connect) -> None:
+        server, _ = make_server(apply_defaults="configured")
+        high = {"security": "high"}
+        async with connect(server) as client:
+            both = [
+                names((await list_tools(client, meta=meta)).tools)
+                for meta in (
+                    {CONCERNS_META_KEY: None, CONCERNS_META_ALIAS: high},
+                    {CONCERNS_META_KEY: high, CONCERNS_META_ALIAS: None},
+                )
+            ]
+            unstated = names(await client.list_tools())
+        assert both[0] == both[1] == ["archive", "encrypt_data", "validate_data"]
+        assert "dump_plaintext" in unstated
