@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from fastmcp import Context, FastMCP
 from fastmcp.tools import Tool
@@ -18,6 +16,7 @@ from fastmcp_filtering.client import call_method, list_tools, update_concerns
 
 from .conftest import Connect, use
 from .test_concerns import FlakyStore, handshake, make_server, names
+from .test_search import every_page
 
 
 def _report_tools(prefix: str, count: int) -> list[Tool]:
@@ -28,18 +27,6 @@ def _report_tools(prefix: str, count: int) -> list[Tool]:
         Tool.from_function(report, name=f"{prefix}{i}", description=f"Build report number {i}")
         for i in range(count)
     ]
-
-
-async def every_page(client: Any, query: str) -> list[list[str]]:
-    pages: list[list[str]] = []
-    cursor = None
-    while True:
-        page = await list_tools(client, query=query, cursor=cursor)
-        pages.append([t.name for t in page.tools])
-        cursor = page.next_cursor
-        if cursor is None:
-            return pages
-        assert len(pages) < 20, "the cursor never ends"
 
 
 class TestUnreadableStoredConcerns:
