@@ -20,6 +20,7 @@ from __future__ import annotations
 from fastmcp_filtering._catalog import Catalog, Membership
 from fastmcp_filtering._declarations import GROUPS_META_KEY, Group, Tag, in_group
 from fastmcp_filtering._policy import unrestricted
+from fastmcp_filtering.access import AccessPolicy, GroupAccessMiddleware
 from fastmcp_filtering.concerns import Concern, ConcernMiddleware, concerns
 from fastmcp_filtering.filter import FilterMiddleware
 from fastmcp_filtering.progressive import (
@@ -32,6 +33,7 @@ from fastmcp_filtering.stack import FilteringStack, add_filtering, install
 
 __all__ = [
     "GROUPS_META_KEY",
+    "AccessPolicy",
     "Catalog",
     "Concern",
     "ConcernMiddleware",
@@ -40,6 +42,7 @@ __all__ = [
     "FilterMiddleware",
     "FilteringStack",
     "Group",
+    "GroupAccessMiddleware",
     "Membership",
     "ProgressiveDisclosureMiddleware",
     "SearchMiddleware",

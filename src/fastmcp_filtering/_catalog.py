@@ -8,13 +8,14 @@ import re
 import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from fastmcp.prompts.base import Prompt
 from fastmcp.resources.base import Resource
 from fastmcp.resources.template import ResourceTemplate
 from fastmcp.tools.base import Tool
 
+from fastmcp_filtering._access import GroupAccess
 from fastmcp_filtering._declarations import Group, Tag, declared_groups_of, is_meta_tool
 from fastmcp_filtering._policy import unrestricted
 
@@ -22,6 +23,11 @@ if TYPE_CHECKING:
     from fastmcp import FastMCP
     from fastmcp.utilities.components import FastMCPComponent
     from mcp.server.connection import Connection
+
+    from fastmcp_filtering._access import CatalogView, Unauthenticated
+
+    GroupTree: TypeAlias = "Catalog | CatalogView"
+    """The catalog, or the part of it one principal may know (``GroupAccess.tree()``)."""
 
 __all__ = [
     "LIST_METHOD",
@@ -123,9 +129,19 @@ class Catalog:
         mcp.add_middleware(FilterMiddleware(catalog=catalog))
         await catalog.add_group(Group("wiki", tools=["wiki_*"]))
         ```
+
+    Groups with ``access`` checks are enforced by every middleware built on
+    the catalog; ``unauthenticated`` says what a client with no token (stdio,
+    unauthenticated HTTP) gets of them: ``"deny"`` (nothing) or ``"allow"``.
     """
 
-    def __init__(self, *, groups: Iterable[Group] = (), tags: Iterable[Tag] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        groups: Iterable[Group] = (),
+        tags: Iterable[Tag] = (),
+        unauthenticated: Unauthenticated = "deny",
+    ) -> None:
         groups = _as_declarations(groups, Group, "groups")
         tags = _as_declarations(tags, Tag, "tags")
         self._groups: dict[str, Group] = {}
@@ -141,13 +157,19 @@ class Catalog:
         self._warned: set[tuple[str, str]] = set()
         self._watch = _Watch(self)
         self._rebuild(self._groups)
+        self.access = GroupAccess(self, unauthenticated=unauthenticated)
+        """The groups' access checks (``Group(access=...)``), judged per request."""
 
     def __repr__(self) -> str:
         return f"Catalog(groups={list(self._groups)!r}, tags={list(self._tags)!r})"
 
     @classmethod
     def shared(
-        cls, catalog: Catalog | None, groups: Iterable[Group] = (), tags: Iterable[Tag] = ()
+        cls,
+        catalog: Catalog | None,
+        groups: Iterable[Group] = (),
+        tags: Iterable[Tag] = (),
+        unauthenticated: Unauthenticated | None = None,
     ) -> Catalog:
         """``catalog`` if given, else a new one from ``groups`` and ``tags``; never both.
 
@@ -156,7 +178,12 @@ class Catalog:
         """
         groups, tags = list(groups), list(tags)
         if catalog is None:
-            return cls(groups=groups, tags=tags)
+            return cls(groups=groups, tags=tags, unauthenticated=unauthenticated or "deny")
+        if unauthenticated is not None:
+            raise ValueError(
+                "unauthenticated= belongs to the Catalog when one is shared: "
+                f"Catalog(groups=..., unauthenticated={unauthenticated!r})"
+            )
         if not isinstance(catalog, Catalog):
             raise ValueError(f"catalog must be a Catalog, got {type(catalog).__name__}")
         if groups or tags:
@@ -182,6 +209,11 @@ class Catalog:
     def version(self) -> int:
         """Bumped by every change to the declarations."""
         return self._version
+
+    @property
+    def key(self) -> tuple[int, frozenset[str]]:
+        """What answers about groups depend on: the version (a ``CatalogView`` adds its denials)."""
+        return (self._version, frozenset())
 
     def group(self, name: str) -> Group | None:
         """The declared group called ``name``, if any."""
@@ -305,6 +337,7 @@ class Catalog:
         if group.name in self._groups:
             raise ValueError(f"group {group.name!r} already exists; remove_group() it first")
         self._rebuild({**self._groups, group.name: group})
+        self.access.declarations_changed()
         await self.broadcast(GROUPS_LIST_CHANGED, *sorted(set(_LIST_CHANGED.values())))
 
     async def remove_group(self, name: str) -> Group:

@@ -6,7 +6,7 @@ import contextlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import mcp_types as mt
 from fastmcp.utilities.components import FastMCPComponent
@@ -111,6 +111,25 @@ def _names_tuple(value: object, *, what: str, field_name: str) -> tuple[str, ...
     return items
 
 
+def _checks(value: object, group: str) -> tuple[Callable[..., Any], ...] | None:
+    """``Group.access`` as a tuple of auth checks (None: the group is open to everyone)."""
+    if value is None:
+        return None
+    items = tuple(value) if isinstance(value, list | tuple) else (value,)
+    for item in items:
+        if not callable(item):
+            raise ValueError(
+                f"group {group!r}: access takes FastMCP auth checks (require_scopes(...), "
+                f"an AccessPolicy, a function of AuthContext) or a list of them, got {item!r}"
+            )
+    if not items:
+        raise ValueError(
+            f"group {group!r}: access=[] admits nobody by mistake or everybody by design; "
+            "leave access out for an open group, or name a check"
+        )
+    return items
+
+
 def _reject_bare_string(value: str, field_name: str) -> tuple[str, ...]:
     raise ValueError(
         f"{field_name}={value!r} is a string; pass a list so it is not split into characters: "
@@ -130,9 +149,18 @@ class Group:
     components whose code cannot change (a proxy, an OpenAPI server); patterns
     match tool, prompt and resource names, resource URIs and URI templates.
 
+    ``access`` makes the group access control: FastMCP auth checks
+    (``require_scopes("github:admin")``, an ``AccessPolicy``, any ``AuthCheck``
+    callable, or a list of them, all required), judged against each request's
+    token with the group standing in as the component. Child groups inherit
+    their parents' checks. A principal that fails them gets the group and its
+    members as if they did not exist, unless a member is also in a group it
+    may use; ``restrictive=True`` makes this group's denial win over that.
+
     Example:
         ```python
         Group("repos", description="Repositories", parent="code", tools=["*_repo"])
+        Group("admin", access=require_scopes("github:admin"), restrictive=True)
         ```
     """
 
@@ -145,6 +173,8 @@ class Group:
     icons: Sequence[mt.Icon | Mapping[str, Any]] | None = None
     annotations: mt.Annotations | Mapping[str, Any] | None = None
     meta: Mapping[str, Any] | None = None
+    access: Callable[..., Any] | Sequence[Callable[..., Any]] | None = None
+    restrictive: bool = False
     parents: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -162,6 +192,16 @@ class Group:
             object.__setattr__(self, "icons", icons)
         if self.annotations is not None and not isinstance(self.annotations, mt.Annotations):
             object.__setattr__(self, "annotations", mt.Annotations.model_validate(self.annotations))
+        object.__setattr__(self, "access", _checks(self.access, self.name))
+        if not isinstance(self.restrictive, bool):
+            raise ValueError(
+                f"group {self.name!r}: restrictive must be True or False, got {self.restrictive!r}"
+            )
+
+    @property
+    def checks(self) -> tuple[Callable[..., Any], ...]:
+        """The group's own access checks (not its parents'), all of which must pass."""
+        return cast("tuple[Callable[..., Any], ...]", self.access or ())
 
     def to_wire(self) -> dict[str, Any]:
         """The group as ``groups/list`` returns it (camelCase keys, no nulls)."""

@@ -7,12 +7,14 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from fastmcp_filtering._catalog import LIST_METHOD, Catalog, ComponentKind
+from fastmcp_filtering._catalog import LIST_METHOD, ComponentKind
 from fastmcp_filtering._declarations import MAX_NAME_LENGTH
 from fastmcp_filtering._protocol import RequestInfo, invalid_params
 
 if TYPE_CHECKING:
     from fastmcp.utilities.components import FastMCPComponent
+
+    from fastmcp_filtering._catalog import GroupTree
 
 __all__ = ["MAX_FILTER_NAMES", "ListFilter", "narrow", "parse_filter", "requested_filter"]
 
@@ -107,10 +109,12 @@ def requested_filter(info: RequestInfo | None, kind: ComponentKind) -> ListFilte
 
 
 def narrow(
-    catalog: Catalog, info: RequestInfo | None, kind: ComponentKind, components: Sequence[_C]
+    catalog: GroupTree, info: RequestInfo | None, kind: ComponentKind, components: Sequence[_C]
 ) -> Sequence[_C]:
     """``components`` that match the request's ``filter``: ANY of its groups, ALL of its tags.
 
+    ``catalog`` is the tree of the groups this client's principal may know: a
+    filter naming any other group is -32602, as one naming an unknown group.
     Raises -32602 for a filter naming a group no one declared or a tag that
     neither is declared nor is on a component in ``components`` (what this
     client can see, so no hidden component's tag is valid). The filtering and

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from fastmcp_filtering._catalog import ComponentKind
 
-__all__ = ["ListHooks"]
+__all__ = ["ListHooks", "set_up_on"]
 
 _C = TypeVar("_C", bound="FastMCPComponent")
 _R = TypeVar("_R")
@@ -34,6 +34,11 @@ _R = TypeVar("_R")
 _HANDSHAKE = frozenset({"initialize", "server/discover", "notifications/initialized", "ping"})
 # The middlewares set up on each server (by install): one that was not refuses to serve.
 _SET_UP: weakref.WeakKeyDictionary[FastMCP, list[Middleware]] = weakref.WeakKeyDictionary()
+
+
+def set_up_on(server: FastMCP) -> tuple[Middleware, ...]:
+    """The package's middlewares set up on ``server`` so far, in order."""
+    return tuple(_SET_UP.get(server, ()))
 
 
 class ListHooks(Middleware):

@@ -60,11 +60,7 @@ class LayerMiddleware(ListHooks):
     @override
     def setup(self, server: FastMCP) -> None:
         super().setup(server)
-        transform = AccessTransform.of(server)
-        if transform is None:
-            transform = AccessTransform(server)
-            server.add_transform(transform)
-        transform.add_layer(self.policy_layer)
+        AccessTransform.ensure(server).add_layer(self.policy_layer)
 
     @override
     async def on_list(

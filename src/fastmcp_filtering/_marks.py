@@ -23,34 +23,51 @@ class Marks:
 
     A listing marks every component on every request: a copy is made only for a
     component whose entries differ from its own ``_meta``, and reused until the
-    component object or ``version`` changes. Copies keep the meta-tool mark.
+    component object or ``version`` changes. Entries that depend on the client
+    (the groups its principal may know) pass their own ``entries`` and a
+    ``version`` naming that dependency; copies are kept per version. Copies
+    keep the meta-tool mark.
     """
 
-    def __init__(self, entries: Callable[[FastMCPComponent], Mapping[str, Any]]) -> None:
+    def __init__(
+        self, entries: Callable[[FastMCPComponent], Mapping[str, Any]] | None = None
+    ) -> None:
         self._entries = entries
-        self._copies: dict[int, tuple[FastMCPComponent, Hashable, FastMCPComponent]] = {}
+        self._copies: dict[tuple[int, Hashable], tuple[FastMCPComponent, FastMCPComponent]] = {}
 
-    def apply(self, components: Sequence[_C], version: Hashable = None) -> list[_C]:
+    def apply(
+        self,
+        components: Sequence[_C],
+        version: Hashable = None,
+        entries: Callable[[FastMCPComponent], Mapping[str, Any]] | None = None,
+    ) -> list[_C]:
         """``components`` in order, each with its entries in ``_meta``."""
+        compute = entries or self._entries
+        assert compute is not None, "Marks needs entries, at construction or per call"
         copies = self._copies
         marked: list[_C] = []
         for component in components:
             # The hot loop of every listing: one lookup per component while nothing changed.
-            hit = copies.get(id(component))
-            if hit is not None and hit[0] is component and hit[1] == version:
-                marked.append(cast("_C", hit[2]))
+            hit = copies.get((id(component), version))
+            if hit is not None and hit[0] is component:
+                marked.append(cast("_C", hit[1]))
             else:
-                marked.append(self._mark(component, version))
+                marked.append(self._mark(component, version, compute))
         return marked
 
-    def _mark(self, component: _C, version: Hashable) -> _C:
-        entries = self._entries(component)
+    def _mark(
+        self,
+        component: _C,
+        version: Hashable,
+        entries: Callable[[FastMCPComponent], Mapping[str, Any]],
+    ) -> _C:
+        wanted = entries(component)
         meta = component.meta or {}
         copy = component
-        if any(meta.get(key) != value for key, value in entries.items()):
-            copy = same_kind(component, component.model_copy(update={"meta": {**meta, **entries}}))
+        if any(meta.get(key) != value for key, value in wanted.items()):
+            copy = same_kind(component, component.model_copy(update={"meta": {**meta, **wanted}}))
         if len(self._copies) > _MAX_CACHED:
             self._copies.clear()
         # Holding the original keeps its id from being reused by another object.
-        self._copies[id(component)] = (component, version, copy)
+        self._copies[(id(component), version)] = (component, copy)
         return copy

@@ -11,7 +11,7 @@ from fastmcp_filtering._protocol import brief
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
-    from fastmcp_filtering._catalog import Catalog, Membership
+    from fastmcp_filtering._catalog import GroupTree, Membership
 
 __all__ = [
     "Change",
@@ -54,7 +54,7 @@ def shown(membership: Membership, enabled: frozenset[str], *, hide_ungrouped: bo
     return not hide_ungrouped
 
 
-def _reachable(catalog: Catalog, name: str, enabled: Iterable[str]) -> bool:
+def _reachable(catalog: GroupTree, name: str, enabled: Iterable[str]) -> bool:
     """A root, or a group with at least one enabled parent."""
     group = catalog.group(name)
     if group is None:
@@ -62,7 +62,7 @@ def _reachable(catalog: Catalog, name: str, enabled: Iterable[str]) -> bool:
     return not group.parents or any(p in enabled for p in group.parents)
 
 
-def closed(catalog: Catalog, names: Iterable[str]) -> frozenset[str]:
+def closed(catalog: GroupTree, names: Iterable[str]) -> frozenset[str]:
     """``names`` cut down to declared groups whose parents are enabled.
 
     Stored state can outlive a group (``Catalog.remove_group``) or a parent
@@ -76,7 +76,7 @@ def closed(catalog: Catalog, names: Iterable[str]) -> frozenset[str]:
         kept -= dropped
 
 
-def offered(catalog: Catalog, enabled: frozenset[str], *, roots: bool = True) -> list[str]:
+def offered(catalog: GroupTree, enabled: frozenset[str], *, roots: bool = True) -> list[str]:
     """Groups that can be enabled now, in declaration order: roots and children of enabled.
 
     With ``roots=False`` only the children: the groups that enabling opened up.
@@ -88,7 +88,7 @@ def offered(catalog: Catalog, enabled: frozenset[str], *, roots: bool = True) ->
     ]
 
 
-def path_to(catalog: Catalog, name: str, enabled: frozenset[str]) -> list[str]:
+def path_to(catalog: GroupTree, name: str, enabled: frozenset[str]) -> list[str]:
     """The shortest list of groups to enable, root first, so that ``name`` becomes enabled."""
     return paths_to(catalog, name, enabled)[0]
 
@@ -97,7 +97,7 @@ def path_to(catalog: Catalog, name: str, enabled: frozenset[str]) -> list[str]:
 _MAX_PATHS = 16
 
 
-def paths_to(catalog: Catalog, name: str, enabled: frozenset[str]) -> list[list[str]]:
+def paths_to(catalog: GroupTree, name: str, enabled: frozenset[str]) -> list[list[str]]:
     """Every way to enable ``name`` (through each of its parents), shortest first.
 
     Each is the groups to enable, root first; ties keep the parents' declared
@@ -166,7 +166,7 @@ def _request_errors(groups: object, tool: str) -> tuple[list[str], list[str]]:
 
 
 def enable(
-    catalog: Catalog,
+    catalog: GroupTree,
     enabled: frozenset[str],
     groups: object,
     *,
@@ -220,7 +220,7 @@ def enable(
     return change
 
 
-def _parents_first(catalog: Catalog, names: Sequence[str]) -> list[str]:
+def _parents_first(catalog: GroupTree, names: Sequence[str]) -> list[str]:
     """``names`` in the order given, except that a group comes after its named ancestors."""
     requested = set(names)
     order: list[str] = []
@@ -248,7 +248,7 @@ def _union(members: Mapping[str, frozenset[str]], groups: Iterable[str]) -> froz
 
 
 def _over_cap(
-    catalog: Catalog,
+    catalog: GroupTree,
     name: str,
     in_use: frozenset[str],
     after: frozenset[str],
@@ -276,7 +276,7 @@ def _over_cap(
 
 
 def room_for(
-    catalog: Catalog,
+    catalog: GroupTree,
     enabled: frozenset[str],
     path: Sequence[str],
     members: Mapping[str, frozenset[str]],
@@ -307,7 +307,7 @@ def room_for(
     return tuple(chosen)
 
 
-def disable(catalog: Catalog, enabled: frozenset[str], groups: object, *, tool: str) -> Change:
+def disable(catalog: GroupTree, enabled: frozenset[str], groups: object, *, tool: str) -> Change:
     """Disable ``groups`` and, with each, every enabled group below it."""
     names, errors = _request_errors(groups, tool)
     change = Change(enabled=enabled, errors=errors)
@@ -328,6 +328,6 @@ def disable(catalog: Catalog, enabled: frozenset[str], groups: object, *, tool: 
     return change
 
 
-def _ordered(catalog: Catalog, names: Iterable[str]) -> list[str]:
+def _ordered(catalog: GroupTree, names: Iterable[str]) -> list[str]:
     wanted = set(names)
     return [g.name for g in catalog.groups if g.name in wanted]

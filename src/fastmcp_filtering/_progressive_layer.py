@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from fastmcp.server.context import Context
     from fastmcp.utilities.components import FastMCPComponent
 
-    from fastmcp_filtering._catalog import Catalog, Membership
+    from fastmcp_filtering._catalog import Catalog, GroupTree, Membership
 
 __all__ = ["Enabled", "EnabledStore", "ProgressiveLayer"]
 
@@ -70,22 +70,26 @@ class EnabledStore:
             lock = self._locks[key or ""] = asyncio.Lock()
         return lock
 
-    async def load(self, ctx: Context, key: str | None) -> Enabled:
-        """This client's enabled groups; the initial set when they cannot be known."""
+    async def load(self, ctx: Context, key: str | None, tree: GroupTree) -> Enabled:
+        """This client's enabled groups; the initial set when they cannot be known.
+
+        Only groups of ``tree`` (those the client's principal may use) count as
+        enabled, whatever the initial set or the stored state says.
+        """
         if key is None:
-            return Enabled(self.initial, "anonymous")
+            return Enabled(closed(tree, self.initial), "anonymous")
         try:
             stored = await load_state(ctx, self.namespace)
         except StateUnavailable as exc:
             logger.warning("progressive disclosure: %s; serving the initial groups", exc)
-            return Enabled(self.initial, "store")
+            return Enabled(closed(tree, self.initial), "store")
         if stored is None:
-            return Enabled(self.initial)
+            return Enabled(closed(tree, self.initial))
         names = stored.get("enabled") if isinstance(stored, dict) else None
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             logger.warning("progressive disclosure: unreadable state %r; initial groups", stored)
-            return Enabled(self.initial, "store")
-        return Enabled(closed(self.catalog, names))
+            return Enabled(closed(tree, self.initial), "store")
+        return Enabled(closed(tree, names))
 
     async def save(self, ctx: Context, enabled: frozenset[str]) -> None:
         """Store this client's enabled groups; raises ``StateUnavailable``."""
@@ -125,7 +129,8 @@ class ProgressiveLayer(PolicyLayer):
         return f"ProgressiveLayer(initial={sorted(self.store.initial)!r})"
 
     async def view(self, client: ClientRequest) -> LayerView:
-        return _View(self, await self.store.load(client.ctx, client.key))
+        tree = await self.catalog.access.tree()
+        return _View(self, tree, await self.store.load(client.ctx, client.key, tree))
 
     async def members(self, server: FastMCP) -> dict[str, frozenset[str]]:
         """Each group's tools, whoever asks: what ``max_tools`` counts.
@@ -148,11 +153,12 @@ class ProgressiveLayer(PolicyLayer):
             return None
         if self.max_tools is None:
             return {self.enable_tool: {"groups": list(enable)}}
-        enabled = await self.store.load(ctx, client_key(ctx))
+        tree = await self.catalog.access.tree()
+        enabled = await self.store.load(ctx, client_key(ctx), tree)
         members = await self.members(ctx.fastmcp)
         # The shortest path first; when max_tools refuses it, the group's other parents.
-        for path in [list(enable), *paths_to(self.catalog, enable[-1], enabled.groups)]:
-            room = room_for(self.catalog, enabled.groups, path, members, self.max_tools)
+        for path in [list(enable), *paths_to(tree, enable[-1], enabled.groups)]:
+            room = room_for(tree, enabled.groups, path, members, self.max_tools)
             if room is None:
                 continue
             calls: dict[str, Any] = {}
@@ -162,7 +168,13 @@ class ProgressiveLayer(PolicyLayer):
             return calls
         return None
 
-    def hint(self, component: FastMCPComponent, membership: Membership, enabled: Enabled) -> str:
+    def hint(
+        self,
+        component: FastMCPComponent,
+        membership: Membership,
+        enabled: Enabled,
+        tree: GroupTree,
+    ) -> str:
         """What the agent should do to use ``component``, a member of a declared group."""
         what = f"{kind_label(component).capitalize()} {component.name!r}"
         groups = membership.direct
@@ -185,7 +197,7 @@ class ProgressiveLayer(PolicyLayer):
                 f"store right now, so only the initial groups apply. Enabled now: {now}."
             )
         options = " or ".join(
-            call_hint(self.enable_tool, path_to(self.catalog, g, enabled.groups)) for g in groups
+            call_hint(self.enable_tool, path_to(tree, g, enabled.groups)) for g in groups
         )
         return f"{what} is in {where} enabled. Call {options} first. Enabled now: {now}."
 
@@ -193,17 +205,19 @@ class ProgressiveLayer(PolicyLayer):
 class _View:
     """One client's enabled groups, judging components for one request."""
 
-    __slots__ = ("_enabled", "_layer", "key")
+    __slots__ = ("_enabled", "_layer", "_tree", "key")
 
-    def __init__(self, layer: ProgressiveLayer, enabled: Enabled) -> None:
+    def __init__(self, layer: ProgressiveLayer, tree: GroupTree, enabled: Enabled) -> None:
         self._layer = layer
+        self._tree = tree
         self._enabled = enabled
-        # Hints name the enabled groups and the problem; membership follows the catalog.
-        self.key = (id(layer), layer.catalog.version, enabled.groups, enabled.problem)
+        # Hints name the enabled groups and the problem; membership follows the catalog and
+        # the groups the client's principal may use.
+        self.key = (id(layer), tree.key, enabled.groups, enabled.problem)
 
     def judge(self, component: FastMCPComponent) -> Hidden | None:
         layer = self._layer
-        membership = layer.catalog.membership(component)
+        membership = self._tree.membership(component)
         if shown(membership, self._enabled.groups, hide_ungrouped=layer.hide_ungrouped):
             return None
         if not membership.direct:
@@ -214,6 +228,7 @@ class _View:
         enable: tuple[str, ...] = ()
         if enabled.problem is None:
             # The shortest enable call among the component's groups; declaration order breaks ties.
-            paths = [tuple(path_to(layer.catalog, g, enabled.groups)) for g in membership.direct]
+            paths = [tuple(path_to(self._tree, g, enabled.groups)) for g in membership.direct]
             enable = min(paths, key=len)
-        return Hidden(layer.hint(component, membership, enabled), discoverable=True, enable=enable)
+        hint = layer.hint(component, membership, enabled, self._tree)
+        return Hidden(hint, discoverable=True, enable=enable)

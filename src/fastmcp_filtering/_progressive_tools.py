@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from fastmcp.server.context import Context
     from fastmcp.tools.base import Tool, ToolResult
 
+    from fastmcp_filtering._catalog import GroupTree
     from fastmcp_filtering._progressive_layer import ProgressiveLayer
 
 __all__ = [
@@ -110,8 +111,13 @@ class MetaToolBodies:
                 f"At most {self.max_tools} grouped tools can be enabled at once; disable groups "
                 f"with {self.disable_tool} to make room."
             )
-        roots = self.catalog.roots()
-        if any(self.catalog.children(root) for root in roots):
+        # Only groups open to everyone: a group under an access check is learned from
+        # groups/list and available_groups, by the principals that may use it.
+        access = self.catalog.access
+        ruled = access.rules().ruled
+        roots = [r for r in self.catalog.roots() if r not in ruled]
+        children = {r: [c for c in self.catalog.children(r) if c not in ruled] for r in roots}
+        if any(children.values()):
             lines.append(
                 "Groups marked (+) hold more groups, offered in available_groups once the "
                 "group is enabled; name a parent and its child together to enable both."
@@ -122,8 +128,10 @@ class MetaToolBodies:
             if group is None:
                 continue
             about = group.description or group.title
-            more = " (+)" if self.catalog.children(root) else ""
+            more = " (+)" if children[root] else ""
             lines.append(f"- {root}{more}" + (f": {about}" if about else ""))
+        if access.active:
+            lines.append("Your authorization may let you use more groups: see groups/list.")
         return "\n".join(lines)
 
     def disable_description(self) -> str:
@@ -144,8 +152,8 @@ class MetaToolBodies:
     async def members(self, server: FastMCP) -> dict[str, frozenset[str]]:
         return await self.layer.members(server)
 
-    async def _current(self, ctx: Context) -> frozenset[str]:
-        enabled = await self.store.load(ctx, client_key(ctx))
+    async def _current(self, ctx: Context, tree: GroupTree) -> frozenset[str]:
+        enabled = await self.store.load(ctx, client_key(ctx), tree)
         now = as_names(self.store.ordered(enabled.groups))
         if enabled.problem == "anonymous":
             raise ToolError(
@@ -171,21 +179,25 @@ class MetaToolBodies:
                 "store; try again later"
             ) from exc
 
-    def _available(self, tools: Sequence[Tool], enabled: frozenset[str]) -> list[str]:
+    def _available(
+        self, tools: Sequence[Tool], enabled: frozenset[str], tree: GroupTree
+    ) -> list[str]:
         return sorted(
             {
                 t.name
                 for t in tools
-                if not is_meta_tool(t) and not enabled.isdisjoint(self.catalog.membership(t).direct)
+                if not is_meta_tool(t) and not enabled.isdisjoint(tree.membership(t).direct)
             }
         )
 
     async def enable(self, ctx: Context, groups: object) -> EnableToolsResult:
+        # The groups this principal may use: any other is unknown, as one never declared.
+        tree = await self.catalog.access.tree()
         async with self.store.lock(client_key(ctx)):
-            before = await self._current(ctx)
+            before = await self._current(ctx, tree)
             seen = await listing(ctx.fastmcp)
             change = enable(
-                self.catalog,
+                tree,
                 before,
                 groups,
                 tool=self.enable_tool,
@@ -201,13 +213,13 @@ class MetaToolBodies:
         fields: dict[str, Any] = {
             "enabled": change.changed,
             "enabled_groups": self.store.ordered(change.enabled),
-            "available_tools": self._available(after.tools, change.enabled),
-            "available_groups": self._offered(change.enabled),
+            "available_tools": self._available(after.tools, change.enabled, tree),
+            "available_groups": offered(tree, change.enabled, roots=self.offer_roots),
             "errors": change.errors,
         }
         if not self.include_schemas:
             return EnableToolsResult(**fields)
-        new = set(fields["available_tools"]) - set(self._available(seen.tools, before))
+        new = set(fields["available_tools"]) - set(self._available(seen.tools, before, tree))
         fields["tools"] = [
             t.to_mcp_tool().model_dump(by_alias=True, mode="json", exclude_none=True)
             for t in sorted(after.tools, key=lambda t: t.name)
@@ -216,9 +228,10 @@ class MetaToolBodies:
         return EnableToolsWithSchemasResult(**fields)
 
     async def disable(self, ctx: Context, groups: object) -> DisableToolsResult:
+        tree = await self.catalog.access.tree()
         async with self.store.lock(client_key(ctx)):
-            before = await self._current(ctx)
-            change = disable(self.catalog, before, groups, tool=self.disable_tool)
+            before = await self._current(ctx, tree)
+            change = disable(tree, before, groups, tool=self.disable_tool)
             seen: Listing | None = None
             if change.changed:
                 seen = await listing(ctx.fastmcp)
@@ -229,13 +242,10 @@ class MetaToolBodies:
         return DisableToolsResult(
             disabled=change.changed,
             enabled_groups=self.store.ordered(change.enabled),
-            available_tools=self._available(after.tools, change.enabled),
-            available_groups=self._offered(change.enabled),
+            available_tools=self._available(after.tools, change.enabled, tree),
+            available_groups=offered(tree, change.enabled, roots=self.offer_roots),
             errors=change.errors,
         )
-
-    def _offered(self, enabled: frozenset[str]) -> list[str]:
-        return offered(self.catalog, enabled, roots=self.offer_roots)
 
     async def proxy(self, ctx: Context, name: str, arguments: object) -> ToolResult:
         if isinstance(arguments, str):

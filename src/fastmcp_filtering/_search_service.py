@@ -187,10 +187,12 @@ class SearchService:
     def document(self, component: FastMCPComponent) -> Document:
         """The searchable text of a component: its fields and its groups' titles."""
         membership = self.catalog.membership(component)
+        # One index serves every client: a group under an access check must not steer rankings.
+        ruled = self.catalog.access.rules().ruled
         group_text: list[str] = []
         for name in membership.direct:
             group = self.catalog.group(name)
-            if group is not None:
+            if group is not None and name not in ruled:
                 group_text.extend(t for t in (group.name, group.title, group.description) if t)
         params: tuple[tuple[str, str], ...] = ()
         schema = getattr(component, "parameters", None)

@@ -145,7 +145,7 @@ class TaskGuard(Middleware):
                 ) from exc
             # Only marks need the record: tasks/get of this task goes unmarked.
             logger.warning("could not record which tool a task runs (%r)", exc)
-        return self._marked_model(result, tool)
+        return self._marked_model(result, await self._groups(tool))
 
     @override
     async def on_request(
@@ -195,15 +195,19 @@ class TaskGuard(Middleware):
         except Exception as exc:
             logger.warning("could not extend the record of a task (%r)", exc)
         if context.method == "tasks/get":
-            return self._marked_mapping(result, tool)
+            return self._marked_mapping(result, await self._groups(tool))
         return result
 
     # -- marks: the tool's groups in the task's _meta ------------------------------------
 
-    def _groups(self, tool: Tool) -> list[str] | None:
-        return None if self._catalog is None else list(self._catalog.membership(tool).direct)
+    async def _groups(self, tool: Tool) -> list[str] | None:
+        """The tool's groups, as this client's principal may know them (None: no marks)."""
+        if self._catalog is None:
+            return None
+        tree = await self._catalog.access.tree()
+        return list(tree.membership(tool).direct)
 
-    def _marked_model(self, result: BaseModel, tool: Tool) -> BaseModel:
+    def _marked_model(self, result: BaseModel, groups: list[str] | None) -> BaseModel:
         """The task result ``tools/call`` returns, with the tool's groups in ``_meta``.
 
         The task result class declares no ``_meta`` (the draft schema's task object
@@ -211,7 +215,6 @@ class TaskGuard(Middleware):
         ``_meta`` keys to this very result: the copy is of a subclass that keeps
         the key, so middleware and the tasks extension still see their own class.
         """
-        groups = self._groups(tool)
         if groups is None:
             return result
         cls = type(result)
@@ -226,9 +229,8 @@ class TaskGuard(Middleware):
             **{"_meta": {GROUPS_META_KEY: groups}},
         )
 
-    def _marked_mapping(self, result: Any, tool: Tool) -> Any:
+    def _marked_mapping(self, result: Any, groups: list[str] | None) -> Any:
         """A ``tasks/get`` result (a mapping on the wire) with the tool's groups in ``_meta``."""
-        groups = self._groups(tool)
         if groups is None or not isinstance(result, Mapping):
             return result
         meta = result.get("_meta")

@@ -116,6 +116,15 @@ class AccessTransform(CatalogTransform):
                 return transform
         return None
 
+    @classmethod
+    def ensure(cls, server: FastMCP) -> AccessTransform:
+        """The server's ``AccessTransform``, added after its transforms if it has none yet."""
+        transform = cls.of(server)
+        if transform is None:
+            transform = cls(server)
+            server.add_transform(transform)
+        return transform
+
     def add_layer(self, layer: PolicyLayer) -> None:
         """Judge with ``layer`` too, from the next request on."""
         if layer not in self._layers:

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from fastmcp.server.middleware import CallNext, MiddlewareContext
     from fastmcp.utilities.components import FastMCPComponent
 
+    from fastmcp_filtering._catalog import GroupTree
+
 __all__ = ["FilterMiddleware"]
 
 _C = TypeVar("_C", bound="FastMCPComponent")
@@ -67,7 +69,7 @@ class FilterMiddleware(ListHooks):
     ) -> None:
         self.catalog = Catalog.shared(catalog, groups, tags)
         # Marked copies per original, so repeated listings hand out the same objects.
-        self._marks = Marks(self._group_marks)
+        self._marks = Marks()
 
     def __repr__(self) -> str:
         return f"FilterMiddleware(catalog={self.catalog!r})"
@@ -83,6 +85,7 @@ class FilterMiddleware(ListHooks):
     @override
     def setup(self, server: FastMCP) -> None:
         super().setup(server)
+        self.catalog.access.install(server)
         # A task carries its tool's groups in _meta, as the tool does in tools/list.
         install_task_guard(server).mark_with(self.catalog)
 
@@ -121,18 +124,20 @@ class FilterMiddleware(ListHooks):
         self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
     ) -> Any:
         if context.method == "groups/list":
-            return custom_result(request_info(context), self._groups_page(context))
+            tree = await self.catalog.access.tree()
+            return custom_result(request_info(context), self._groups_page(context, tree))
         if context.method == "tags/list":
             return custom_result(request_info(context), {"tags": await self._tags(context)})
         return await call_next(context)
 
-    def _groups_page(self, context: MiddlewareContext[Any]) -> dict[str, Any]:
+    def _groups_page(self, context: MiddlewareContext[Any], tree: GroupTree) -> dict[str, Any]:
         """One page of ``groups/list``: the server's ``list_page_size`` groups from the cursor.
 
-        The cursor holds the offset and the catalog version it was issued for; one
-        from another list, or from before the groups changed, is -32602.
+        Only the groups this client's principal may use (``tree``). The cursor
+        holds the offset and the catalog version it was issued for; one from
+        another list, or from before the groups changed, is -32602.
         """
-        groups = [g.to_wire() for g in self.catalog.groups]
+        groups = [g.to_wire() for g in tree.groups]
         info = request_info(context)
         raw = info.params.get("cursor") if info is not None else None
         size = list_page_size(context.fastmcp_context.fastmcp) if context.fastmcp_context else None
@@ -168,15 +173,17 @@ class FilterMiddleware(ListHooks):
         kind: ComponentKind,
     ) -> Sequence[_C]:
         components = await call_next(context)
-        narrowed = narrow(self.catalog, request_info(context), kind, components)
-        marked = self._marks.apply(narrowed, self.catalog.version)
+        tree = await self.catalog.access.tree()
+        narrowed = narrow(tree, request_info(context), kind, components)
+        marked = self._marks.apply(narrowed, tree.key, lambda c: _group_marks(tree, c))
         if context.fastmcp_context is not None:
             await self.catalog.refresh(context.fastmcp_context.fastmcp)
         return marked
 
-    def _group_marks(self, component: FastMCPComponent) -> dict[str, Any]:
-        """The groups ``_meta`` entry of ``component``: its direct groups."""
-        return {GROUPS_META_KEY: list(self.catalog.membership(component).direct)}
+
+def _group_marks(tree: GroupTree, component: FastMCPComponent) -> dict[str, Any]:
+    """The groups ``_meta`` entry of ``component``: its direct groups this client may know."""
+    return {GROUPS_META_KEY: list(tree.membership(component).direct)}
 
 
 def _group_offset(raw: object, version: int) -> int:

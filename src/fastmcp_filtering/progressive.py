@@ -208,6 +208,11 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware, ToolInjectionMiddleware):
             f"hide_ungrouped={self.hide_ungrouped!r}, meta_tools={sorted(self._meta_names)!r})"
         )
 
+    @override
+    def setup(self, server: FastMCP) -> None:
+        super().setup(server)
+        self.catalog.access.install(server)
+
     async def check(self, server: FastMCP) -> None:
         """Raise ``ValueError`` if ``initial_groups`` show more than ``max_tools`` tools.
 

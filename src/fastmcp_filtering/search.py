@@ -149,6 +149,7 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
     @override
     def setup(self, server: FastMCP) -> None:
         super().setup(server)
+        self.catalog.access.install(server)
         chain = sdk_middleware(server)
         if not any(isinstance(m, BetterMatches) for m in chain):
             chain.insert(0, BetterMatches(server))
@@ -170,7 +171,9 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         return result
 
     def _instructions_paragraph(self) -> str:
-        examples = [g.title or g.name.replace("_", " ") for g in self.catalog.groups][:3]
+        # Instructions are the same for every client: only groups open to everyone.
+        examples = [g.title or g.name.replace("_", " ") for g in self.catalog.access.open_groups()]
+        examples = examples[:3]
         quoted = ", ".join(f"'{e.lower()}'" for e in examples) or "'create issue', 'read files'"
         tool_hint = (
             f" Clients that cannot send it can call the {self.search_tool} tool with a query."
@@ -214,13 +217,12 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
             )
         # Candidates are what the rest of the chain lists for this client; with a filter,
         # only its matches, whatever the order of the middlewares.
-        usable = narrow(self.catalog, info, kind, await call_next(context))
+        tree = await self.catalog.access.tree()
+        usable = narrow(tree, info, kind, await call_next(context))
         server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
         extra = await discoverable(server, kind, usable) if server is not None else []
         if extra:
-            admitted = {
-                id(c) for c in narrow(self.catalog, info, kind, [h.component for h in extra])
-            }
+            admitted = {id(c) for c in narrow(tree, info, kind, [h.component for h in extra])}
             extra = [h for h in extra if id(h.component) in admitted]
         offset = page.offset if page is not None else 0
         size = self.max_results

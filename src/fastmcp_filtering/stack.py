@@ -16,6 +16,7 @@ from fastmcp_filtering.search import SearchMiddleware
 if TYPE_CHECKING:
     from fastmcp import FastMCP
 
+    from fastmcp_filtering._access import Unauthenticated
     from fastmcp_filtering._declarations import Group, Tag
     from fastmcp_filtering.concerns import ApplyDefaults
 
@@ -76,6 +77,7 @@ def add_filtering(
     concern_mapping: Mapping[str, Mapping[str, str]] | None = None,
     apply_concern_defaults: ApplyDefaults = "configured",
     progressive: bool | Mapping[str, Any] = False,
+    unauthenticated: Unauthenticated | None = None,
 ) -> FilteringStack:
     """Add groups and tags, search, concerns and progressive disclosure from one declaration.
 
@@ -84,7 +86,10 @@ def add_filtering(
     other's runtime changes. ``search`` and ``progressive`` take ``True`` or the
     keyword options of ``SearchMiddleware`` / ``ProgressiveDisclosureMiddleware``;
     ``concerns`` (with ``concern_mapping`` and ``apply_concern_defaults``, its
-    ``apply_defaults``) adds ``ConcernMiddleware``. The order
+    ``apply_defaults``) adds ``ConcernMiddleware``. Groups declared with
+    ``access`` checks are enforced by every middleware of the stack;
+    ``unauthenticated`` (``"deny"`` unless set) is what a client without a
+    token gets of them. The order
     the middlewares are added in does not change any answer: every list, search
     and call asks all of them.
 
@@ -100,7 +105,7 @@ def add_filtering(
         await stack.catalog.add_group(Group("wiki"))
         ```
     """
-    catalog = Catalog.shared(catalog, groups, tags)
+    catalog = Catalog.shared(catalog, groups, tags, unauthenticated=unauthenticated)
     if concerns is None and concern_mapping is not None:
         raise ValueError("concern_mapping needs concerns=[Concern(...)] to map onto")
     stack = FilteringStack(
