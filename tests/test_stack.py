@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from fastmcp import Client, FastMCP
 from fastmcp.exceptions import ToolError
+from fastmcp.server.auth import require_scopes
 from fastmcp.server.middleware import Middleware
 
 from fastmcp_filtering import (
@@ -16,6 +17,7 @@ from fastmcp_filtering import (
     ConcernMiddleware,
     FilterMiddleware,
     Group,
+    GroupAccessMiddleware,
     ProgressiveDisclosureMiddleware,
     SearchMiddleware,
     Tag,
@@ -24,6 +26,7 @@ from fastmcp_filtering import (
 )
 from fastmcp_filtering.client import call_method, list_tools
 
+from ._principals import PrincipalByClientName, as_principal
 from .conftest import ERAS, use
 
 GROUPS = [
@@ -32,7 +35,15 @@ GROUPS = [
         "repos", title="Repositories", description="Create and delete repositories", parent="code"
     ),
     Group("issues", title="Issues", description="Create and triage issues"),
-    Group("admin", title="Administration", tools=["delete_*"]),
+    # Access control: only tokens with github:admin may use what deletes, whatever its
+    # other groups (restrictive).
+    Group(
+        "admin",
+        title="Administration",
+        tools=["delete_*"],
+        access=require_scopes("github:admin"),
+        restrictive=True,
+    ),
 ]
 TAGS = [Tag("destructive", "Deletes data")]
 CONCERNS = [Concern("risk", values=["safe", "destructive"], default="safe")]
@@ -46,12 +57,16 @@ TOOLS: dict[str, tuple[str | None, set[str], str]] = {
     "browse_code": ("code", set(), "Browse the code of a repository"),
     "ping": (None, set(), "Check the server answers"),
 }
-KINDS = ("filter", "search", "concerns", "progressive")
+KINDS = ("filter", "search", "concerns", "progressive", "access")
+PRINCIPAL = {"modern": "admin", "legacy": "reader"}
+"""Who runs the full stack in each era: one principal the admin group admits, one it does not."""
 
 
 def build(kinds: tuple[str, ...]) -> FastMCP:
     """A server with the middlewares ``kinds``, added in that order, on one catalog."""
     mcp = FastMCP("stack")
+    # Outermost: authenticates each client as a token verifier would (tests/_principals.py).
+    mcp.add_middleware(PrincipalByClientName())
     for name, (group, tags, description) in TOOLS.items():
 
         def run(name: str = name) -> str:
@@ -69,6 +84,7 @@ def build(kinds: tuple[str, ...]) -> FastMCP:
         "progressive": ProgressiveDisclosureMiddleware(
             catalog=catalog, initial_groups=["issues"], call_tool_name="call_tool"
         ),
+        "access": GroupAccessMiddleware(catalog=catalog),
     }
     for kind in kinds:
         use(mcp, made[kind])
@@ -141,7 +157,7 @@ class TestOrderDoesNotChangeAnswers:
     async def test_every_pair_both_orders(self, pair: tuple[str, str], era: str) -> None:
         results = []
         for order in orders(pair):
-            async with Client(build(order), **ERAS[era]) as client:
+            async with Client(build(order), **ERAS[era], **as_principal("admin")) as client:
                 results.append(await transcript(client, pair))
         assert results[0] == results[1]
 
@@ -149,14 +165,16 @@ class TestOrderDoesNotChangeAnswers:
     async def test_full_stack_in_every_order(self, era: str) -> None:
         results = {}
         for order in orders(KINDS):
-            async with Client(build(order), **ERAS[era]) as client:
+            async with Client(
+                build(order), **ERAS[era], **as_principal(PRINCIPAL[era])
+            ) as client:
                 results[order] = await transcript(client, KINDS)
         first = results[next(iter(results))]
         for order, result in results.items():
             assert result == first, order
 
     async def test_the_full_stack_answers(self) -> None:
-        async with Client(build(KINDS), mode="legacy") as client:
+        async with Client(build(KINDS), mode="legacy", **as_principal("admin")) as client:
             result = dict(await transcript(client, KINDS))
         # Initially: issues enabled, destructive tools excluded by the default concern.
         assert result["start: list"] == [
@@ -173,6 +191,27 @@ class TestOrderDoesNotChangeAnswers:
         assert result["proxy delete_repo refused"] is True
         assert result["risk destructive: query"][0] == "delete_repo"
         assert "delete_issue" in result["risk destructive: list"]
+
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_access_control_holds_whatever_the_client_enables(self, era: str) -> None:
+        async with Client(build(KINDS), **ERAS[era], **as_principal("reader")) as client:
+            result = dict(await transcript(client, KINDS))
+        destructive = {"delete_repo", "delete_issue"}
+        for step, seen in result.items():
+            if isinstance(seen, list):
+                assert destructive.isdisjoint(seen), step
+        assert result["risk destructive: list"] == [
+            "browse_code",
+            "call_tool",
+            "create_issue",
+            "create_repo",
+            "disable_tools",
+            "enable_tools",
+            "list_issues",
+            "ping",
+            "search_tools",
+        ]
 
 
 class TestAddFiltering:
