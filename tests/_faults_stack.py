@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastmcp import Context, FastMCP
+from fastmcp.server.auth import require_scopes
 
 from fastmcp_filtering import (
     Catalog,
@@ -27,11 +28,15 @@ from fastmcp_filtering import (
     install,
 )
 
+from ._principals import TOKENS, PrincipalByClientName
+
 GROUPS = [
     Group("issues", title="Issues", description="Create and triage issues"),
     Group("code", description="Code management"),
     Group("repos", description="Repositories", parent="code"),
     Group("admin", description="Destructive administration", tools=["delete_*"]),
+    # Access control: only a token with vault:open may use it (tests/_principals.py: keeper).
+    Group("vault", description="Sealed records", access=require_scopes("vault:open")),
 ]
 TAGS = [Tag("stable", "Production-ready")]
 CONCERNS = [
@@ -66,6 +71,7 @@ DECLARED: list[Declared] = [
     Declared("tool", "dump_plaintext", concerns={"security": "low", "cost": "high"}),
     Declared("tool", "ping", tags=frozenset({"stable"})),
     Declared("tool", "typo", undeclared=True),
+    Declared("tool", "open_vault", ("vault",)),
     Declared("prompt", "triage", ("issues",)),
     Declared("prompt", "hello"),
     Declared("prompt", "leak_prompt", concerns={"security": "low"}),
@@ -73,10 +79,13 @@ DECLARED: list[Declared] = [
     Declared("resource", "repo://readme", ("repos",)),
     Declared("resource", "misc://notes"),
     Declared("resource", "secret://dump", concerns={"security": "low"}),
+    Declared("resource", "vault://ledger", ("vault",)),
     Declared("template", "repo://{name}/license", ("repos",)),
     Declared("template", "secret://{name}/key", concerns={"security": "low"}),
 ]
 PARENTS = {"repos": "code"}
+ACCESS = {"vault": "vault:open"}
+"""Each checked group and the scope its check requires."""
 
 
 def make_stack(
@@ -84,6 +93,18 @@ def make_stack(
 ) -> FastMCP:
     """A fresh server: Filter, Search, Concern and ProgressiveDisclosure on one catalog."""
     mcp = FastMCP("stack", session_state_store=store, list_page_size=page_size)
+    # Outermost: authenticates clients by their name, as a token verifier would.
+    mcp.add_middleware(PrincipalByClientName())
+
+    @in_group("vault")
+    @mcp.tool
+    def open_vault() -> str:
+        return "vault opened"
+
+    @in_group("vault")
+    @mcp.resource("vault://ledger")
+    def ledger() -> str:
+        return "the ledger"
 
     @in_group("issues")
     @mcp.tool(tags={"stable"})
@@ -224,15 +245,30 @@ class ClientState:
     """None until the client states a concern: concerns do not filter it (apply_defaults)."""
     concerns_unknown: bool = False
     """The store failed: no configuration is known, so whatever has concern values is hidden."""
+    principal: str | None = None
+    """Whose token the client sends (tests/_principals.py), or None: unauthenticated."""
 
     def copy(self) -> ClientState:
-        return ClientState(self.enabled, _copied(self.configured), self.concerns_unknown)
+        return ClientState(
+            self.enabled, _copied(self.configured), self.concerns_unknown, self.principal
+        )
+
+    @property
+    def denied(self) -> frozenset[str]:
+        """Checked groups this client's token does not pass: unknown to it."""
+        token = TOKENS.get(self.principal or "")
+        scopes = set(token.scopes) if token is not None else set()
+        return frozenset(g for g, scope in ACCESS.items() if scope not in scopes)
+
+    def groups(self) -> list[str]:
+        """``groups/list`` for this client: every declared group it may use, in order."""
+        return [g.name for g in GROUPS if g.name not in self.denied]
 
     def enable(self, names: object) -> None:
         """``enable_tools(groups=names)`` without max_tools: roots, and children of enabled."""
         if not isinstance(names, list):
             return
-        wanted = {n for n in names if isinstance(n, str)}
+        wanted = {n for n in names if isinstance(n, str)} - self.denied
         added = {n for n in wanted if n in {g.name for g in GROUPS} and n not in PARENTS}
         enabled = self.enabled | added
         added_children = {c for c, p in PARENTS.items() if c in wanted and p in enabled}
@@ -294,6 +330,8 @@ def allowed(
     for component in DECLARED:
         if component.kind != kind:
             continue
+        if component.groups and set(component.groups) <= state.denied:
+            continue
         if not _progressive_admits(component, state.enabled):
             continue
         if not _concerns_admit(component, asked):
@@ -318,7 +356,10 @@ def searchable(found: list[dict[str, Any]], state: ClientState) -> bool:
     enabled may come with ``available_after`` and no schema; nothing else at all.
     """
     everything = ClientState(
-        frozenset(g.name for g in GROUPS), _copied(state.configured), state.concerns_unknown
+        frozenset(g.name for g in GROUPS),
+        _copied(state.configured),
+        state.concerns_unknown,
+        state.principal,
     )
     callable_ = allowed("tool", state)
     later = allowed("tool", everything) - callable_

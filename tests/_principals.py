@@ -36,7 +36,7 @@ TOKENS: dict[str, AccessToken] = {
     "keeper": AccessToken(
         token="keeper-token",
         client_id="keeper",
-        scopes=["github:read", "github:admin", "github:secrets"],
+        scopes=["github:read", "github:admin", "github:secrets", "vault:open"],
         claims={"tenant": "acme"},
     ),
     "expired": AccessToken(

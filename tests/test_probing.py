@@ -31,6 +31,7 @@ from ._faults_stack import (
     searchable,
     visible_tags,
 )
+from ._principals import as_principal
 from .conftest import Connect
 
 BOUND = 15.0
@@ -40,15 +41,20 @@ HIDDEN = {
     "delete_branch": ({"name": "main"}, "deleted branch main", ("group 'admin'",)),
     "dump_plaintext": ({"data": "s3cret"}, "s3cret", ("concern 'security'",)),
     "delete_repo": ({"name": "x"}, "deleted x", ("group 'admin'", "concern 'security'")),
+    "open_vault": ({}, "vault opened", ("Unknown tool",)),
 }
-"""delete_branch: group not enabled; dump_plaintext: excluded by concerns; delete_repo: both."""
+"""delete_branch: group not enabled; dump_plaintext: excluded by concerns; delete_repo: both;
+open_vault: its group's access check refuses the client (unauthenticated), so it does not exist."""
 
 OPENS = {
     "delete_branch": (["admin"], {}),
     "dump_plaintext": ([], {"security": "low"}),
     "delete_repo": (["admin"], {"security": "low"}),
+    "open_vault": (["vault"], {}),
 }
 """What the client must do to be allowed each tool."""
+OPENED_BY = {"open_vault": "keeper"}
+"""Whose token a client needs besides, where access control hides the tool."""
 
 
 async def request(client: Client[Any], method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -185,7 +191,8 @@ class TestHiddenTool:
     ) -> None:
         """The control: the refusals above come from the client's state."""
         arguments, output, _ = HIDDEN[name]
-        async with connect(server()) as client:
+        identity = as_principal(OPENED_BY[name]) if name in OPENED_BY else {}
+        async with connect(server(), **identity) as client:
             await open_for(client, name)
             assert output in text_of(await call(client, name, arguments))
             proxied = {"name": name, "arguments": arguments}

@@ -38,6 +38,7 @@ from ._faults_stack import (
     searchable,
     visible_tags,
 )
+from ._principals import as_principal
 from .conftest import ERAS
 
 CALL_TIMEOUT = 15.0
@@ -153,8 +154,20 @@ overrides = (
 CURSOR_RECIPES = ["none", "plain", "filtered", "overridden"]
 cursors = st.sampled_from(CURSOR_RECIPES) | json_values
 
-ENABLE_SETS: list[list[str]] = [[], ["admin"], ["code"], ["code", "repos"], ["admin", "code"]]
-starts = st.tuples(st.sampled_from(ENABLE_SETS), st.sampled_from(CONFIGS))
+ENABLE_SETS: list[list[str]] = [
+    [],
+    ["admin"],
+    ["code"],
+    ["code", "repos"],
+    ["admin", "code"],
+    ["vault"],
+    ["vault", "code"],
+]
+PRINCIPALS: list[str | None] = [None, "reader", "keeper"]
+"""Unauthenticated, a token the vault group refuses, and one it admits (tests/_principals.py)."""
+starts = st.tuples(
+    st.sampled_from(ENABLE_SETS), st.sampled_from(CONFIGS), st.sampled_from(PRINCIPALS)
+)
 
 
 # -- talking to the server ----------------------------------------------------------------
@@ -194,10 +207,12 @@ async def started(
     era: str, start: tuple[list[str], dict[str, str]]
 ) -> AsyncIterator[tuple[Client[Any], ClientState]]:
     """A fresh stack, a client in ``era`` and a state reached with valid requests only."""
-    enable, configured = start
+    enable, configured, *who = start
+    principal = who[0] if who else None
     server = make_stack(page_size=PAGE_SIZE)
-    async with Client(server, **ERAS[era]) as client:
-        state = ClientState()
+    identity = as_principal(principal) if principal else {}
+    async with Client(server, **ERAS[era], **identity) as client:
+        state = ClientState(principal=principal)
         if enable:
             reply = await ask(
                 client, "tools/call", {"name": "enable_tools", "arguments": {"groups": enable}}
@@ -292,6 +307,12 @@ class TestLists:
     @example(start=([], {}), method="prompts/list", params={"query": "x" * 1001})
     @example(start=(["admin"], {}), method="tools/list", params={"override": {"security": "low"}})
     @example(
+        start=(["vault"], {}, "reader"),
+        method="tools/list",
+        params={"filter": {"groups": ["vault"]}},
+    )
+    @example(start=(["vault"], {}, "keeper"), method="resources/list", params={"query": "ledger"})
+    @example(
         start=([], {}), method="tools/list", params={"override": {f"c{i}": "x" for i in range(65)}}
     )
     async def test_a_list_is_never_wider_than_the_state_allows(
@@ -385,7 +406,7 @@ class TestDeclarations:
                     assert page.result is not None, page
                     names += [g["name"] for g in page.result["groups"]]
                     cursor = page.result.get("nextCursor")
-                assert names == GROUP_NAMES
+                assert names == state.groups()
             elif method == "tags/list":
                 # Declared tags, then tags of components the client can see: never others.
                 assert {t["name"] for t in answer.result["tags"]} == visible_tags(state)
@@ -520,6 +541,10 @@ class TestMetaTools:
     )
     @example(start=([], {}), tool="enable_tools", arguments={"groups": ["repos", "code"]})
     @example(start=(["code", "repos"], {}), tool="disable_tools", arguments={"groups": ["code"]})
+    # Access control: the checked group opens to the token it admits and to no other.
+    @example(start=([], {}, "keeper"), tool="enable_tools", arguments={"groups": ["vault"]})
+    @example(start=([], {}, "reader"), tool="enable_tools", arguments={"groups": ["vault"]})
+    @example(start=(["vault"], {}, None), tool="disable_tools", arguments={"groups": ["vault"]})
     async def test_enable_and_disable_change_only_what_they_say(
         self,
         era: str,
