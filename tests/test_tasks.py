@@ -19,6 +19,7 @@ import mcp_types as mt
 import pytest
 from fastmcp import Client, Context, FastMCP
 from fastmcp.exceptions import ToolError
+from fastmcp.server.auth import require_scopes
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp.utilities.tests import asgi_server
 from fastmcp_tasks import TasksExtension, ToolTask, call_tool_task
@@ -30,6 +31,7 @@ from fastmcp_filtering import (
     ConcernMiddleware,
     FilterMiddleware,
     Group,
+    GroupAccessMiddleware,
     ProgressiveDisclosureMiddleware,
     add_filtering,
     concerns,
@@ -455,6 +457,42 @@ class TestClientsApart:
             assert (await finished(allowed, task.task_id, **DESTRUCTIVE))["status"] == "completed"
             expected = await unknown_task_answer(other, task.task_id)
             assert answer(await refused(get_task(other, task.task_id))) == expected
+
+
+class TestAccessControl:
+    """A group's access check hides its tools' tasks from a token it refuses."""
+
+    async def test_a_refused_token_neither_starts_nor_follows_a_task(self) -> None:
+        mcp, ran = task_server(
+            GroupAccessMiddleware(
+                groups=[Group("public"), Group("admin", access=require_scopes("github:admin"))]
+            )
+        )
+        mcp.auth = StaticTokenVerifier(
+            tokens={
+                "admin-token": {"client_id": "agent", "sub": "alice", "scopes": ["github:admin"]},
+                # The same user with a token that lacks the scope (demoted, or a narrower grant).
+                "narrow-token": {"client_id": "agent", "sub": "alice", "scopes": []},
+            }
+        )
+        async with (
+            asgi_server(mcp) as running,
+            running.client(auth="admin-token") as admin,
+            running.client(auth="narrow-token") as narrow,
+        ):
+            hidden = await narrow.call_tool_mcp("purge", {})
+            unknown = await narrow.call_tool_mcp("no_such_tool", {})
+            assert hidden.isError
+            assert text(hidden).replace("purge", "X") == text(unknown).replace("no_such_tool", "X")
+            with pytest.raises(ToolError, match="did not run as a task"):
+                await call_tool_task(narrow, "purge", {})
+            task = await call_tool_task(admin, "slow_purge", {})
+            expected = await unknown_task_answer(narrow, task.task_id)
+            assert answer(await refused(get_task(narrow, task.task_id))) == expected
+            ran.gate.set()
+            assert (await task.result()).data == SECRET
+            assert answer(await refused(get_task(narrow, task.task_id))) == expected
+        assert "purge" not in ran.tools
 
 
 class TestGroupsInTaskMeta:
