@@ -30,6 +30,7 @@ from pydantic import (
 )
 
 from fastmcp_filtering._catalog import Catalog
+from fastmcp_filtering._config_access import AccessConfig  # noqa: TC001 - pydantic resolves it
 from fastmcp_filtering._declarations import Group, Tag
 from fastmcp_filtering.concerns import Concern, ConcernMiddleware
 from fastmcp_filtering.progressive import ProgressiveDisclosureMiddleware
@@ -236,6 +237,10 @@ class GroupConfig(_Model):
         description = "Create, read and triage issues"
         tools = ["*_issue", "list_issues", "add_issue_comment"]
         ```
+
+    ``access`` makes it access control (``AccessConfig``: scopes and claims of
+    the token ``[auth]`` verified); ``restrictive`` makes its denial win over
+    a member's other groups.
     """
 
     name: str
@@ -243,6 +248,8 @@ class GroupConfig(_Model):
     description: str | None = None
     parent: str | list[str] | None = None
     tools: Patterns = Field(default_factory=list)
+    access: AccessConfig | None = None
+    restrictive: bool = False
 
     def to_group(self) -> Group:
         """The library declaration."""
@@ -252,6 +259,8 @@ class GroupConfig(_Model):
             description=self.description,
             parent=self.parent,
             tools=tuple(self.tools),
+            access=self.access.checks() if self.access is not None else None,
+            restrictive=self.restrictive,
         )
 
 
@@ -399,6 +408,8 @@ class FilteringConfig(_Model):
     concern_mapping: dict[str, dict[str, str]] = Field(default_factory=dict)
     apply_concern_defaults: Literal["configured", "all"] = "configured"
     """Concern defaults apply to clients that stated a concern (``configured``) or to all."""
+    unauthenticated: Literal["deny", "allow"] = "deny"
+    """What a client without a token gets of the groups with ``access``: nothing, or them."""
     search: SearchConfig = Field(default_factory=SearchConfig)
     progressive: ProgressiveConfig | None = None
 
@@ -474,7 +485,7 @@ class FilteringConfig(_Model):
         """A fresh ``Catalog`` of the declared groups and tags."""
         groups, tags = self.to_groups(), self.to_tags()
         try:
-            return Catalog(groups=groups, tags=tags)
+            return Catalog(groups=groups, tags=tags, unauthenticated=self.unauthenticated)
         except ValueError as error:
             raise _CrossReferenceError(self._catalog_key(str(error)), str(error)) from None
 

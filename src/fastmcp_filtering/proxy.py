@@ -152,6 +152,7 @@ def _build(config: FilteringConfig) -> tuple[FastMCP[Any], list[ClientTransport]
         progressive=config.progressive.options()
         if config.progressive is not None and config.progressive.enabled
         else False,
+        unauthenticated=config.unauthenticated,
     )
     return server, transports
 
