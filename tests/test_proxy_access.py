@@ -100,12 +100,10 @@ class TestAccessConfigErrors:
             ('{ scopes = [""] }', "non-empty strings"),
             ('{ scopes = "github:admin" }', "Input should be a valid list"),
             ('{ roles = ["x"] }', "roles"),
-            ('{ claims = { tenant = 1 } }', "Input should be a valid string"),
+            ("{ claims = { tenant = 1 } }", "Input should be a valid string"),
         ],
     )
-    def test_errors_name_the_key_and_line(
-        self, tmp_path: Path, access: str, message: str
-    ) -> None:
+    def test_errors_name_the_key_and_line(self, tmp_path: Path, access: str, message: str) -> None:
         text = config_text().replace('access = { scopes = ["github:admin"] }', f"access = {access}")
         with pytest.raises(ConfigError) as error:
             load_config(write(tmp_path, text))
