@@ -233,17 +233,18 @@ class TestOnlyWhatEnablingCanShow:
         from fastmcp_filtering._progressive_layer import Enabled, EnabledStore, ProgressiveLayer
         from fastmcp_filtering._progressive_layer import _View as View
 
+        catalog = Catalog(groups=GROUPS)
         layer = ProgressiveLayer(
-            EnabledStore(Catalog(groups=GROUPS), ["files"], "test"),
+            EnabledStore(catalog, ["files"], "test"),
             hide_ungrouped=False,
             enable_tool="enable_tools",
         )
         write = tool("write_file", "Save text", "write")
-        can = View(layer, Enabled(frozenset({"files"}))).judge(write)
+        can = View(layer, catalog, Enabled(frozenset({"files"}))).judge(write)
         assert can is not None
         assert can.enable == ("write",)
         for problem in ("anonymous", "store"):
-            cannot = View(layer, Enabled(frozenset({"files"}), problem)).judge(write)
+            cannot = View(layer, catalog, Enabled(frozenset({"files"}), problem)).judge(write)
             # Still a hint for a direct call, but no enable call search could offer.
             assert cannot is not None
             assert cannot.discoverable
