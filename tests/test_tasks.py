@@ -482,7 +482,7 @@ class TestAccessControl:
         ):
             hidden = await narrow.call_tool_mcp("purge", {})
             unknown = await narrow.call_tool_mcp("no_such_tool", {})
-            assert hidden.isError
+            assert hidden.is_error
             assert text(hidden).replace("purge", "X") == text(unknown).replace("no_such_tool", "X")
             with pytest.raises(ToolError, match="did not run as a task"):
                 await call_tool_task(narrow, "purge", {})
