@@ -49,6 +49,7 @@ __all__ = [
     "Policy",
     "PolicyLayer",
     "invalidate",
+    "is_unrestricted",
     "is_widened",
     "load_policy",
     "unrestricted",
@@ -269,6 +270,11 @@ def widened(owner: object) -> Iterator[None]:
         yield
     finally:
         _WIDENED.reset(token)
+
+
+def is_unrestricted() -> bool:
+    """Whether lookups show the whole catalog (inside ``unrestricted()``)."""
+    return _UNRESTRICTED.get()
 
 
 def is_widened() -> bool:
