@@ -5,8 +5,11 @@ client's token never reaches an HTTP upstream."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
-from contextlib import ExitStack
+import threading
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +18,9 @@ import pytest
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
 from fastmcp.utilities.tests import asgi_server
+from mcp.shared.exceptions import MCPError
 
-from fastmcp_filtering.client import call_method
+from fastmcp_filtering.client import call_method, list_groups
 from fastmcp_filtering.config import FilteringConfig
 from fastmcp_filtering.proxy import build_proxy
 
@@ -187,3 +191,54 @@ class TestUpstreamHeaders:
             ):
                 seen = json.loads((await client.call_tool("seen_headers", {})).content[0].text)
         assert seen["x-client"] == "c"
+
+
+@contextmanager
+def silent_store() -> Iterator[str]:
+    """A Redis address that accepts connections and never answers: a hung store."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
+    finally:
+        listener.close()
+        for connection in held:
+            connection.close()
+
+
+class TestAStoreThatStopsAnswering:
+    """The [state] timeout: a hung Redis fails requests closed, it does not hold them."""
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_requests_are_answered_and_nothing_opens_up(self, era: str) -> None:
+        with silent_store() as url:
+            config = FilteringConfig.model_validate(
+                {
+                    "upstreams": [{"command": "python", "args": [str(STANDIN)]}],
+                    "groups": [{"name": "issues", "tools": ["*issue*"]}],
+                    "progressive": {"initial_groups": ["issues"]},
+                    "auth": {"type": "static", "tokens": [{"token": "t", "client_id": "a"}]},
+                    "state": {"url": url, "timeout": 0.5},
+                }
+            )
+            async with (
+                asgi_server(build_proxy(config)) as proxy,
+                proxy.client(auth="t", **ERAS[era]) as client,
+            ):
+                assert [g.name for g in await list_groups(client)] == ["issues"]
+                # FastMCP reads its own per-session visibility from the store first.
+                with pytest.raises(MCPError):
+                    await client.list_tools()
+                with pytest.raises(ToolError, match="could not read its session state store"):
+                    await client.call_tool("enable_tools", {"groups": ["issues"]})
