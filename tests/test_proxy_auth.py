@@ -134,6 +134,24 @@ class TestServe:
             "without [auth] over stdio.\n"
         )
 
+    def test_stdio_on_a_shared_store_warns(self, tmp_path: Path) -> None:
+        config = tmp_path / "stdio.toml"
+        config.write_text(
+            f'[[upstreams]]\ncommand = "python"\nargs = [{json.dumps(str(STANDIN))}]\n'
+            '\n[state]\nurl = "redis://127.0.0.1:6379/0"\n',
+            encoding="utf-8",
+        )
+        # No client: the server reads the end of its input and stops.
+        result = subprocess.run(
+            [*CLI, "serve", str(config)], input="", capture_output=True, text=True, timeout=60
+        )
+        assert result.returncode == 0
+        assert (
+            f"{config}: warning: over stdio a 2026-07-28 client is its process, and every stdio "
+            "proxy on this [state] store keeps that client's state under one key: proxies of "
+            "different users must not share the store"
+        ) in result.stderr
+
 
 ECHO_UPSTREAM = '''
 import argparse, json
