@@ -9,9 +9,10 @@ enabled groups follow it from replica to replica:
     python examples/progressive_server.py --http --port 8002 \\
         --redis-url redis://127.0.0.1:6379/0 --auth            # replica B
 
-In the stateless 2026-07-28 era enabled groups are kept per authenticated
-principal, so replicas need ``--auth`` (two demo bearer tokens, ``alice-token``
-and ``bob-token``); 2025-11-25 sessions are kept per session id.
+Enabled groups are kept per authenticated principal in both eras, so replicas
+need ``--auth`` (two demo bearer tokens, ``alice-token`` and ``bob-token``);
+without auth, per 2025-11-25 session id (an unauthenticated 2026-07-28 HTTP
+client cannot enable groups, and is not offered ``enable_tools``).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import redis.asyncio as aioredis
 
 from ._servers import free_port, serve_http, stop
 
@@ -64,3 +65,12 @@ def redis_server() -> Iterator[str]:
         yield f"redis://127.0.0.1:{port}/0"
     finally:
         stop(process)
+
+
+async def redis_keys(url: str, pattern: str) -> list[bytes]:
+    """The keys of the Redis at ``url`` that match ``pattern``."""
+    client = aioredis.Redis.from_url(url)
+    try:
+        return [key async for key in client.scan_iter(match=pattern)]
+    finally:
+        await client.aclose()

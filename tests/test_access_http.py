@@ -55,14 +55,15 @@ def token(key_pair: RSAKeyPair, subject: str, scopes: list[str], **claims: Any) 
     )
 
 
+# State is kept per principal (subject) in both eras: each era's test has its own users.
 @pytest.fixture
-def alice(key_pair: RSAKeyPair) -> str:
-    return token(key_pair, "alice", ["github:read", "github:admin"], tenant="acme")
+def alice(key_pair: RSAKeyPair, era: str) -> str:
+    return token(key_pair, f"alice-{era}", ["github:read", "github:admin"], tenant="acme")
 
 
 @pytest.fixture
-def bob(key_pair: RSAKeyPair) -> str:
-    return token(key_pair, "bob", ["github:read"], tenant="globex")
+def bob(key_pair: RSAKeyPair, era: str) -> str:
+    return token(key_pair, f"bob-{era}", ["github:read"], tenant="globex")
 
 
 async def every_path(client: Client[Any]) -> dict[str, Any]:
@@ -165,12 +166,12 @@ async def test_two_tokens_see_their_own_groups_on_every_path(
 async def test_enabled_groups_stay_with_each_token(
     url: str, key_pair: RSAKeyPair, era: str
 ) -> None:
-    carol = token(key_pair, "carol", ["github:admin"], tenant="acme")
+    carol = token(key_pair, f"carol-{era}", ["github:admin"], tenant="acme")
     async with Client(url, auth=carol, **ERAS[era]) as first:
         await first.call_tool("enable_tools", {"groups": ["admin"]})
         assert "delete_repo" in {t.name for t in await first.list_tools()}
     # A token without github:admin for the same subject: the stored admin group is not usable.
-    demoted = token(key_pair, "carol", ["github:read"], tenant="acme")
+    demoted = token(key_pair, f"carol-{era}", ["github:read"], tenant="acme")
     async with Client(url, auth=demoted, **ERAS[era]) as second:
         assert "delete_repo" not in {t.name for t in await second.list_tools()}
 

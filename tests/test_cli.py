@@ -167,11 +167,11 @@ class TestServe:
 
 
 @contextmanager
-def serve_http() -> Iterator[str]:
-    """``fastmcp-filtering serve --http`` on a free loopback port; yields its MCP URL."""
+def serve_http(config: Path = EXAMPLE_CONFIG) -> Iterator[str]:
+    """``fastmcp-filtering serve CONFIG --http`` on a free loopback port; yields its MCP URL."""
     port = free_port()
     process = subprocess.Popen(
-        [*CLI, "serve", str(EXAMPLE_CONFIG), "--http", "--port", str(port)],
+        [*CLI, "serve", str(config), "--http", "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )

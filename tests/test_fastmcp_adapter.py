@@ -93,6 +93,25 @@ class TestIdentity:
         assert identity == again
         assert identity != "chosen"
 
+    async def test_an_authenticated_principal_is_one_in_both_eras(self) -> None:
+        """FastMCP's own 2026-07-28 key for a user, kept for 2025-11-25 sessions too."""
+        from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
+
+        tokens = {
+            "alice-token": {"client_id": "agent", "sub": "alice", "scopes": []},
+            "bob-token": {"client_id": "agent", "sub": "bob", "scopes": []},
+        }
+        seen: dict[tuple[str, str], Any] = {}
+        async with asgi_server(probe_server(auth=StaticTokenVerifier(tokens=tokens))) as server:
+            for era in ERAS:
+                for token in tokens:
+                    async with server.client(**ERAS[era], auth=token) as client:
+                        seen[era, token] = (await probe(client))["identity"]
+        assert seen["legacy", "alice-token"] == seen["modern", "alice-token"]
+        assert seen["legacy", "bob-token"] == seen["modern", "bob-token"]
+        assert seen["modern", "alice-token"] != seen["modern", "bob-token"]
+        assert str(seen["modern", "alice-token"]).startswith("user:")
+
 
 class TestServerInternals:
     async def test_the_list_page_size_is_the_servers(self, connect: Connect) -> None:

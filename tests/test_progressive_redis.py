@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-import redis.asyncio as aioredis
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
 
-from ._progressive_servers import progressive_http_server, redis_server
+from ._progressive_servers import progressive_http_server, redis_keys, redis_server
 from .test_progressive import call, names
 
 
@@ -43,9 +42,4 @@ async def test_two_replicas_share_state_per_principal() -> None:
             assert "delete_repo" in await names(bob_a)
 
         # The state is in Redis, one entry per principal, not in either process.
-        client = aioredis.Redis.from_url(redis_url)
-        try:
-            keys = [k async for k in client.scan_iter(match="*fastmcp-filtering:progressive:*")]
-        finally:
-            await client.aclose()
-        assert len(keys) == 2
+        assert len(await redis_keys(redis_url, "*fastmcp-filtering:progressive:*")) == 2

@@ -165,9 +165,7 @@ class TestOrderDoesNotChangeAnswers:
     async def test_full_stack_in_every_order(self, era: str) -> None:
         results = {}
         for order in orders(KINDS):
-            async with Client(
-                build(order), **ERAS[era], **as_principal(PRINCIPAL[era])
-            ) as client:
+            async with Client(build(order), **ERAS[era], **as_principal(PRINCIPAL[era])) as client:
                 results[order] = await transcript(client, KINDS)
         first = results[next(iter(results))]
         for order, result in results.items():
@@ -191,7 +189,6 @@ class TestOrderDoesNotChangeAnswers:
         assert result["proxy delete_repo refused"] is True
         assert result["risk destructive: query"][0] == "delete_repo"
         assert "delete_issue" in result["risk destructive: list"]
-
 
     @pytest.mark.parametrize("era", list(ERAS))
     async def test_access_control_holds_whatever_the_client_enables(self, era: str) -> None:

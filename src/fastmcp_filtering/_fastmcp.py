@@ -81,20 +81,25 @@ def request_connection(request: FastMCPRequestContext) -> Connection | None:
 def client_identity(ctx: Context) -> str | None:
     """Who a request's per-client state belongs to; None when nothing trustworthy says.
 
-    - 2026-07-28 (stateless): the authenticated principal, or on stdio and
-      in-memory transports (one client per process) the process; an
-      unauthenticated HTTP request has none. This is FastMCP's own
-      ``Context._session_scope_key()`` (private), the key of its session state.
-    - 2025-11-25 over streamable HTTP: the session id the server issued. With
-      ``stateless_http=True`` the server issues none, and FastMCP would key on
-      the client-chosen ``Mcp-Session-Id`` header: a client naming another's id
-      would read its state, so there is no identity.
+    - An authenticated request, in either era: its principal (the token's
+      ``client_id``, issuer and subject), keyed as FastMCP keys a 2026-07-28
+      user (``Context._session_scope_key()``, private), so a user's state is
+      the same whichever era or replica serves it.
+    - 2026-07-28 (stateless) otherwise: on stdio and in-memory transports (one
+      client per process) the process; an unauthenticated HTTP request has none.
+    - 2025-11-25 over streamable HTTP otherwise: the session id the server
+      issued. With ``stateless_http=True`` the server issues none, and FastMCP
+      would key on the client-chosen ``Mcp-Session-Id`` header: a client naming
+      another's id would read its state, so there is no identity.
     - 2025-11-25 on stdio, SSE and in memory: the connection, which lasts the
       client's whole session: a random id the server keeps on it.
     """
     request = ctx.request_context
     if request is None:
         return None
+    principal = _principal_key()
+    if principal is not None:
+        return principal
     if _is_modern(request.protocol_version):
         try:
             return ctx._session_scope_key()
@@ -112,6 +117,19 @@ def client_identity(ctx: Context) -> str | None:
     if not isinstance(identity, str):
         identity = connection.state[_IDENTITY] = uuid.uuid4().hex
     return identity
+
+
+def _principal_key() -> str | None:
+    """The authenticated principal's key, as ``Context._session_scope_key()`` makes it.
+
+    Private: ``fastmcp.server.sessions._principal_segment`` hashes the principal
+    into a fixed-length key segment; using it keeps a user's key in the
+    2025-11-25 era equal to the one FastMCP gives it in 2026-07-28.
+    """
+    from fastmcp.server.sessions import _principal_segment, current_principal
+
+    principal = current_principal()
+    return None if principal is None else f"user:{_principal_segment(principal)}"
 
 
 def _is_modern(protocol_version: str) -> bool:

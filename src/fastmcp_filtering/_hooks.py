@@ -66,6 +66,10 @@ class ListHooks(Middleware):
         """The ``initialize`` / ``server/discover`` result with what this middleware adds."""
         return result
 
+    def announce_to(self, context: MiddlewareContext[Any], result: _R) -> _R:
+        """``announce``, for the client of ``context`` (what depends on who asks)."""
+        return self.announce(result)
+
     @override
     async def on_initialize(
         self,
@@ -73,7 +77,7 @@ class ListHooks(Middleware):
         call_next: CallNext[mt.InitializeRequest, mt.InitializeResult | None],
     ) -> mt.InitializeResult | None:
         result = await call_next(context)
-        return None if result is None else self.announce(result)
+        return None if result is None else self.announce_to(context, result)
 
     @override
     async def on_discover(
@@ -81,7 +85,7 @@ class ListHooks(Middleware):
         context: MiddlewareContext[mt.DiscoverRequest],
         call_next: CallNext[mt.DiscoverRequest, mt.DiscoverResult | dict[str, Any]],
     ) -> mt.DiscoverResult | dict[str, Any]:
-        return self.announce(await call_next(context))
+        return self.announce_to(context, await call_next(context))
 
     async def on_list(
         self,

@@ -83,7 +83,14 @@ class LayerMiddleware(ListHooks):
         context: MiddlewareContext[mt.CallToolRequestParams],
         call_next: CallNext[mt.CallToolRequestParams, ToolResult],
     ) -> ToolResult:
-        return await _hinted(context, call_next, "tool", context.message.name, ToolError)
+        name = context.message.name
+        return await _hinted(
+            context, call_next, "tool", name, ToolError, unknown=self.unknown_tool_hint
+        )
+
+    def unknown_tool_hint(self, context: MiddlewareContext[Any], name: str) -> str | None:
+        """What to say of a tool FastMCP does not know and no layer hides; None: nothing."""
+        return None
 
     @override
     async def on_get_prompt(
@@ -138,12 +145,17 @@ async def _hinted(
     kind: str,
     key: str,
     refuse: Callable[[str], Exception],
+    *,
+    unknown: Callable[[MiddlewareContext[Any], str], str | None] | None = None,
 ) -> _R:
-    """``call_next``, with FastMCP's "Unknown ..." worded as the policy's hint, if any."""
+    """``call_next``, with FastMCP's "Unknown ..." worded as the policy's hint, if any
+    (else as ``unknown``'s words)."""
     try:
         return await call_next(context)
     except NotFoundError:
         message = await _hint(context, kind, key)
+        if message is None and unknown is not None:
+            message = unknown(context, key)
         if message is None:
             raise
         raise refuse(message) from None

@@ -273,7 +273,7 @@ def widened(owner: object) -> Iterator[None]:
 
 
 def is_unrestricted() -> bool:
-    """Whether this is a lookup inside ``unrestricted()``."""
+    """Whether lookups show the whole catalog (inside ``unrestricted()``)."""
     return _UNRESTRICTED.get()
 
 

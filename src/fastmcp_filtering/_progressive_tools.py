@@ -152,16 +152,32 @@ class MetaToolBodies:
     async def members(self, server: FastMCP) -> dict[str, frozenset[str]]:
         return await self.layer.members(server)
 
+    def no_state(self) -> str:
+        """Why a client with no identity cannot enable groups, and how it gets one."""
+        now = as_names(self.store.ordered(self.store.initial))
+        return (
+            "groups cannot be enabled or disabled on this connection: this server keeps "
+            "enabled groups per session (protocol 2025-11-25) or per authenticated user, "
+            "and this stateless HTTP request has neither. Authenticate or connect with a "
+            f"session; until then the initial groups apply: {now}"
+        )
+
+    def no_state_instructions(self) -> str:
+        """The instructions paragraph for a client that cannot enable groups."""
+        return (
+            "Tool groups: this server offers more tools in groups that a client enables with "
+            f"{self.enable_tool}, but it keeps enabled groups per session (protocol "
+            "2025-11-25) or per authenticated user, and this stateless HTTP connection has "
+            f"neither: {self.enable_tool} and {self.disable_tool} are not offered here, and "
+            "only the tools of the initial groups are listed. To use the other groups, "
+            "authenticate (send a bearer token) or connect with a 2025-11-25 session."
+        )
+
     async def _current(self, ctx: Context, tree: GroupTree) -> frozenset[str]:
         enabled = await self.store.load(ctx, client_key(ctx), tree)
         now = as_names(self.store.ordered(enabled.groups))
         if enabled.problem == "anonymous":
-            raise ToolError(
-                "groups cannot be enabled or disabled on this connection: this server keeps "
-                "enabled groups per session (protocol 2025-11-25) or per authenticated user, "
-                "and this stateless HTTP request has neither. Authenticate or connect with a "
-                f"session; until then the initial groups apply: {now}"
-            )
+            raise ToolError(self.no_state())
         if enabled.problem == "store":
             raise ToolError(
                 "groups cannot be changed right now: the server could not read its session "

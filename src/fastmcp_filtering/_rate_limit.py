@@ -92,9 +92,9 @@ def counted(context: MiddlewareContext[Any], owner: object) -> Iterator[None]:
 def rate_limit_key(context: MiddlewareContext[Any]) -> str:
     """Whose budget a request counts against: a ``get_client_id`` for FastMCP's rate limiters.
 
-    The identity the package keeps per-client state under: in 2025-11-25 the
-    session (one the server issued), in 2026-07-28 the authenticated principal,
-    or on stdio and in-memory transports (one client) the process. A request
+    The identity the package keeps per-client state under: the authenticated
+    principal (either era), else in 2025-11-25 the session (one the server
+    issued), or on stdio and in-memory transports (one client) the process. A request
     with none of these (2026-07-28 over HTTP without auth, a stateless HTTP
     server) counts against its HTTP peer address, and without one against a
     budget every such request shares. Never FastMCP's ``session_id`` alone: in

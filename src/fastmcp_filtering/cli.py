@@ -1,11 +1,13 @@
 """The ``fastmcp-filtering`` command: ``serve`` a filtering proxy, ``check`` a configuration.
 
 ``fastmcp-filtering serve CONFIG`` proxies the configured upstream(s) with the
-filtering stack over stdio (default) or streamable HTTP (``--http``).
+filtering stack over stdio (default) or streamable HTTP (``--http``); a
+configuration with ``[auth]`` is served over HTTP only (stdio carries no token).
 ``fastmcp-filtering check CONFIG`` validates the file, connects to the
 upstream(s), and prints each group with its member count, the tags, the tools in
-no group, and patterns that match nothing; it exits 1 on an invalid file, an
-unreachable upstream, or a group that matches no tool.
+no group, patterns that match nothing, and the auth and state settings (no
+secrets); it exits 1 on an invalid file, an unreachable upstream or state
+store, or a group that matches no tool.
 
 Example:
     ```bash
@@ -67,6 +69,10 @@ class CheckReport:
     ungrouped: list[str] = field(default_factory=list)
     others: list[str] = field(default_factory=list)
     """The upstream prompts, resources and templates, as ``"prompt name"``, ``"resource uri"``."""
+    auth: dict[str, Any] | None = None
+    """``[auth]`` without secrets (no token, no key); None: requests are not authenticated."""
+    state: dict[str, Any] = field(default_factory=dict)
+    """``[state]``: the store's URL (password masked) and timeout."""
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -91,7 +97,14 @@ async def check(config: FilteringConfig, *, file: str = "<config>") -> CheckRepo
         print(report.ungrouped, report.errors)
         ```
     """
-    report = CheckReport(file=file)
+    report = CheckReport(file=file, auth=config.auth.describe() if config.auth else None)
+    report.state = config.state.describe()
+    problem = await config.state.probe()
+    if problem is not None:
+        report.errors.append(
+            f"the state store {report.state['url']} does not answer ({problem}); start it, "
+            "or fix [state] url"
+        )
     meta_names = _meta_names(config)
     # No client session: the proxy's handshake would connect upstream and log the failure.
     proxy, transports = _build(config)
@@ -283,11 +296,39 @@ def _print_report(report: CheckReport, out: TextIO) -> None:
     print(f"\ntools in no group ({len(report.ungrouped)})", file=out)
     for name in report.ungrouped:
         print(f"  {name}", file=out)
+    print(f"\n{_auth_line(report.auth)}\n{_state_line(report.state)}", file=out)
     for warning in report.warnings:
         print(f"warning: {warning}", file=out)
     for error in report.errors:
         print(f"error: {error}", file=out)
     print("\nOK" if report.ok else f"\nFAILED: {len(report.errors)} error(s)", file=out)
+
+
+def _auth_line(auth: dict[str, Any] | None) -> str:
+    if auth is None:
+        return "auth: none (HTTP clients are not authenticated)"
+    required = auth["required_scopes"]
+    needs = f"; every token needs scopes {', '.join(required)}" if required else ""
+    if auth["type"] == "static":
+        tokens = "; ".join(
+            t["client_id"]
+            + (f" (subject {t['subject']})" if t["subject"] else "")
+            + f" [{', '.join(t['scopes'])}]"
+            for t in auth["tokens"]
+        )
+        return f"auth: {len(auth['tokens'])} static bearer token(s): {tokens}{needs}"
+    checks = [f"{name} {_listed(auth[name])}" for name in ("issuer", "audience") if auth[name]]
+    return f"auth: JWT ({auth['algorithm']}), {', '.join([auth['keys'], *checks])}{needs}"
+
+
+def _listed(value: str | list[str]) -> str:
+    return value if isinstance(value, str) else " or ".join(value)
+
+
+def _state_line(state: dict[str, Any]) -> str:
+    if state["url"] == "memory://":
+        return "state: in this process (memory://)"
+    return f"state: {state['url']} (timeout {state['timeout']} s)"
 
 
 # -- entry point --------------------------------------------------------------------------
@@ -342,6 +383,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             _print_report(report, sys.stdout)
         return 0 if report.ok else 1
+    if config.auth is not None and not args.http:
+        print(
+            f"{args.config}: [auth] applies to HTTP: a stdio server's client is the process "
+            "that started it, and sends no token. Serve with --http, or serve a configuration "
+            "without [auth] over stdio.",
+            file=sys.stderr,
+        )
+        return 2
+    if config.state.shared and not args.http:
+        print(
+            f"{args.config}: warning: over stdio a 2026-07-28 client is its process, and every "
+            "stdio proxy on this [state] store keeps that client's state under one key: "
+            "proxies of different users must not share the store",
+            file=sys.stderr,
+        )
     proxy = build_proxy(config)
     if args.http:
         proxy.run(

@@ -10,18 +10,16 @@ key (``groups[2].parent``), the line for TOML, and the fix.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
-    ConfigDict,
     Field,
     ValidationError,
     ValidationInfo,
@@ -31,26 +29,36 @@ from pydantic import (
 
 from fastmcp_filtering._catalog import Catalog
 from fastmcp_filtering._config_access import AccessConfig  # noqa: TC001 - pydantic resolves it
+from fastmcp_filtering._config_auth import AuthConfig, StateConfig, StaticToken
+from fastmcp_filtering._config_base import (
+    EnvString,
+    KeyPath,
+    _CrossReferenceError,
+    _format_key,
+    _Model,
+)
 from fastmcp_filtering._declarations import Group, Tag
 from fastmcp_filtering.concerns import Concern, ConcernMiddleware
 from fastmcp_filtering.progressive import ProgressiveDisclosureMiddleware
 from fastmcp_filtering.search import SearchMiddleware
 
+if TYPE_CHECKING:
+    import os
+
 __all__ = [
+    "AuthConfig",
     "ConcernConfig",
     "ConfigError",
     "FilteringConfig",
     "GroupConfig",
     "ProgressiveConfig",
     "SearchConfig",
+    "StateConfig",
     "TagConfig",
     "UpstreamConfig",
     "load_config",
 ]
 
-KeyPath = tuple[str | int, ...]
-
-_ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # "python" in a config means the interpreter running this package, so an upstream
 # installed beside it (or the example stand-in) is found whatever PATH says.
 _PYTHON_COMMANDS = frozenset({"python", "python3"})
@@ -83,42 +91,6 @@ class ConfigError(ValueError):
         super().__init__("\n".join(lines))
 
 
-class _CrossReferenceError(ValueError):
-    """A library ``ValueError`` tied to the config key it is about."""
-
-    def __init__(self, path: KeyPath, message: str) -> None:
-        self.path = path
-        self.message = message
-        super().__init__(f"{_format_key(path)}: {message}")
-
-
-def _format_key(path: Sequence[str | int]) -> str:
-    """``("groups", 2, "parent")`` as ``groups[2].parent``; odd keys are quoted."""
-    text = ""
-    for part in path:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            plain = re.fullmatch(r"[A-Za-z0-9_-]+", part) is not None
-            shown = part if plain else json.dumps(part)
-            text += f".{shown}" if text else shown
-    return text
-
-
-def _expand_env(value: str) -> str:
-    def substitute(match: re.Match[str]) -> str:
-        name = match.group(1)
-        found = os.environ.get(name)
-        if found is None:
-            raise ValueError(
-                f"environment variable {name} is not set; export {name} before starting, "
-                "or write the value instead of ${" + name + "}"
-            )
-        return found
-
-    return _ENV_REFERENCE.sub(substitute, value)
-
-
 def _check_patterns(patterns: list[str]) -> list[str]:
     for pattern in patterns:
         if not pattern.strip():
@@ -135,12 +107,7 @@ def _check_namespace_text(value: str) -> str:
     return value
 
 
-EnvString = Annotated[str, AfterValidator(_expand_env)]
 Patterns = Annotated[list[str], AfterValidator(_check_patterns)]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class UpstreamConfig(_Model):
@@ -412,6 +379,10 @@ class FilteringConfig(_Model):
     """What a client without a token gets of the groups with ``access``: nothing, or them."""
     search: SearchConfig = Field(default_factory=SearchConfig)
     progressive: ProgressiveConfig | None = None
+    auth: AuthConfig | None = None
+    """How HTTP requests are authenticated; None: they are not."""
+    state: StateConfig = Field(default_factory=StateConfig)
+    """Where per-client state lives (this process by default)."""
 
     @field_validator("concern_mapping")
     @classmethod
@@ -659,7 +630,7 @@ def _problem(error: Any, locate: Callable[[KeyPath], int | None]) -> tuple[str, 
         )
     elif kind == "missing":
         name = path[-1]
-        table = name in _MODELS and name not in ("search", "progressive")
+        table = name in _MODELS and name not in ("search", "progressive", "auth", "state")
         message = f"required key {name!r} is missing; add " + (
             f"a [[{name}]] table" if table else f"{name} = ..."
         )
@@ -687,7 +658,11 @@ _MODELS: dict[str, type[BaseModel]] = {
     "concerns": ConcernConfig,
     "search": SearchConfig,
     "progressive": ProgressiveConfig,
+    "auth": AuthConfig,
+    "state": StateConfig,
 }
+# Tables inside tables: (table, key) -> the model of its entries.
+_NESTED: dict[tuple[str, str], type[BaseModel]] = {("auth", "tokens"): StaticToken}
 
 
 def _known_keys(path: KeyPath) -> list[str]:
@@ -695,6 +670,9 @@ def _known_keys(path: KeyPath) -> list[str]:
         return list(FilteringConfig.model_fields)
     head = path[0]
     model = _MODELS.get(head) if isinstance(head, str) else None
+    names = [p for p in path if isinstance(p, str)]
+    if len(names) > 1:
+        model = _NESTED.get((names[0], names[1]))
     return list(model.model_fields) if model is not None else []
 
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from fastmcp.server.context import Context  # noqa: TC002 - meta-tool signatures resolve it
+from fastmcp.server.dependencies import get_context
 from fastmcp.server.middleware.tool_injection import ToolInjectionMiddleware
 from fastmcp.tools.base import Tool, ToolResult
 from typing_extensions import override
@@ -13,6 +14,7 @@ from typing_extensions import override
 from fastmcp_filtering._catalog import Catalog
 from fastmcp_filtering._declarations import mark_meta_tool
 from fastmcp_filtering._layers import LayerMiddleware
+from fastmcp_filtering._policy import is_unrestricted
 from fastmcp_filtering._progressive import closed, path_to
 from fastmcp_filtering._progressive_layer import EnabledStore, ProgressiveLayer
 from fastmcp_filtering._progressive_tools import (
@@ -22,16 +24,20 @@ from fastmcp_filtering._progressive_tools import (
     MetaToolBodies,
 )
 from fastmcp_filtering._protocol import request_info
+from fastmcp_filtering._state import client_key
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
     from fastmcp import FastMCP
     from fastmcp.server.middleware import CallNext, MiddlewareContext
+    from fastmcp.utilities.authorization import AuthContext
 
     from fastmcp_filtering._declarations import Group
 
 __all__ = ["DisableToolsResult", "EnableToolsResult", "ProgressiveDisclosureMiddleware"]
+
+_R = TypeVar("_R")
 
 # MCP tool names (SEP-986): what every client accepts.
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
@@ -82,7 +88,11 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware, ToolInjectionMiddleware):
     Enabled groups live in FastMCP's session state store, per session
     (2025-11-25) or per authenticated principal (2026-07-28; per process on
     stdio and in-memory); a client with no identity, or a store that fails,
-    gets the initial groups and cannot enable more.
+    gets the initial groups and cannot enable more. A client with no identity
+    (unauthenticated stateless HTTP) is not offered ``enable_tools`` and
+    ``disable_tools`` at all, on any path (calling one is "Unknown tool", with
+    how to get state), and the server instructions it receives say how to
+    get state: authenticate, or connect with a 2025-11-25 session.
 
     Example:
         ```python
@@ -139,6 +149,7 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware, ToolInjectionMiddleware):
         self.disable_tool_name = disable_tool_name
         self.call_tool_name = call_tool_name
         self._meta_names = frozenset(names.values())
+        self._state_tools = frozenset((enable_tool_name, disable_tool_name))
         if not isinstance(state_namespace, str) or not state_namespace:
             raise ValueError(f"state_namespace must be a non-empty string, got {state_namespace!r}")
         self.state_namespace = state_namespace
@@ -269,7 +280,11 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware, ToolInjectionMiddleware):
                 description=bodies.disable_description(),
             ),
         ]
-        tools = [t.model_copy(update={"parameters": _GROUPS_SCHEMA}) for t in tools]
+        # FastMCP checks a component's own auth wherever it lists or looks one up (the
+        # list, a call by name, a background task): the one place that hides them all.
+        tools = [
+            t.model_copy(update={"parameters": _GROUPS_SCHEMA, "auth": _holds_state}) for t in tools
+        ]
         if self.call_tool_name is not None:
 
             async def call_tool(name: str, ctx: Context, arguments: Any = None) -> ToolResult:
@@ -286,6 +301,25 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware, ToolInjectionMiddleware):
         self._built = (self.catalog.version, built)
         return built
 
+    @override
+    def unknown_tool_hint(self, context: MiddlewareContext[Any], name: str) -> str | None:
+        ctx = context.fastmcp_context
+        if name in self._state_tools and ctx is not None and client_key(ctx) is None:
+            # Hidden from this client, which may know the name from the docs: say why.
+            return f"Unknown tool: {name!r}; {self._bodies.no_state()}"
+        return None
+
+    @override
+    def announce_to(self, context: MiddlewareContext[Any], result: _R) -> _R:
+        """For a client that cannot hold state, the instructions say how to get it."""
+        ctx = context.fastmcp_context
+        if ctx is None or client_key(ctx) is not None or not hasattr(result, "instructions"):
+            return result
+        paragraph = self._bodies.no_state_instructions()
+        current = result.instructions
+        text = f"{current}\n\n{paragraph}" if current else paragraph
+        return result.model_copy(update={"instructions": text})  # type: ignore[attr-defined,no-any-return]
+
     # -- session bookkeeping ---------------------------------------------------------------
 
     @override
@@ -298,3 +332,19 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware, ToolInjectionMiddleware):
         if info is not None and not info.modern and info.connection is not None:
             self.catalog.remember(info.connection)
         return await super().on_message(context, call_next)
+
+
+def _holds_state(_auth: AuthContext) -> bool:
+    """The component auth of ``enable_tools`` / ``disable_tools``: only for a client with state.
+
+    A client nothing identifies (unauthenticated stateless HTTP) could only be
+    refused by them, so they do not exist for it. No request: no client; inside
+    ``unrestricted()`` (server code reading the whole catalog) they exist.
+    """
+    if is_unrestricted():
+        return True
+    try:
+        ctx = get_context()
+    except RuntimeError:
+        return False
+    return client_key(ctx) is not None

@@ -11,10 +11,12 @@ from __future__ import annotations
 import fnmatch
 import re
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastmcp import FastMCP
 from fastmcp.client.transports import ClientTransport, StdioTransport, StreamableHttpTransport
+from fastmcp.client.transports.base import TransportOptions
 from fastmcp.client.transports.sse import SSETransport
 from fastmcp.mcp_config import infer_transport_type_from_url
 from fastmcp.server import create_proxy
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from fastmcp.tools.base import Tool
     from fastmcp.utilities.components import FastMCPComponent
     from fastmcp.utilities.versions import VersionSpec
+    from mcp.client.session import ClientSession
 
     from fastmcp_filtering.config import FilteringConfig, UpstreamConfig
 
@@ -54,11 +57,41 @@ _UPSTREAM_MARKS = (GROUPS_META_KEY, META_TOOL_KEY)
 _MODES: dict[str, str | None] = {"auto": "auto", "legacy": "legacy", "mirror": None}
 
 
-def upstream_transport(upstream: UpstreamConfig) -> ClientTransport:
+class _OwnHeaders:
+    """An HTTP upstream connection that sends its configured headers, none of the client's.
+
+    FastMCP's proxy forwards each client's HTTP headers upstream, its
+    ``Authorization`` too. Behind ``[auth]`` that header holds the client's
+    token for this proxy: it must not reach another server.
+    """
+
+    @asynccontextmanager
+    async def connect_session(
+        self, *, transport_options: TransportOptions | None = None, **session_kwargs: Any
+    ) -> AsyncIterator[ClientSession]:
+        options = replace(transport_options or TransportOptions(), forward_incoming_headers=False)
+        connect = super().connect_session  # type: ignore[misc]
+        async with connect(transport_options=options, **session_kwargs) as session:
+            yield session
+
+
+class _OwnHeadersHttp(_OwnHeaders, StreamableHttpTransport):
+    pass
+
+
+class _OwnHeadersSSE(_OwnHeaders, SSETransport):
+    pass
+
+
+def upstream_transport(
+    upstream: UpstreamConfig, *, forward_client_headers: bool = True
+) -> ClientTransport:
     """The FastMCP client transport that reaches ``upstream``.
 
     A stdio upstream's subprocess is kept alive between requests and shared by
-    them; close the transport (``await transport.close()``) to stop it.
+    them; close the transport (``await transport.close()``) to stop it. An HTTP
+    upstream gets the configured ``headers``, plus (FastMCP's proxy default)
+    the headers of the client's request unless ``forward_client_headers=False``.
 
     Example:
         ```python
@@ -68,9 +101,12 @@ def upstream_transport(upstream: UpstreamConfig) -> ClientTransport:
         ```
     """
     if upstream.url is not None:
-        if infer_transport_type_from_url(upstream.url) == "sse":
-            return SSETransport(upstream.url, headers=dict(upstream.headers))
-        return StreamableHttpTransport(upstream.url, headers=dict(upstream.headers))
+        sse = infer_transport_type_from_url(upstream.url) == "sse"
+        if forward_client_headers:
+            kind: type[ClientTransport] = SSETransport if sse else StreamableHttpTransport
+        else:
+            kind = _OwnHeadersSSE if sse else _OwnHeadersHttp
+        return kind(upstream.url, headers=dict(upstream.headers))  # type: ignore[call-arg]
     assert upstream.command is not None
     return StdioTransport(
         command=upstream.command,
@@ -90,6 +126,8 @@ def build_proxy(config: FilteringConfig) -> FastMCP:
     components by a ``ConfigAnnotations`` transform, so every layer sees them.
     Stdio upstreams start at the first request and stop when the server's
     lifespan ends (the last in-memory client leaves, or the server stops).
+    ``[auth]`` becomes the server's ``auth`` (a token verifier, for HTTP) and
+    ``[state]`` its ``session_state_store``.
 
     Example:
         ```python
@@ -102,7 +140,9 @@ def build_proxy(config: FilteringConfig) -> FastMCP:
 
 def _build(config: FilteringConfig) -> tuple[FastMCP[Any], list[ClientTransport]]:
     """The proxy and the transports it owns (``check`` lists and closes them itself)."""
-    transports = [upstream_transport(u) for u in config.upstreams]
+    # Behind [auth] the client's Authorization header is its token for this proxy.
+    forward = config.auth is None
+    transports = [upstream_transport(u, forward_client_headers=forward) for u in config.upstreams]
 
     @asynccontextmanager
     async def close_upstreams(_server: FastMCP[Any]) -> AsyncIterator[dict[str, Any]]:
@@ -114,6 +154,11 @@ def _build(config: FilteringConfig) -> tuple[FastMCP[Any], list[ClientTransport]
 
     strategy = config.on_upstream_error
     lone = config.upstreams[0]
+    # Who each HTTP request is ([auth]) and where its state lives ([state]).
+    served: dict[str, Any] = {
+        "auth": config.auth.verifier() if config.auth is not None else None,
+        "session_state_store": config.state.store(),
+    }
     server: FastMCP[Any]
     if len(config.upstreams) == 1 and lone.namespace is None:
         server = create_proxy(
@@ -123,9 +168,12 @@ def _build(config: FilteringConfig) -> tuple[FastMCP[Any], list[ClientTransport]
             instructions=config.instructions,
             lifespan=close_upstreams,
             provider_error_strategy=strategy,
+            **served,
         )
     else:
-        server = FastMCP(config.name, instructions=config.instructions, lifespan=close_upstreams)
+        server = FastMCP(
+            config.name, instructions=config.instructions, lifespan=close_upstreams, **served
+        )
         for upstream, transport in zip(config.upstreams, transports, strict=True):
             child = create_proxy(
                 transport,
