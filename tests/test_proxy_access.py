@@ -17,6 +17,7 @@ from fastmcp_filtering.proxy import build_proxy
 from ._principals import PrincipalByClientName, as_principal
 from ._servers import ROOT
 from .conftest import ERAS
+from .test_cli import serve_http as serve_proxy
 
 STANDIN = ROOT / "examples" / "upstream_standin.py"
 
@@ -90,6 +91,45 @@ class TestAccessFromTheConfig:
         allowed = proxy_for(tmp_path, 'unauthenticated = "allow"')
         async with Client(allowed, **ERAS[era]) as anonymous:
             assert "merge_pull_request" in await tool_names(anonymous)
+
+
+GATEWAY_AUTH = """
+[auth]
+type = "static"
+
+[[auth.tokens]]
+token = "admin-gateway-token"
+client_id = "admin"
+scopes = ["github:admin"]
+claims = { tenant = "acme" }
+
+[[auth.tokens]]
+token = "reader-gateway-token"
+client_id = "reader"
+scopes = []
+claims = { tenant = "globex" }
+"""
+
+
+@pytest.mark.parametrize("era", list(ERAS))
+async def test_over_http_with_the_proxys_own_auth(tmp_path: Path, era: str) -> None:
+    """`serve --http` with [auth]: the verified tokens' scopes and claims open the groups."""
+    with serve_proxy(write(tmp_path, config_text() + GATEWAY_AUTH)) as url:
+        async with (
+            Client(url, auth="admin-gateway-token", **ERAS[era]) as admin,
+            Client(url, auth="reader-gateway-token", **ERAS[era]) as reader,
+        ):
+            assert [g.name for g in await list_groups(admin)] == ["issues", "admin", "acme"]
+            assert [g.name for g in await list_groups(reader)] == ["issues"]
+            assert "merge_pull_request" in await tool_names(admin)
+            assert "merge_pull_request" not in await tool_names(reader)
+            with pytest.raises(ToolError, match="Unknown tool"):
+                await reader.call_tool("create_pull_request", {"owner": "o", "repo": "r"})
+            created = await admin.call_tool(
+                "create_pull_request",
+                {"owner": "o", "repo": "r", "title": "t", "head": "h", "base": "main"},
+            )
+            assert not created.is_error
 
 
 class TestAccessConfigErrors:
