@@ -1,4 +1,4 @@
-"""The ``fastmcp-filtering`` command: ``serve`` a filtering proxy, ``check`` a configuration.
+"""The ``fastmcp-filtering`` command: ``serve`` a proxy, ``check`` or ``init`` a configuration.
 
 ``fastmcp-filtering serve CONFIG`` proxies the configured upstream(s) with the
 filtering stack over stdio (default) or streamable HTTP (``--http``).
@@ -6,6 +6,9 @@ filtering stack over stdio (default) or streamable HTTP (``--http``).
 upstream(s), and prints each group with its member count, the tags, the tools in
 no group, and patterns that match nothing; it exits 1 on an invalid file, an
 unreachable upstream, or a group that matches no tool.
+``fastmcp-filtering init COMMAND [ARGS...]`` (or a URL, or ``--from mcp.json``)
+connects to the server(s) and writes a proposed configuration
+(``fastmcp_filtering.suggest``).
 
 Example:
     ```bash
@@ -27,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from fastmcp import Client
 
 from fastmcp_filtering._catalog import match_names
+from fastmcp_filtering._init import InitRequest, run_init
 from fastmcp_filtering._policy import unrestricted
 from fastmcp_filtering.config import ConfigError, FilteringConfig, load_config
 from fastmcp_filtering.proxy import _build, build_proxy, upstream_transport
@@ -184,7 +188,7 @@ async def check(config: FilteringConfig, *, file: str = "<config>") -> CheckRepo
                     f"tag {tag_config.name!r} pattern {pattern!r} matches no tool"
                 )
     for concern in config.concerns:
-        counts = {value: 0 for value in concern.values}
+        counts = {value: 0 for value in concern.values or ()}
         unmapped = 0
         for tool in tools:
             value = ((tool.meta or {}).get("concerns") or {}).get(concern.name)
@@ -311,6 +315,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     check_cmd.add_argument("config", help="configuration file (.toml, .json, .yaml)")
     check_cmd.add_argument("--json", action="store_true", help="print a JSON report")
+    init = commands.add_parser(
+        "init",
+        help="connect to a server and write a proposed configuration",
+        usage="%(prog)s [-o FILE] [--from MCP_JSON] [COMMAND [ARGS...] | URL]",
+    )
+    init.add_argument("-o", "--output", help="write the TOML here (default: print it)")
+    init.add_argument("--force", action="store_true", help="replace an existing --output file")
+    init.add_argument("--from", dest="from_file", help="an mcpServers JSON file: proxy them all")
+    init.add_argument("--mode", choices=["auto", "legacy"], default="auto", help="upstream era")
+    init.add_argument("--max-group-size", type=int, default=15, help="tools per group at most")
+    init.add_argument("target", nargs=argparse.REMAINDER, help="the server's command or URL")
     return parser
 
 
@@ -323,6 +338,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         ```
     """
     args = _parser().parse_args(argv)
+    if args.command == "init":
+        fields = ("target", "from_file", "output", "force", "mode", "max_group_size")
+        request = InitRequest(**{f: getattr(args, f) for f in fields})
+        return run_init(request, sys.stdout, sys.stderr)
     try:
         config = load_config(args.config)
     except ConfigError as error:
