@@ -113,25 +113,25 @@ class Cluster:
 
 
 def _items(tools: list[ToolInfo]) -> list[Item]:
-    raw = [name_words(t.name) for t in tools]
+    words = [name_words(t.name) for t in tools]
     # A word in every name (a server prefix) tells the tools apart no better than none.
     common = (
-        frozenset.intersection(*(frozenset(w.key for w in ws) for ws in raw))
+        frozenset.intersection(*(frozenset(w.key for w in ws) for ws in words))
         if len(tools) >= 3
         else frozenset()
     )
-    words = [name_words(t.name, ignore=common) for t in tools]
-    phrases = _phrases(words)
+    telling = [[w for w in ws if w.key not in common] for ws in words]
+    phrases = _phrases(telling)
     descriptions = [plain_words(t.description or "") for t in tools]
     items = []
-    for tool, name, description in zip(tools, words, descriptions, strict=True):
+    for tool, name, kept, description in zip(tools, words, telling, descriptions, strict=True):
         verb = next((w.key for w in name if w.verb), None)
         annotated = is_annotated(tool.annotations)
         items.append(
             Item(
                 tool=tool,
                 words=name,
-                topics=_topics(name, phrases),
+                topics=_topics(kept, phrases),
                 verb=verb,
                 bag={w.key for w in name if w.key not in STOPWORDS} | set(description),
                 description=description,
@@ -197,7 +197,7 @@ def propose_groups(tools: list[ToolInfo], *, cap: int) -> list[Cluster]:
     """The proposed groups of ``tools`` (module docstring: the rules), roots largest first."""
     items = _items(tools)
     if len(items) <= 1:
-        return [Cluster("other", [], items)] if items else []
+        return [Cluster("other", [Token("tools", "tools", 0, 0)], items)] if items else []
     clusters, rest = _topic_clusters(items, 0, cap)
     # One topic holding every tool is no choice for an agent: its subgroups are the roots.
     while len(clusters) == 1 and not rest and clusters[0].children:

@@ -44,6 +44,10 @@ class InitRequest:
     force: bool = False
     mode: str = "auto"
     max_group_size: int = 15
+    env: list[str] = field(default_factory=list)
+    """``NAME=VALUE``, or ``NAME`` for ``${NAME}`` read from the environment."""
+    headers: list[str] = field(default_factory=list)
+    """``NAME=VALUE`` headers for a URL; ``${NAME}`` in a value is read from the environment."""
 
 
 class InitError(Exception):
@@ -63,10 +67,25 @@ def _cwd_for(table: dict[str, Any], base: Path, out_dir: Path) -> str | None:
     return os.path.relpath(base.resolve(), out_dir.resolve())
 
 
-def _target_table(target: list[str]) -> dict[str, Any]:
+def _pairs(items: list[str], what: str) -> dict[str, str]:
+    pairs = {}
+    for item in items:
+        name, equals, value = item.partition("=")
+        if not name or (not equals and what == "header"):
+            raise InitError(f"--{what} {item!r}: write NAME=VALUE")
+        pairs[name] = value if equals else "${" + name + "}"
+    return pairs
+
+
+def _target_table(request: InitRequest) -> dict[str, Any]:
+    target = request.target
     if len(target) == 1 and re.match(r"https?://", target[0]):
-        return {"url": target[0]}
-    return {"command": target[0], "args": list(target[1:])}
+        if request.env:
+            raise InitError("--env applies to a command; a URL takes --header NAME=VALUE")
+        return {"url": target[0], "headers": _pairs(request.headers, "header")}
+    if request.headers:
+        raise InitError("--header applies to a URL; a command takes --env NAME=VALUE")
+    return {"command": target[0], "args": list(target[1:]), "env": _pairs(request.env, "env")}
 
 
 def _label(target: list[str]) -> str:
@@ -81,6 +100,8 @@ def _label(target: list[str]) -> str:
 def _tables(request: InitRequest, out_dir: Path) -> tuple[list[dict[str, Any]], str]:
     """The ``[[upstreams]]`` tables to write, and what they are (for messages)."""
     if request.from_file is not None:
+        if request.env or request.headers:
+            raise InitError("--env and --header are for a command or a URL, not --from")
         path = Path(request.from_file).expanduser()
         try:
             servers = read_servers(path)
@@ -103,7 +124,7 @@ def _tables(request: InitRequest, out_dir: Path) -> tuple[list[dict[str, Any]], 
                 entry["cwd"] = cwd
             tables.append(entry)
         return tables, str(path)
-    table = _target_table(request.target)
+    table = _target_table(request)
     cwd = _cwd_for(table, Path.cwd(), out_dir)
     if cwd is not None:
         table["cwd"] = cwd

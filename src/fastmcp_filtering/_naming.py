@@ -49,7 +49,7 @@ def slug(text: str) -> str:
 
 def title(cluster: Cluster) -> str:
     """``Pull requests``: the key in words, capitalized; ``Other tools`` for the rest."""
-    if cluster.kind == "other":
+    if cluster.kind == "other" and cluster.tokens[0].key == "other":
         return "Other tools"
     text = spelled(cluster).replace("_", " ")
     return text[:1].upper() + text[1:]

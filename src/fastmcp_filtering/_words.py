@@ -110,14 +110,14 @@ def _spans(name: str) -> list[tuple[str, int, int]]:
     return spans
 
 
-def name_words(name: str, *, ignore: frozenset[str] = frozenset()) -> list[Word]:
-    """The words of a tool name, with the verb marked; ``ignore`` (catalog-wide words) dropped.
+def name_words(name: str) -> list[Word]:
+    """The words of a tool name, with the verb marked.
 
     A word is the verb when it is an action word spelled singular and stands first,
-    second after a word that is no action, or last (ignoring ``ignore``d words), or
-    follows ``or``/``and`` after the verb (``create_or_update_file``).
+    second after a word that is no action, or last, or follows ``or``/``and`` after
+    the verb (``create_or_update_file``).
     """
-    spans = [(s, a, b) for s, a, b in _spans(name) if singular(s.lower()) not in ignore]
+    spans = _spans(name)
     words: list[Word] = []
     last = len(spans) - 1
     for index, (surface, start, end) in enumerate(spans):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import fnmatch
 import json
 import sys
@@ -325,6 +326,10 @@ def _parser() -> argparse.ArgumentParser:
     init.add_argument("--from", dest="from_file", help="an mcpServers JSON file: proxy them all")
     init.add_argument("--mode", choices=["auto", "legacy"], default="auto", help="upstream era")
     init.add_argument("--max-group-size", type=int, default=15, help="tools per group at most")
+    init.add_argument(
+        "--env", action="append", default=[], help="NAME=VALUE, or NAME for ${NAME}, for a command"
+    )
+    init.add_argument("--header", dest="headers", action="append", default=[], help="NAME=VALUE")
     init.add_argument("target", nargs=argparse.REMAINDER, help="the server's command or URL")
     return parser
 
@@ -339,8 +344,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = _parser().parse_args(argv)
     if args.command == "init":
-        fields = ("target", "from_file", "output", "force", "mode", "max_group_size")
-        request = InitRequest(**{f: getattr(args, f) for f in fields})
+        request = InitRequest(
+            **{f.name: getattr(args, f.name) for f in dataclasses.fields(InitRequest)}
+        )
         return run_init(request, sys.stdout, sys.stderr)
     try:
         config = load_config(args.config)
