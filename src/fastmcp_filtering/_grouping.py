@@ -4,14 +4,16 @@ The rules, the same for any catalog (``cap`` is the most tools a group holds):
 
 1. Each name's words are split (``_ - . / :``, camelCase), made singular, and
    its verb (``get``, ``create``...) set aside; two words always next to each
-   other in the catalog's names become one phrase (``pull request``); a word in
-   every name (a prefix like ``browser_``) carries no information and is dropped.
-   What is left, in name order, is the tool's topic path
+   other in the catalog's names become one phrase (``pull request``). What is
+   left, in name order, is the tool's topic path
    (``get_pull_request_reviews``: ``pull request``, ``review``).
 2. Tools whose paths start with the same topic form a group when they are at
    least two. A group over ``cap`` tools becomes a parent: the next topic of its
-   tools makes subgroups beneath it; the rest stay its own tools.
-3. Tools left alone are placed, in order: with others sharing their verb
+   tools makes subgroups beneath it; the rest stay its own tools. A topic every
+   tool starts with (a prefix like ``browser_``) makes no level of its own: its
+   subgroups are the top groups.
+3. Tools left alone are placed, in order: with others sharing a word of their
+   names' topics; with others sharing their verb
    (``search_code``, ``search_users``: a ``search`` group); in the group whose
    topic their description names (``create_branch``: "... in a GitHub
    repository"); with others whose names and descriptions share a word that
@@ -114,24 +116,17 @@ class Cluster:
 
 def _items(tools: list[ToolInfo]) -> list[Item]:
     words = [name_words(t.name) for t in tools]
-    # A word in every name (a server prefix) tells the tools apart no better than none.
-    common = (
-        frozenset.intersection(*(frozenset(w.key for w in ws) for ws in words))
-        if len(tools) >= 3
-        else frozenset()
-    )
-    telling = [[w for w in ws if w.key not in common] for ws in words]
-    phrases = _phrases(telling)
+    phrases = _phrases(words)
     descriptions = [plain_words(t.description or "") for t in tools]
     items = []
-    for tool, name, kept, description in zip(tools, words, telling, descriptions, strict=True):
+    for tool, name, description in zip(tools, words, descriptions, strict=True):
         verb = next((w.key for w in name if w.verb), None)
         annotated = is_annotated(tool.annotations)
         items.append(
             Item(
                 tool=tool,
                 words=name,
-                topics=_topics(kept, phrases),
+                topics=_topics(name, phrases),
                 verb=verb,
                 bag={w.key for w in name if w.key not in STOPWORDS} | set(description),
                 description=description,
@@ -199,7 +194,8 @@ def propose_groups(tools: list[ToolInfo], *, cap: int) -> list[Cluster]:
     if len(items) <= 1:
         return [Cluster("other", [Token("tools", "tools", 0, 0)], items)] if items else []
     clusters, rest = _topic_clusters(items, 0, cap)
-    # One topic holding every tool is no choice for an agent: its subgroups are the roots.
+    # One topic holding every tool (a prefix like browser_) is no choice for an agent: its
+    # subgroups are the roots.
     while len(clusters) == 1 and not rest and clusters[0].children:
         clusters, rest = clusters[0].children, clusters[0].members
     _place(clusters, rest, cap, stopwords=_frequent(items))

@@ -55,7 +55,8 @@ class InitError(Exception):
 
 
 def _looks_like_path(value: str, base: Path) -> bool:
-    return not value.startswith("-") and ("/" in value or "." in value) and (base / value).exists()
+    relative = not value.startswith("-") and not Path(value).is_absolute()
+    return relative and ("/" in value or "." in value) and (base / value).exists()
 
 
 def _cwd_for(table: dict[str, Any], base: Path, out_dir: Path) -> str | None:
