@@ -25,7 +25,7 @@ from fastmcp_filtering.proxy import build_proxy
 
 from ._servers import free_port, wait_for_http
 from .conftest import ERAS
-from .test_proxy import EXAMPLE_CONFIG, RECORDED, STANDIN, reply, standin_http
+from .test_proxy import EXAMPLE_CONFIG, RECORDED, STANDIN, names, reply, standin_http
 
 CLI = [sys.executable, "-m", "fastmcp_filtering"]
 
@@ -384,12 +384,7 @@ class TestInitFromMcpJson:
         )
         assert (await check(load_config(config))).ok
         async with Client(build_proxy(load_config(config)), **ERAS[era]) as client:
-            names = {t.name for t in (await list_tools(client, groups=["notes"])).tools}
-            assert names == {
-                "notes_read_notes",
-                "notes_add_note",
-                "notes_delete_notes",
-                "notes_tidy_notes",
-            }
+            notes = ["add_note", "delete_notes", "read_notes", "tidy_notes"]
+            assert await names(client, groups=["notes"]) == [f"notes_{n}" for n in notes]
             args = {"owner": "o", "repo": "r", "issue_number": 1}
             assert reply(await client.call_tool("github_get_issue", args))["upstream"] == "gh"
