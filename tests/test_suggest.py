@@ -393,3 +393,7 @@ class TestBadInput:
             suggest_config([{"title": "no name"}])
         with pytest.raises(ValueError, match="to_toml needs the upstreams"):
             suggest_config(GITHUB).to_toml(upstreams=[])
+        with pytest.raises(ValueError, match="tools without a namespace"):
+            suggest_config(GITHUB).to_toml(upstreams=[{"command": "x", "namespace": "gh"}])
+        with pytest.raises(ValueError, match=r"namespace 'my server' must be .* 'my_server'"):
+            suggest_config({"my server": GITHUB})

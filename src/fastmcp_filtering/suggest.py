@@ -30,6 +30,7 @@ from typing import Any
 
 from fastmcp_filtering._annotations import ANNOTATION_TAGS, RISK_VALUES, hints
 from fastmcp_filtering._grouping import Cluster, Item, ToolInfo, propose_groups
+from fastmcp_filtering._mcp_json import namespace_of
 from fastmcp_filtering._naming import describe, join, slug, spelled, title
 from fastmcp_filtering._patterns import Names, compress, escape
 from fastmcp_filtering.config import ConcernConfig, GroupConfig, TagConfig
@@ -104,10 +105,13 @@ class SuggestedConfig:
                 "to_toml(upstreams=[{'command': 'npx', 'args': ['-y', 'some-server']}])"
             )
         namespaces = tuple(str(u["namespace"]) for u in upstreams if u.get("namespace"))
-        if self.namespaces and sorted(namespaces) != sorted(self.namespaces):
+        if sorted(namespaces) != sorted(self.namespaces):
             raise ValueError(
                 f"the proposal is for namespaces {list(self.namespaces)}; give one upstream "
                 f"with each namespace, got {list(namespaces)}"
+                if self.namespaces
+                else "the proposal is for tools without a namespace; remove namespace from "
+                "the upstreams, or propose with suggest_config({namespace: tools})"
             )
         return render(self, upstreams=upstreams, name=name, source=source)
 
@@ -120,6 +124,15 @@ def _info(tool: object) -> ToolInfo:
     if not isinstance(name, str) or not name:
         raise ValueError(f"every tool needs a name; got {tool!r:.80}")
     return ToolInfo(name, get("title"), get("description"), get("annotations"))
+
+
+def _namespace(namespace: object) -> str:
+    if not isinstance(namespace, str) or namespace != namespace_of(namespace):
+        raise ValueError(
+            f"namespace {namespace!r} must be letters, digits, '_' or '-', starting with a letter "
+            f"or digit (it prefixes tool names), e.g. {namespace_of(str(namespace))!r}"
+        )
+    return namespace
 
 
 def suggest_config(
@@ -149,7 +162,7 @@ def suggest_config(
     if max_group_size < 2:
         raise ValueError(f"max_group_size must be at least 2, got {max_group_size}")
     servers = (
-        {ns: [_info(t) for t in ts] for ns, ts in tools.items()}
+        {_namespace(ns): [_info(t) for t in ts] for ns, ts in tools.items()}
         if isinstance(tools, Mapping)
         else {"": [_info(t) for t in tools]}
     )
