@@ -328,7 +328,7 @@ class TestInit:
 
 
 def servers_file(tmp_path: Path) -> Path:
-    """An mcpServers file: the GitHub stand-in, the annotated notes server, a disabled one."""
+    """An mcpServers file: the GitHub stand-in, the notes server, a disabled one, the proxy."""
     path = tmp_path / "mcp.json"
     path.write_text(
         json.dumps(
@@ -337,6 +337,11 @@ def servers_file(tmp_path: Path) -> Path:
                     "github": {"command": "python", "args": [str(STANDIN), "--label", "gh"]},
                     "notes": {"command": "python", "args": [str(ANNOTATED)]},
                     "broken": {"command": "no-such-command", "disabled": True},
+                    # The host's entry for the proxy itself: never an upstream of it.
+                    "filtered": {
+                        "command": "fastmcp-filtering",
+                        "args": ["serve", str(tmp_path / "proxy.toml")],
+                    },
                 }
             }
         ),

@@ -93,8 +93,10 @@ def _label(target: list[str]) -> str:
     """A short name for the server: the URL's host, or the package or script it runs."""
     if re.match(r"https?://", target[0]):
         return re.sub(r"^https?://([^/:]+).*", r"\1", target[0])
-    words = [a for a in target[1:] if not a.startswith("-")] or target[:1]
-    name = Path(words[0]).name
+    words = [a for a in target[1:] if not a.startswith("-")]
+    # A package or script (server-github@1.0, ghcr.io/x/y, server.py), not a subcommand (run).
+    named = [a for a in words if re.search(r"[-./@]", a)] or words or target[:1]
+    name = Path(named[0]).name
     return re.sub(r"(@[^@/]+|\.(py|js|mjs|ts))$", "", name) or name
 
 
@@ -105,7 +107,9 @@ def _tables(request: InitRequest, out_dir: Path) -> tuple[list[dict[str, Any]], 
             raise InitError("--env and --header are for a command or a URL, not --from")
         path = Path(request.from_file).expanduser()
         try:
-            servers = read_servers(path)
+            # An entry serving the file being written is the proxy itself: not an upstream.
+            proxy_file = Path(request.output).resolve() if request.output else None
+            servers = read_servers(path, proxy_file=proxy_file)
         except McpJsonError as error:
             raise InitError(str(error)) from None
         if not servers:
