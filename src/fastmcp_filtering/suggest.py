@@ -202,7 +202,7 @@ class _Builder:
             self._add(clusters, None, "", prefix)
         elif len(clusters) == 1:
             # One group for the whole server: the server's group is that group.
-            self._add(clusters, None, "", prefix, names=[namespace])
+            self._add(clusters, None, f"{namespace}.", prefix, names=[namespace])
         else:
             self._group(
                 GroupConfig(
