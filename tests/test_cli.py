@@ -284,7 +284,7 @@ class TestInit:
             "destructive": ["delete_notes"],
             "idempotent": ["read_notes"],
         }
-        assert "4 tools in 1 groups" in err
+        assert "4 tools in 1 group." in err
         assert '"fastmcp-filtering"' in err
 
     def test_refusals(self, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from fastmcp_filtering._catalog import ComponentKind, match_names
 from fastmcp_filtering._mcp_json import McpJsonError, namespace_of, read_servers
 from fastmcp_filtering._policy import unrestricted
+from fastmcp_filtering._suggest_toml import counted
 from fastmcp_filtering.config import FilteringConfig
 from fastmcp_filtering.proxy import _build
 from fastmcp_filtering.suggest import DEFAULT_META_TOOLS, suggest_config
@@ -240,7 +241,7 @@ def run_init(request: InitRequest, out: TextIO, err: TextIO) -> int:
     shown = request.output or "proxy.toml"
     notes = err if not request.output else out
     print(
-        f"\n{suggestion.tool_count} tools in {len(suggestion.groups)} groups"
+        f"\n{counted(suggestion.tool_count, 'tool')} in {counted(len(suggestion.groups), 'group')}"
         f"{f' written to {request.output}' if request.output else ''}. "
         f"Check it: fastmcp-filtering check {shown}\n"
         f"Then give your MCP host this one server"

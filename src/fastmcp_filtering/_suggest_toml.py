@@ -11,11 +11,16 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from fastmcp_filtering.suggest import SuggestedConfig
 
-__all__ = ["render", "toml_value"]
+__all__ = ["counted", "render", "toml_value"]
 
 _WIDTH = 100
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
 _UPSTREAM_KEYS = ("name", "command", "args", "env", "cwd", "url", "headers", "namespace", "mode")
+
+
+def counted(count: int, noun: str) -> str:
+    """``1 group``, ``5 groups``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _string(text: str) -> str:
@@ -73,8 +78,8 @@ def render(
     count, cap = suggestion.tool_count, suggestion.max_group_size
     lines = _comment(
         f"fastmcp-filtering proxy proposed by `fastmcp-filtering init`"
-        f"{f' for {source}' if source else ''}: {count} tools in "
-        f"{len(suggestion.groups)} groups."
+        f"{f' for {source}' if source else ''}: {counted(count, 'tool')} in "
+        f"{counted(len(suggestion.groups), 'group')}."
     )
     lines += [
         "# Review it, then:",
