@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import shutil
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,12 +18,14 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 from fastmcp.exceptions import ToolError
 
-from fastmcp_filtering.cli import main
+from fastmcp_filtering.cli import CheckReport, check, main
 from fastmcp_filtering.client import list_groups, list_tools
+from fastmcp_filtering.config import load_config
+from fastmcp_filtering.proxy import build_proxy
 
 from ._servers import free_port, wait_for_http
 from .conftest import ERAS
-from .test_proxy import EXAMPLE_CONFIG, RECORDED, STANDIN, reply
+from .test_proxy import EXAMPLE_CONFIG, RECORDED, STANDIN, names, reply, standin_http
 
 CLI = [sys.executable, "-m", "fastmcp_filtering"]
 
@@ -201,3 +206,190 @@ async def exercise(client: Client[Any], *, stateful: bool = True) -> None:
         assert reply(commits)["tool"] == "list_commits"
     issue = await client.call_tool("get_issue", {"owner": "o", "repo": "r", "issue_number": 1})
     assert reply(issue)["arguments"]["issue_number"] == 1
+
+
+NODE_MODULES = Path(__file__).parent / "interop" / "node_modules" / "@modelcontextprotocol"
+ANNOTATED = Path(__file__).parent / "_annotated_upstream.py"
+
+
+def body(toml: str) -> str:
+    """A generated file from its groups on: what does not depend on how the server is run."""
+    return toml[toml.index("# -- groups") :]
+
+
+async def init_and_check(tmp_path: Path, *args: str) -> tuple[str, CheckReport]:
+    """``init -o proxy.toml ARGS`` then ``check``, in this process: the TOML and the report."""
+    out = tmp_path / "proxy.toml"
+    assert await asyncio.to_thread(main, ["init", "-o", str(out), *args]) == 0
+    report = await check(load_config(out), file=str(out))
+    assert report.ok, report.errors
+    return out.read_text(encoding="utf-8"), report
+
+
+def assert_grouped(report: CheckReport, cap: int = 15) -> None:
+    """Every tool in a group, none with more than ``cap`` of its own."""
+    assert report.tools
+    assert report.ungrouped == []
+    assert all(len(g["tools"]) <= cap for g in report.groups), report.groups
+
+
+class TestInit:
+    """``fastmcp-filtering init``: connect, propose, write a TOML that ``check`` accepts."""
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_the_recorded_github_server(self, tmp_path: Path, era: str) -> None:
+        mode = ["--mode", "legacy"] if era == "legacy" else []
+        toml, report = await init_and_check(tmp_path, *mode, "python", str(STANDIN))
+        assert_grouped(report)
+        assert len(report.tools) == 26
+        # The same proposal as the README shows for the real server.
+        from .test_suggest import github_toml
+
+        assert body(toml) == body(github_toml())
+        upstream = tomllib.loads(toml)["upstreams"]
+        assert upstream == [
+            {"command": "python", "args": [str(STANDIN)], **({"mode": "legacy"} if mode else {})}
+        ]
+
+    def test_the_command_relative_paths_get_a_cwd_and_the_host_entry_is_printed(
+        self, tmp_path: Path
+    ) -> None:
+        out = tmp_path / "sub" / "proxy.toml"
+        out.parent.mkdir()
+        made = run("init", "-o", str(out), "python", "../examples/upstream_standin.py")
+        assert made.returncode == 0, made.stderr
+        upstream = tomllib.loads(out.read_text())["upstreams"][0]
+        # The arguments were relative to where init ran (tests/), not to the file.
+        assert (out.parent / upstream["cwd"]).resolve() == Path(__file__).parent
+        checked = run("check", str(out))
+        assert checked.returncode == 0, checked.stdout
+        assert "tools in no group (0)" in checked.stdout
+        assert f"26 tools in 5 groups written to {out}" in made.stdout
+        entry = json.loads(made.stdout[made.stdout.index("{") :])
+        [server] = entry["mcpServers"].values()
+        assert server["args"][-2:] == ["serve", str(out)]
+
+    def test_without_o_the_toml_goes_to_stdout(self, capfd: pytest.CaptureFixture[str]) -> None:
+        assert main(["init", sys.executable, str(ANNOTATED)]) == 0
+        out, err = capfd.readouterr()
+        config = tomllib.loads(out)
+        assert [g["name"] for g in config["groups"]] == ["notes"]
+        assert config["concerns"] == [
+            {"name": "risk", "from_annotations": True, "default": "write"}
+        ]
+        # tidy_notes states no annotations: guessed (no read or destroying verb) as write.
+        assert config["concern_mapping"] == {"tidy_notes": {"risk": "write"}}
+        assert {t["name"]: t["tools"] for t in config["tags"]} == {
+            "read-only": ["read_notes"],
+            "destructive": ["delete_notes"],
+            "idempotent": ["read_notes"],
+        }
+        assert "4 tools in 1 group." in err
+        assert '"fastmcp-filtering"' in err
+
+    def test_refusals(self, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+        assert main(["init"]) == 2
+        assert "init needs a server" in capfd.readouterr().err
+        existing = tmp_path / "proxy.toml"
+        existing.write_text("keep me")
+        assert main(["init", "-o", str(existing), "python", str(STANDIN)]) == 1
+        assert "pass --force" in capfd.readouterr().err
+        assert existing.read_text() == "keep me"
+        dead = [sys.executable, "-c", "import sys; sys.exit(3)"]
+        assert main(["init", "-o", str(tmp_path / "new.toml"), *dead]) == 1
+        assert "cannot be listed" in capfd.readouterr().err
+        assert not (tmp_path / "new.toml").exists()
+        assert main(["init", "--header", "A=b", "python", str(STANDIN)]) == 1
+        assert "--header applies to a URL" in capfd.readouterr().err
+
+    async def test_env_and_headers(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("STANDIN_LABEL", "from-env")
+        with standin_http() as url:
+            toml, _ = await init_and_check(tmp_path, "--header", "X-Token=${STANDIN_LABEL}", url)
+        assert tomllib.loads(toml)["upstreams"] == [
+            {"url": url, "headers": {"X-Token": "${STANDIN_LABEL}"}}
+        ]
+        (tmp_path / "proxy.toml").unlink()
+        toml, _ = await init_and_check(
+            tmp_path, "--env", "STANDIN_LABEL", "--env", "A=1", "python", str(STANDIN)
+        )
+        env = tomllib.loads(toml)["upstreams"][0]["env"]
+        assert env == {"STANDIN_LABEL": "${STANDIN_LABEL}", "A": "1"}
+
+    @pytest.mark.parametrize(
+        "package", ["server-everything", "server-memory"], ids=["everything", "memory"]
+    )
+    async def test_real_npm_servers(self, tmp_path: Path, package: str) -> None:
+        main_js = NODE_MODULES / package / "dist" / "index.js"
+        if not main_js.is_file() or shutil.which("node") is None:
+            pytest.skip(f"npm install @modelcontextprotocol/{package} in tests/interop")
+        _, report = await init_and_check(tmp_path, "node", str(main_js))
+        assert_grouped(report)
+
+
+def servers_file(tmp_path: Path) -> Path:
+    """An mcpServers file: the GitHub stand-in, the notes server, a disabled one, the proxy."""
+    path = tmp_path / "mcp.json"
+    path.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "github": {"command": "python", "args": [str(STANDIN), "--label", "gh"]},
+                    "notes": {"command": "python", "args": [str(ANNOTATED)]},
+                    "broken": {"command": "no-such-command", "disabled": True},
+                    # The host's entry for the proxy itself: never an upstream of it.
+                    "filtered": {
+                        "command": "fastmcp-filtering",
+                        "args": ["serve", str(tmp_path / "proxy.toml")],
+                    },
+                }
+            }
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+class TestInitFromMcpJson:
+    """``init --from mcp.json``: one proxy for every server a host lists."""
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_one_proxy_with_a_parent_group_per_server(self, tmp_path: Path, era: str) -> None:
+        toml, report = await init_and_check(tmp_path, "--from", str(servers_file(tmp_path)))
+        assert_grouped(report)
+        parsed = tomllib.loads(toml)
+        assert [(u["name"], u["namespace"]) for u in parsed["upstreams"]] == [
+            ("github", "github"),
+            ("notes", "notes"),
+        ]
+        parents = {g["name"]: g.get("parent") for g in parsed["groups"]}
+        assert parents["github"] is None
+        assert parents["github.pull_requests"] == "github"
+        assert parents["notes"] is None  # one group of its own: the server's group is it
+        assert parsed["progressive"]["initial_groups"] == ["github", "notes"]
+        proxy = build_proxy(load_config(tmp_path / "proxy.toml"))
+        async with Client(proxy, **ERAS[era]) as client:
+            offered = {g.name for g in await list_groups(client)}
+            assert {"github", "github.issues", "notes"} <= offered
+            added = await client.call_tool("notes_add_note", {"text": "x"})
+            assert added.content[0].text == "added x"  # type: ignore[union-attr]
+            with pytest.raises(ToolError, match=r"enable_tools\(groups=\[\"github.issues\"\]\)"):
+                await client.call_tool("github_get_issue", {"owner": "o"})
+            await client.call_tool("enable_tools", {"groups": ["github.issues"]})
+            args = {"owner": "o", "repo": "r", "issue_number": 1}
+            assert reply(await client.call_tool("github_get_issue", args))["upstream"] == "gh"
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_upstreams_from_serves_the_file(self, tmp_path: Path, era: str) -> None:
+        servers_file(tmp_path)
+        config = tmp_path / "proxy.toml"
+        config.write_text(
+            'upstreams_from = "mcp.json"\n\n[[groups]]\nname = "notes"\ntools = ["notes_*"]\n',
+            encoding="utf-8",
+        )
+        assert (await check(load_config(config))).ok
+        async with Client(build_proxy(load_config(config)), **ERAS[era]) as client:
+            notes = ["add_note", "delete_notes", "read_notes", "tidy_notes"]
+            assert await names(client, groups=["notes"]) == [f"notes_{n}" for n in notes]
+            args = {"owner": "o", "repo": "r", "issue_number": 1}
+            assert reply(await client.call_tool("github_get_issue", args))["upstream"] == "gh"

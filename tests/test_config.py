@@ -288,3 +288,133 @@ class TestMistakes:
             FilteringConfig.model_validate(
                 {"upstreams": [{"command": "x"}], "groups": [{"name": "a", "parent": "b"}]}
             )
+
+
+class TestConcernFromAnnotations:
+    def test_values_and_order_are_preset(self, tmp_path: Path) -> None:
+        text = (
+            UPSTREAM + '[[concerns]]\nname = "risk"\nfrom_annotations = true\ndefault = "write"\n'
+        )
+        config = load_config(write(tmp_path, text))
+        assert config.to_concerns() == [
+            Concern(
+                "risk",
+                values=["read-only", "write", "destructive"],
+                description="How much a tool may change, from its MCP annotations: "
+                "read-only < write < destructive",
+                default="write",
+                ordered=True,
+            )
+        ]
+
+    @pytest.mark.parametrize(
+        ("body", "line", "fix"),
+        [
+            ('from_annotations = true\nvalues = ["low", "high"]\n', 4, "remove values"),
+            ("from_annotations = true\nordered = false\n", 4, "remove ordered"),
+            ('default = "low"\n', 4, "values is missing: add values = [...], or "),
+            ('from_annotations = true\ndefault = "safe"\n', 7, "default 'safe' is not one"),
+        ],
+    )
+    def test_mistakes(self, tmp_path: Path, body: str, line: int, fix: str) -> None:
+        error = error_of(write(tmp_path, UPSTREAM + '[[concerns]]\nname = "risk"\n' + body))
+        assert error.key.startswith("concerns[0]")
+        assert error.line == line
+        assert fix in str(error)
+
+    def test_a_mapping_value_must_be_a_preset_value(self, tmp_path: Path) -> None:
+        text = (
+            UPSTREAM + '[[concerns]]\nname = "risk"\nfrom_annotations = true\n\n'
+            '[concern_mapping]\n"get_*" = { risk = "read" }\n'
+        )
+        error = error_of(write(tmp_path, text))
+        assert error.key == 'concern_mapping."get_*".risk'
+        assert "'read'" in str(error)
+
+
+def mcp_json(tmp_path: Path, servers: object, name: str = "mcp.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+    return path
+
+
+class TestUpstreamsFrom:
+    """``upstreams_from = "mcp.json"``: the mcpServers file agents' hosts keep."""
+
+    def test_servers_become_namespaced_upstreams(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("GH_TOKEN", "secret")
+        (tmp_path / "servers").mkdir()
+        mcp_json(
+            tmp_path / "servers",
+            {
+                "github": {
+                    "command": "npx",
+                    "args": ["-y", "server-github"],
+                    "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${GH_TOKEN}", "DEBUG": 1},
+                },
+                "my docs.v2": {"type": "http", "url": "https://docs.example/mcp", "auth": "tok"},
+                "local": {"command": "./run.sh", "cwd": "sub", "description": "ignored"},
+                "off": {"command": "nothing", "disabled": True},
+                "me": {"command": "fastmcp-filtering", "args": ["serve", "../proxy.toml"]},
+            },
+        )
+        config = load_config(write(tmp_path, 'upstreams_from = "servers/mcp.json"\n'))
+        github, docs, local = config.upstreams
+        assert (github.name, github.namespace, github.command) == ("github", "github", "npx")
+        assert github.env == {"GITHUB_PERSONAL_ACCESS_TOKEN": "secret", "DEBUG": "1"}
+        assert (docs.name, docs.namespace, docs.url) == (
+            "my docs.v2",
+            "my_docs_v2",
+            "https://docs.example/mcp",
+        )
+        assert docs.headers == {"Authorization": "Bearer tok"}
+        # Relative paths in the JSON are relative to the JSON file.
+        assert local.command == str(tmp_path / "servers" / "run.sh")
+        assert local.cwd == str(tmp_path / "servers" / "sub")
+
+    def test_one_server_is_not_namespaced_and_toml_upstreams_come_first(
+        self, tmp_path: Path
+    ) -> None:
+        mcp_json(tmp_path, {"memory": {"command": "npx", "args": ["server-memory"]}})
+        alone = load_config(write(tmp_path, 'upstreams_from = "mcp.json"\n'))
+        assert [(u.name, u.namespace) for u in alone.upstreams] == [("memory", None)]
+        text = 'upstreams_from = "mcp.json"\n\n' + UPSTREAM + 'namespace = "local"\n'
+        both = load_config(write(tmp_path, text, "both.toml"))
+        assert [(u.label, u.namespace) for u in both.upstreams] == [
+            ("local", "local"),
+            ("memory", "memory"),
+        ]
+
+    @pytest.mark.parametrize(
+        ("content", "fix"),
+        [
+            ("{not json", "mcp.json:1: not valid JSON"),
+            ('{"other": 1}', "no servers found"),
+            ('{"mcpServers": {"a": {"url": "ftp://x"}}}', "mcpServers.a.url: must be an http"),
+            ('{"mcpServers": {"a": {"args": ["x"]}}}', 'mcpServers.a: give "command"'),
+            ('{"mcpServers": {"a": {"url": "https://x/mcp", "auth": "oauth"}}}', "bearer token"),
+            ('{"mcpServers": {"a": {"command": "x", "tools": {"t": {}}}}}', "tool transforms"),
+            ('{"mcpServers": {"a": {"command": "x", "args": "y"}}}', "list of strings"),
+            ('{"mcpServers": {"a": {"url": "https://x/mcp", "type": "sse"}}}', "only to URLs"),
+            (
+                '{"mcpServers": {"a": {"command": "x", "env": {"K": "${NOPE_UNSET}"}}}}',
+                "NOPE_UNSET",
+            ),
+        ],
+    )
+    def test_mistakes_name_the_json_file_and_server(
+        self, tmp_path: Path, content: str, fix: str
+    ) -> None:
+        (tmp_path / "mcp.json").write_text(content, encoding="utf-8")
+        error = error_of(write(tmp_path, '# servers\nupstreams_from = "mcp.json"\n'))
+        assert (error.key, error.line) == ("upstreams_from", 2)
+        assert fix in str(error)
+
+    def test_a_missing_file_and_a_file_with_no_enabled_server(self, tmp_path: Path) -> None:
+        error = error_of(write(tmp_path, 'upstreams_from = "nowhere.json"\n'))
+        assert "nowhere.json: cannot read it" in str(error)
+        mcp_json(tmp_path, {"a": {"command": "x", "disabled": True}})
+        error = error_of(write(tmp_path, 'upstreams_from = "mcp.json"\n'))
+        assert error.key == "upstreams"

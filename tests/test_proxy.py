@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from fastmcp import Client, FastMCP
 from fastmcp.exceptions import ToolError
+from fastmcp.prompts import Prompt
 from fastmcp.server import create_proxy
 from fastmcp.tools.base import Tool
 
@@ -299,3 +300,90 @@ class TestConfigAnnotations:
         server.add_transform(ConfigAnnotations(tags={"read-only": ["get_*"]}))
         listed = {t.name: t.tags for t in await server.list_tools()}
         assert listed == {"get_issue": {"read-only"}, "create_issue": set()}
+
+
+ANNOTATED = Path(__file__).parent / "_annotated_upstream.py"
+
+
+def annotated_proxy(**extra: Any) -> FastMCP:
+    """The annotated upstream behind a proxy with a ``risk`` concern from its annotations."""
+    return build_proxy(
+        FilteringConfig.model_validate(
+            {
+                "upstreams": [{"command": sys.executable, "args": [str(ANNOTATED)]}],
+                "concerns": [{"name": "risk", "from_annotations": True, "default": "write"}],
+                "apply_concern_defaults": "all",
+                **extra,
+            }
+        )
+    )
+
+
+async def risks(client: Client[Any], **kwargs: Any) -> dict[str, str]:
+    """Each listed upstream tool's ``_meta.concerns.risk``."""
+    page = await list_tools(client, **kwargs)
+    return {t.name: t.meta["concerns"]["risk"] for t in page.tools if "concerns" in (t.meta or {})}
+
+
+class TestFromAnnotations:
+    """``[[concerns]] from_annotations = true``: a risk from MCP annotations, no mapping written."""
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_risk_values_filter_and_refuse(self, era: str) -> None:
+        async with Client(annotated_proxy(), **ERAS[era]) as client:
+            [risk] = await list_concerns(client)
+            assert (risk.values, risk.default, risk.ordered) == (
+                ["read-only", "write", "destructive"],
+                "write",
+                True,
+            )
+            # The default (write) hides what is destructive, and what states nothing is.
+            assert await risks(client) == {"read_notes": "read-only", "add_note": "write"}
+            wide = concerns_meta({"risk": "destructive"})
+            assert await risks(client, meta=wide) == {
+                "read_notes": "read-only",
+                "add_note": "write",
+                "delete_notes": "destructive",
+                "tidy_notes": "destructive",  # no annotations: the MCP defaults' reading
+            }
+            assert await risks(client, meta=concerns_meta({"risk": "read-only"})) == {
+                "read_notes": "read-only"
+            }
+            with pytest.raises(ToolError, match=r"excluded by concern 'risk'"):
+                await client.call_tool("delete_notes", {})
+            deleted = await client.call_tool("delete_notes", {}, meta=wide)
+            assert deleted.content[0].text == "deleted"  # type: ignore[union-attr]
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_concern_mapping_wins_over_annotations(self, era: str) -> None:
+        proxy = annotated_proxy(
+            concern_mapping={"tidy_notes": {"risk": "write"}, "read_*": {"risk": "write"}}
+        )
+        async with Client(proxy, **ERAS[era]) as client:
+            assert await risks(client) == {
+                "read_notes": "write",
+                "add_note": "write",
+                "tidy_notes": "write",
+            }
+
+    def test_annotations_give_the_value_prompts_get_none(self) -> None:
+        annotations = ConfigAnnotations(from_annotations=["risk"])
+
+        def annotated(**hints: bool) -> Tool:
+            return Tool(name="t", parameters={"type": "object"}, annotations=hints or None)
+
+        values = [
+            (annotations.annotate(annotated(**h)).meta or {})["concerns"]["risk"]
+            for h in (
+                {"readOnlyHint": True},
+                {"destructiveHint": False},
+                {},
+                {"destructiveHint": True},
+            )
+        ]
+        assert values == ["read-only", "write", "destructive", "destructive"]
+        # A destructive hint on a read-only tool means nothing (the MCP spec).
+        both = annotated(readOnlyHint=True, destructiveHint=True)
+        assert (annotations.annotate(both).meta or {})["concerns"] == {"risk": "read-only"}
+        prompt = Prompt.from_function(lambda: "p", name="p")
+        assert annotations.annotate(prompt).meta is None

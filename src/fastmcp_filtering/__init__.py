@@ -30,6 +30,7 @@ from fastmcp_filtering.progressive import (
 )
 from fastmcp_filtering.search import SearchMiddleware, SearchToolsResult, rate_limit_key
 from fastmcp_filtering.stack import FilteringStack, add_filtering, install
+from fastmcp_filtering.suggest import SuggestedConfig, suggest_config
 
 __all__ = [
     "GROUPS_META_KEY",
@@ -47,11 +48,13 @@ __all__ = [
     "ProgressiveDisclosureMiddleware",
     "SearchMiddleware",
     "SearchToolsResult",
+    "SuggestedConfig",
     "Tag",
     "add_filtering",
     "concerns",
     "in_group",
     "install",
     "rate_limit_key",
+    "suggest_config",
     "unrestricted",
 ]

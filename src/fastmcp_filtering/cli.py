@@ -1,4 +1,4 @@
-"""The ``fastmcp-filtering`` command: ``serve`` a filtering proxy, ``check`` a configuration.
+"""The ``fastmcp-filtering`` command: ``serve`` a proxy, ``check`` or ``init`` a configuration.
 
 ``fastmcp-filtering serve CONFIG`` proxies the configured upstream(s) with the
 filtering stack over stdio (default) or streamable HTTP (``--http``); a
@@ -8,6 +8,9 @@ upstream(s), and prints each group with its member count, the tags, the tools in
 no group, patterns that match nothing, and the auth and state settings (no
 secrets); it exits 1 on an invalid file, an unreachable upstream or state
 store, or a group that matches no tool.
+``fastmcp-filtering init COMMAND [ARGS...]`` (or a URL, or ``--from mcp.json``)
+connects to the server(s) and writes a proposed configuration
+(``fastmcp_filtering.suggest``).
 
 Example:
     ```bash
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import fnmatch
 import json
 import sys
@@ -29,6 +33,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from fastmcp import Client
 
 from fastmcp_filtering._catalog import match_names
+from fastmcp_filtering._init import InitRequest, run_init
 from fastmcp_filtering._policy import unrestricted
 from fastmcp_filtering.config import ConfigError, FilteringConfig, load_config
 from fastmcp_filtering.proxy import _build, build_proxy, upstream_transport
@@ -197,7 +202,7 @@ async def check(config: FilteringConfig, *, file: str = "<config>") -> CheckRepo
                     f"tag {tag_config.name!r} pattern {pattern!r} matches no tool"
                 )
     for concern in config.concerns:
-        counts = {value: 0 for value in concern.values}
+        counts = {value: 0 for value in concern.values or ()}
         unmapped = 0
         for tool in tools:
             value = ((tool.meta or {}).get("concerns") or {}).get(concern.name)
@@ -352,6 +357,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     check_cmd.add_argument("config", help="configuration file (.toml, .json, .yaml)")
     check_cmd.add_argument("--json", action="store_true", help="print a JSON report")
+    init = commands.add_parser(
+        "init",
+        help="connect to a server and write a proposed configuration",
+        usage="%(prog)s [-o FILE] [--from MCP_JSON] [COMMAND [ARGS...] | URL]",
+    )
+    init.add_argument("-o", "--output", help="write the TOML here (default: print it)")
+    init.add_argument("--force", action="store_true", help="replace an existing --output file")
+    init.add_argument("--from", dest="from_file", help="an mcpServers JSON file: proxy them all")
+    init.add_argument("--mode", choices=["auto", "legacy"], default="auto", help="upstream era")
+    init.add_argument("--max-group-size", type=int, default=15, help="tools per group at most")
+    init.add_argument(
+        "--env", action="append", default=[], help="NAME=VALUE, or NAME for ${NAME}, for a command"
+    )
+    init.add_argument("--header", dest="headers", action="append", default=[], help="NAME=VALUE")
+    init.add_argument("target", nargs=argparse.REMAINDER, help="the server's command or URL")
     return parser
 
 
@@ -364,6 +384,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         ```
     """
     args = _parser().parse_args(argv)
+    if args.command == "init":
+        request = InitRequest(
+            **{f.name: getattr(args, f.name) for f in dataclasses.fields(InitRequest)}
+        )
+        return run_init(request, sys.stdout, sys.stderr)
     try:
         config = load_config(args.config)
     except ConfigError as error:

@@ -27,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from fastmcp_filtering._annotations import RISK_DESCRIPTION, RISK_VALUES
 from fastmcp_filtering._catalog import Catalog
 from fastmcp_filtering._config_access import AccessConfig  # noqa: TC001 - pydantic resolves it
 from fastmcp_filtering._config_auth import AuthConfig, StateConfig, StaticToken
@@ -38,6 +39,7 @@ from fastmcp_filtering._config_base import (
     _Model,
 )
 from fastmcp_filtering._declarations import Group, Tag
+from fastmcp_filtering._mcp_json import McpJsonError, namespace_of, read_servers
 from fastmcp_filtering.concerns import Concern, ConcernMiddleware
 from fastmcp_filtering.progressive import ProgressiveDisclosureMiddleware
 from fastmcp_filtering.search import SearchMiddleware
@@ -255,6 +257,12 @@ class TagConfig(_Model):
 class ConcernConfig(_Model):
     """A ``Concern`` a client can state a preference on; values come from ``concern_mapping``.
 
+    ``from_annotations = true`` gives each proxied tool a value from its MCP
+    annotations with no mapping written: ``read-only`` (``readOnlyHint``),
+    ``write`` (not read-only, ``destructiveHint`` false) or ``destructive``
+    (anything else, as the MCP defaults say); ``values`` and ``ordered`` are then
+    preset, and ``concern_mapping`` entries still win.
+
     Example:
         ```toml
         [[concerns]]
@@ -266,16 +274,38 @@ class ConcernConfig(_Model):
     """
 
     name: str
-    values: list[str]
+    values: list[str] | None = None
     description: str | None = None
     default: str | None = None
     ordered: bool = False
+    from_annotations: bool = False
+
+    @model_validator(mode="after")
+    def _preset(self) -> ConcernConfig:
+        if not self.from_annotations:
+            if self.values is None:
+                raise ValueError(
+                    "values is missing: add values = [...], or from_annotations = true for "
+                    f"{list(RISK_VALUES)} from the MCP tool annotations"
+                )
+            return self
+        if self.values is not None and self.values != list(RISK_VALUES):
+            raise ValueError(
+                f"from_annotations = true sets values to {list(RISK_VALUES)}; remove values"
+            )
+        if "ordered" in self.model_fields_set and not self.ordered:
+            raise ValueError("from_annotations = true is ordered (read-only first); remove ordered")
+        object.__setattr__(self, "values", list(RISK_VALUES))
+        object.__setattr__(self, "ordered", True)
+        if self.description is None:
+            object.__setattr__(self, "description", RISK_DESCRIPTION)
+        return self
 
     def to_concern(self) -> Concern:
         """The library declaration."""
         return Concern(
             self.name,
-            values=tuple(self.values),
+            values=tuple(self.values or ()),
             description=self.description,
             default=self.default,
             ordered=self.ordered,
@@ -353,6 +383,9 @@ class FilteringConfig(_Model):
     to an undeclared concern or value, initial groups that do not exist.
     ``concern_mapping`` maps a tool name or glob to concern values; an exact name
     wins over patterns, and among patterns the first in the file wins.
+    ``upstreams_from`` names an ``mcpServers`` JSON file (relative to the
+    configuration file) whose servers are added after ``upstreams``, each named
+    after its key and, when there are several upstreams, namespaced by it.
 
     Example:
         ```python
@@ -368,6 +401,7 @@ class FilteringConfig(_Model):
     on_upstream_error: Literal["raise", "warn"] = "raise"
     trust_upstream_groups: bool = False
     """Keep group membership an upstream claims in ``_meta`` (off: the config alone decides)."""
+    upstreams_from: str | None = None
     upstreams: list[UpstreamConfig] = Field(min_length=1)
     groups: list[GroupConfig] = Field(default_factory=list)
     tags: list[TagConfig] = Field(default_factory=list)
@@ -383,6 +417,38 @@ class FilteringConfig(_Model):
     """How HTTP requests are authenticated; None: they are not."""
     state: StateConfig = Field(default_factory=StateConfig)
     """Where per-client state lives (this process by default)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_upstreams_from(cls, data: Any, info: ValidationInfo) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("upstreams_from"), str):
+            return data
+        listed = data.get("upstreams", [])
+        if not isinstance(listed, list):
+            return data  # the type error is reported on upstreams
+        context = info.context if isinstance(info.context, Mapping) else {}
+        path = _base_dir(info) / Path(data["upstreams_from"]).expanduser()
+        try:
+            servers = read_servers(path, proxy_file=context.get("config_file"))
+        except McpJsonError as error:
+            raise _CrossReferenceError(("upstreams_from",), str(error)) from None
+        namespaced = len(listed) + len(servers) > 1
+        upstreams: list[Any] = list(listed)
+        for key, table in servers:
+            if namespaced:
+                table = {**table, "namespace": namespace_of(key)}
+            try:
+                upstreams.append(
+                    UpstreamConfig.model_validate(
+                        {"name": key, **table}, context={"base_dir": path.parent}
+                    )
+                )
+            except ValidationError as error:
+                reasons = "; ".join(e["msg"].removeprefix("Value error, ") for e in error.errors())
+                raise _CrossReferenceError(
+                    ("upstreams_from",), f"{path}: mcpServers.{key}: {reasons}"
+                ) from None
+        return {**data, "upstreams": upstreams}
 
     @field_validator("concern_mapping")
     @classmethod
@@ -564,8 +630,9 @@ def load_config(path: str | os.PathLike[str]) -> FilteringConfig:
             [("", None, f"the file must hold a table of settings, not {type(data).__name__}")],
         )
     locate = _toml_locator(text) if file.suffix.lower() == ".toml" else (lambda _path: None)
+    context = {"base_dir": file.resolve().parent, "config_file": file.resolve()}
     try:
-        return FilteringConfig.model_validate(data, context={"base_dir": file.resolve().parent})
+        return FilteringConfig.model_validate(data, context=context)
     except ValidationError as error:
         problems = _merge([_problem(e, locate) for e in error.errors()])
         raise ConfigError(shown, problems) from None
@@ -634,6 +701,9 @@ def _problem(error: Any, locate: Callable[[KeyPath], int | None]) -> tuple[str, 
         message = f"required key {name!r} is missing; add " + (
             f"a [[{name}]] table" if table else f"{name} = ..."
         )
+        if name == "upstreams":
+            message += ' or upstreams_from = "mcp.json"'
+
     elif kind == "value_error":
         message = message.removeprefix("Value error, ")
     else:

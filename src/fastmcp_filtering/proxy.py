@@ -22,6 +22,7 @@ from fastmcp.mcp_config import infer_transport_type_from_url
 from fastmcp.server import create_proxy
 from fastmcp.server.transforms import Transform
 
+from fastmcp_filtering._annotations import risk_of
 from fastmcp_filtering._catalog import ComponentKind, kind_of, match_names
 from fastmcp_filtering._concerns import COMPONENT_META_KEY
 from fastmcp_filtering._declarations import GROUPS_META_KEY, META_TOOL_KEY
@@ -188,6 +189,7 @@ def _build(config: FilteringConfig) -> tuple[FastMCP[Any], list[ClientTransport]
             tags={t.name: t.tools for t in config.tags if t.tools},
             concern_mapping=config.concern_mapping,
             trust_upstream_groups=config.trust_upstream_groups,
+            from_annotations=[c.name for c in config.concerns if c.from_annotations],
         )
     )
     add_filtering(
@@ -236,7 +238,10 @@ class ConfigAnnotations(Transform):
     the package's own meta-tool mark, are removed unless
     ``trust_upstream_groups=True``.
     For ``concern_mapping`` an exact name wins over patterns, and among patterns
-    the first one wins; values the upstream set itself are overridden. An
+    the first one wins; values the upstream set itself are overridden. Each
+    concern in ``from_annotations`` gets, on tools the mapping leaves without
+    it, ``read-only``, ``write`` or ``destructive`` from the tool's MCP
+    annotations (``fastmcp_filtering._annotations.risk_of``). An
     unchanged component keeps its identity between listings (the proxy builds
     new objects on every listing), so the search index does not re-read it.
 
@@ -255,8 +260,10 @@ class ConfigAnnotations(Transform):
         tags: Mapping[str, Sequence[str]] | None = None,
         concern_mapping: Mapping[str, Mapping[str, str]] | None = None,
         trust_upstream_groups: bool = False,
+        from_annotations: Sequence[str] = (),
     ) -> None:
         self._trust_groups = trust_upstream_groups
+        self._from_annotations = tuple(from_annotations)
         self._tags = [(name, _compile(p)) for name, p in (tags or {}).items() if p]
         mapping = dict(concern_mapping or {})
         self._exact = {k: dict(v) for k, v in mapping.items() if not _is_glob(k)}
@@ -283,6 +290,9 @@ class ConfigAnnotations(Transform):
             if any(pattern.match(n) for n in names):
                 for concern, value in mapped.items():
                     values.setdefault(concern, value)
+        if kind == "tool":
+            for concern in self._from_annotations:
+                values.setdefault(concern, risk_of(getattr(component, "annotations", None)))
         meta = dict(component.meta or {})
         untrusted = [] if self._trust_groups else [k for k in _UPSTREAM_MARKS if k in meta]
         result = component
