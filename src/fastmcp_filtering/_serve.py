@@ -31,6 +31,22 @@ _STOP_TIMEOUT = 10.0
 logger = logging.getLogger("fastmcp_filtering")
 
 
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is when a record is logged, one line each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("%(levelname)s fastmcp-filtering: %(message)s"))
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: TextIO) -> None:
+        pass
+
+
 def configure_logs(level: str | None, *, quiet: bool) -> str:
     """Log the package and FastMCP at ``level`` (default INFO, WARNING when quiet); returns it.
 
@@ -44,10 +60,7 @@ def configure_logs(level: str | None, *, quiet: bool) -> str:
         ```
     """
     chosen = level or ("WARNING" if quiet else "INFO")
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(levelname)s fastmcp-filtering: %(message)s"))
-    logger.handlers[:] = [handler]
-    logger.propagate = False
+    logger.handlers[:] = [h for h in logger.handlers if not isinstance(h, _Stderr)] + [_Stderr()]
     logger.setLevel(chosen)
     logging.getLogger("fastmcp").setLevel(chosen)
     if quiet:
