@@ -17,21 +17,16 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastmcp import Client
-from fastmcp.client.transports import StdioTransport
 
 from fastmcp_filtering.client import call_method, list_groups, list_tools
 
-from ._servers import free_port, wait_for_http
 from .conftest import ERAS
-from .test_cli import CLI, SRC, wait_gone
+from .test_cli import CLI, SRC, proxy_client, serve_http, wait_gone
 
 PACKAGES = Path(__file__).resolve().parent / "interop" / "node_modules" / "@modelcontextprotocol"
 EVERYTHING = PACKAGES / "server-everything" / "dist" / "index.js"
@@ -86,18 +81,6 @@ def write_config(tmp_path: Path, node: str, *, dead: bool = False) -> Path:
         encoding="utf-8",
     )
     return path
-
-
-def proxy_client(config: Path, *flags: str, log: Path, era: str) -> Client[Any]:
-    """A client of ``fastmcp-filtering serve CONFIG`` over stdio; the proxy's stderr to ``log``."""
-    transport = StdioTransport(
-        command=sys.executable,
-        args=["-m", "fastmcp_filtering", "serve", str(config), *flags],
-        env=SRC,
-        log_file=log,
-        keep_alive=False,
-    )
-    return Client(transport, **ERAS[era])
 
 
 def serving(config: Path) -> int:
@@ -235,30 +218,11 @@ class TestStdio:
         assert "EPIPE" not in text
 
 
-@contextmanager
-def serve_http(config: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """``serve --http --quiet`` on a free loopback port; yields its URL and process."""
-    port = free_port()
-    process = subprocess.Popen(
-        [*CLI, "serve", str(config), "--http", "--port", str(port), "--quiet"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, **SRC},
-    )
-    try:
-        wait_for_http(process, port)
-        yield f"http://127.0.0.1:{port}/mcp", process
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=10)
-
-
 class TestStreamableHttp:
     @pytest.mark.parametrize("era", list(ERAS))
     async def test_an_agent_session_then_sigterm(self, era: str, node: str, tmp_path: Path) -> None:
         config = write_config(tmp_path, node)
-        with serve_http(config) as (url, process):
+        with serve_http(config, "--quiet") as (url, process):
             async with Client(url, **ERAS[era]) as client:
                 await check_session(client)
             upstreams = children(process.pid)
