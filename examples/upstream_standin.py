@@ -62,11 +62,17 @@ def load_tools(fixture: Path, *, label: str) -> list[RecordedTool]:
     ]
 
 
-def build_server(fixture: Path = DEFAULT_FIXTURE, *, label: str = "standin") -> FastMCP:
-    """A FastMCP server serving the recorded tools of ``fixture``."""
+def build_server(
+    fixture: Path = DEFAULT_FIXTURE, *, label: str = "standin", instructions: str | None = None
+) -> FastMCP:
+    """A FastMCP server serving the recorded tools of ``fixture``, with ``instructions``."""
     recorded = json.loads(fixture.read_text(encoding="utf-8"))
     info = recorded.get("initialize", {}).get("serverInfo", {})
-    mcp = FastMCP(f"{info.get('name', 'recorded')} (stand-in)", version=info.get("version"))
+    mcp = FastMCP(
+        f"{info.get('name', 'recorded')} (stand-in)",
+        version=info.get("version"),
+        instructions=instructions,
+    )
     for tool in load_tools(fixture, label=label):
         mcp.add_tool(tool)
     return mcp
@@ -76,11 +82,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fixture", type=Path, default=DEFAULT_FIXTURE)
     parser.add_argument("--label", default="standin", help="named in every reply")
+    parser.add_argument("--instructions", help="the server's instructions to clients")
     parser.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=9000)
     args = parser.parse_args()
-    mcp = build_server(args.fixture, label=args.label)
+    mcp = build_server(args.fixture, label=args.label, instructions=args.instructions)
     if args.http:
         mcp.run(transport="http", host=args.host, port=args.port, show_banner=False)
     else:

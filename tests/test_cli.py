@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,11 +31,18 @@ from .conftest import ERAS
 from .test_proxy import EXAMPLE_CONFIG, RECORDED, STANDIN, names, reply, standin_http
 
 CLI = [sys.executable, "-m", "fastmcp_filtering"]
+# The subprocesses import the package under test, whatever is installed in the environment.
+SRC = {"PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*CLI, *args], capture_output=True, text=True, timeout=60, cwd=Path(__file__).parent
+        [*CLI, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).parent,
+        env={**os.environ, **SRC},
     )
 
 
@@ -153,36 +163,77 @@ class TestCheck:
         assert "error: upstream 'ghost' cannot be listed" in out
         assert "No such file or directory: '/nonexistent/mcp-server'" in out
 
+    def test_a_dead_upstream_among_several_is_named_and_the_others_checked(
+        self, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+    ) -> None:
+        path = tmp_path / "two.toml"
+        path.write_text(
+            f'on_upstream_error = "warn"\n\n[[upstreams]]\nname = "live"\nnamespace = "a"\n'
+            f'command = "python"\nargs = [{json.dumps(str(STANDIN))}]\n\n'
+            '[[upstreams]]\nname = "ghost"\nnamespace = "g"\ncommand = "/nonexistent/mcp"\n\n'
+            '[[groups]]\nname = "issues"\ntools = ["a_*_issue"]\n\n'
+            '[[groups]]\nname = "ghostly"\ntools = ["g_*"]\n',
+            encoding="utf-8",
+        )
+        assert main(["check", str(path)]) == 1
+        out = capfd.readouterr().out
+        reason = "[Errno 2] No such file or directory: '/nonexistent/mcp'"
+        assert f"{path}: 26 upstream tools\n" in out
+        assert "  upstream live (namespace a): 26 tools\n" in out
+        assert f"  upstream ghost (namespace g): unavailable ({reason})\n" in out
+        assert (
+            f"error: upstream 'ghost' cannot be listed: {reason}; check its command/args "
+            "(run it by hand) or url, and that it speaks MCP\n"
+        ) in out
+        assert (
+            "error: group 'ghostly' matches no tool, prompt, resource or template ('g_*') (not "
+            "counting upstream 'ghost', which did not answer); fix its tools patterns against "
+            "the names above, or remove the group\n"
+        ) in out
+        assert main(["check", str(path), "--json"]) == 1
+        report = json.loads(capfd.readouterr().out)
+        assert report["upstreams"] == [
+            {"name": "live", "namespace": "a", "tools": 26, "error": None},
+            {"name": "ghost", "namespace": "g", "tools": None, "error": reason},
+        ]
+        groups = {g["name"]: g["tools"] for g in report["groups"]}
+        assert groups["issues"] == ["a_create_issue", "a_get_issue", "a_update_issue"]
+
 
 class TestServe:
     @pytest.mark.parametrize("era", list(ERAS))
     async def test_stdio(self, era: str) -> None:
         transport = StdioTransport(
-            command=sys.executable, args=["-m", "fastmcp_filtering", "serve", str(EXAMPLE_CONFIG)]
+            command=sys.executable,
+            args=["-m", "fastmcp_filtering", "serve", str(EXAMPLE_CONFIG)],
+            env=SRC,
         )
         async with Client(transport, **ERAS[era]) as client:
             await exercise(client)
 
     @pytest.mark.parametrize("era", list(ERAS))
     async def test_streamable_http(self, era: str) -> None:
-        with serve_http() as url:
+        with serve_http() as (url, _):
             async with Client(url, **ERAS[era]) as client:
                 # 2026-07-28 over HTTP without auth has no client identity: no enable_tools.
                 await exercise(client, stateful=era == "legacy")
 
 
 @contextmanager
-def serve_http(config: Path = EXAMPLE_CONFIG) -> Iterator[str]:
-    """``fastmcp-filtering serve CONFIG --http`` on a free loopback port; yields its MCP URL."""
+def serve_http(
+    config: Path = EXAMPLE_CONFIG, *flags: str
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``fastmcp-filtering serve --http`` on a free loopback port; yields its URL and process."""
     port = free_port()
     process = subprocess.Popen(
-        [*CLI, "serve", str(config), "--http", "--port", str(port)],
+        [*CLI, "serve", str(config), "--http", "--port", str(port), *flags],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        env={**os.environ, **SRC},
     )
     try:
         wait_for_http(process, port)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/mcp", process
     finally:
         process.terminate()
         try:
@@ -393,3 +444,131 @@ class TestInitFromMcpJson:
             assert await names(client, groups=["notes"]) == [f"notes_{n}" for n in notes]
             args = {"owner": "o", "repo": "r", "issue_number": 1}
             assert reply(await client.call_tool("github_get_issue", args))["upstream"] == "gh"
+
+
+NOISY_UPSTREAM = """\
+import os, sys
+from fastmcp import FastMCP
+with open(sys.argv[1], "w") as pids:
+    pids.write(f"{os.getpid()} {os.getppid()}")
+print("noise from the upstream", file=sys.stderr, flush=True)
+mcp = FastMCP("noisy", instructions="A noisy upstream.")
+@mcp.tool
+def ping() -> str:
+    return "pong"
+mcp.run(show_banner=False)
+"""
+
+
+def noisy_config(tmp_path: Path) -> tuple[Path, Path]:
+    """A proxy of one upstream that writes to stderr and records its pid and its parent's."""
+    script = tmp_path / "noisy.py"
+    script.write_text(NOISY_UPSTREAM, encoding="utf-8")
+    pids = tmp_path / "pids"
+    config = tmp_path / "noisy.toml"
+    config.write_text(
+        f'[[upstreams]]\ncommand = "python"\nargs = [{json.dumps(str(script))}, '
+        f"{json.dumps(str(pids))}]\n",
+        encoding="utf-8",
+    )
+    return config, pids
+
+
+def proxy_client(config: Path, *flags: str, log: Path, era: str) -> Client[Any]:
+    """A client of ``fastmcp-filtering serve CONFIG`` over stdio, its stderr written to ``log``."""
+    transport = StdioTransport(
+        command=sys.executable,
+        args=["-m", "fastmcp_filtering", "serve", str(config), *flags],
+        env=SRC,
+        log_file=log,
+        keep_alive=False,
+    )
+    return Client(transport, **ERAS[era])
+
+
+def wait_gone(pid: int) -> None:
+    """Return once process ``pid`` has exited; fail after 30 s."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        assert time.monotonic() < deadline, f"process {pid} still runs"
+        time.sleep(0.05)
+
+
+class TestServeLifecycle:
+    """--quiet, --log-level, and a clean stop: no traceback, no upstream left running."""
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_quiet_hides_the_upstream_stderr_and_info_logs(
+        self, era: str, tmp_path: Path
+    ) -> None:
+        config, pids = noisy_config(tmp_path)
+        for flags, shown in (((), True), (("--quiet",), False)):
+            log = tmp_path / f"stderr{len(flags)}.log"
+            async with proxy_client(config, *flags, log=log, era=era) as client:
+                assert sorted(t.name for t in await client.list_tools()) == [
+                    "ping",
+                    "search_tools",
+                ]
+                assert (client.instructions or "").startswith("A noisy upstream.\n\n")
+                upstream = int(pids.read_text().split()[0])
+            wait_gone(upstream)
+            text = log.read_text()
+            assert ("noise from the upstream" in text) is shown, text
+            assert ("Starting MCP server" in text) is shown, text
+            assert "Traceback" not in text
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
+    async def test_a_signal_stops_the_upstreams_cleanly(
+        self, era: str, signum: int, tmp_path: Path
+    ) -> None:
+        config, pids = noisy_config(tmp_path)
+        log = tmp_path / "stderr.log"
+        async with proxy_client(config, log=log, era=era) as client:
+            await client.list_tools()
+            upstream, proxy = (int(p) for p in pids.read_text().split())
+            os.kill(proxy, signum)
+            wait_gone(upstream)
+        text = log.read_text()
+        assert "INFO fastmcp-filtering: stopping: closing the upstreams" in text
+        assert "Traceback" not in text
+        assert "KeyboardInterrupt" not in text
+
+    def test_sigterm_stops_the_http_proxy_and_its_upstreams(self, tmp_path: Path) -> None:
+        config, pids = noisy_config(tmp_path)
+        with serve_http(config, "--quiet") as (url, process):
+            asyncio.run(_list_tools(url))
+            upstream = int(pids.read_text().split()[0])
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=30) == 0
+        wait_gone(upstream)
+        assert process.stderr is not None
+        stderr = process.stderr.read().decode()
+        assert stderr == ""
+
+    def test_log_level_filters_the_dead_upstream_warning(self, tmp_path: Path) -> None:
+        path = tmp_path / "dead.toml"
+        path.write_text(
+            'on_upstream_error = "warn"\n[[upstreams]]\nname = "ghost"\n'
+            'command = "/nonexistent/mcp-server"\n',
+            encoding="utf-8",
+        )
+        warning = "WARNING fastmcp-filtering: upstream 'ghost' is unavailable: [Errno 2]"
+        assert warning in run("check", str(path)).stderr
+        assert warning in run("check", str(path), "--log-level", "warning").stderr
+        quiet = run("check", str(path), "--log-level", "ERROR")
+        assert quiet.returncode == 1
+        assert "unavailable" not in quiet.stderr
+        assert "error: upstream 'ghost' cannot be listed: [Errno 2]" in quiet.stdout
+        bad = run("check", str(path), "--log-level", "LOUD")
+        assert bad.returncode == 2
+        assert "invalid choice: 'LOUD'" in bad.stderr
+
+
+async def _list_tools(url: str) -> None:
+    async with Client(url) as client:
+        assert sorted(t.name for t in await client.list_tools()) == ["ping", "search_tools"]

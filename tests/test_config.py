@@ -140,7 +140,8 @@ MISTAKES = [
         '[[groups]]\nname = "wiki"\nparent = "cod"\n',
         "groups[2].parent",
         14,
-        "declare Group('cod') or fix the name",
+        'add a [[groups]] entry with name = "cod" or fix the name (known: ["code", "repos", '
+        '"wiki"])',
         id="unknown-parent",
     ),
     pytest.param(
@@ -183,7 +184,8 @@ MISTAKES = [
         '[concern_mapping]\n"delete_*" = { cost = "high" }\n',
         'concern_mapping."delete_*".cost',
         10,
-        "declare Concern('cost', values=[...]) or use one of ['risk']",
+        "concern_mapping key \"delete_*\" uses concern 'cost', which is not declared; add a "
+        '[[concerns]] entry with name = "cost" and its values or use one of ["risk"]',
         id="mapping-undeclared-concern",
     ),
     pytest.param(
@@ -191,7 +193,8 @@ MISTAKES = [
         '[concern_mapping]\n"delete_*" = { risk = "extreme" }\n',
         'concern_mapping."delete_*".risk',
         10,
-        "which is not one of its values ['low', 'high']",
+        "concern_mapping key \"delete_*\" gives concern 'risk' the value 'extreme', which is "
+        'not one of its values ["low", "high"]',
         id="mapping-undeclared-value",
     ),
     pytest.param(
@@ -212,7 +215,7 @@ MISTAKES = [
         '[[groups]]\nname = "a"\n[progressive]\ninitial_groups = ["b"]\n',
         "progressive.initial_groups",
         8,
-        "declare Group('b') or fix the name",
+        'add a [[groups]] entry with name = "b" or fix the name (declared: ["a"])',
         id="unknown-initial-group",
     ),
     pytest.param(
@@ -237,7 +240,89 @@ MISTAKES = [
         "give each upstream its own",
         id="duplicate-namespace",
     ),
+    pytest.param(
+        '[[concerns]]\nname = "risk"\nvalues = []\n',
+        "concerns[0].values",
+        7,
+        "concern 'risk' needs at least one value: values = [\"high\"]",
+        id="concern-without-values",
+    ),
+    pytest.param(
+        '[[concerns]]\nname = "risk"\nvalues = ["low", "low"]\n',
+        "concerns[0].values",
+        7,
+        "concern 'risk' repeats [\"low\"] in values; list each value once",
+        id="concern-repeated-value",
+    ),
+    pytest.param(
+        '[[concerns]]\nname = "risk"\nvalues = ["low", ""]\n',
+        "concerns[0].values",
+        7,
+        "values of concern 'risk' must each be a non-empty string of at most 256 characters",
+        id="concern-empty-value",
+    ),
+    pytest.param(
+        "[search]\nweights = { nam = 2.0 }\n",
+        "search.weights",
+        6,
+        'unknown field(s) ["nam"] in weights; use ["name", "title", "description", "tags", '
+        '"groups", "params"]',
+        id="search-weights",
+    ),
+    pytest.param(
+        "[search]\nsearch_tool = true\n",
+        "search.search_tool",
+        6,
+        "Input should be a valid string or false (got true)",
+        id="search-tool-true",
+    ),
+    pytest.param(
+        '[search]\nsearch_tool = "find tools"\n',
+        "search.search_tool",
+        6,
+        "'find tools' is not a tool name: use 1 to 128 letters, digits, '_', '-' or '.', or "
+        "false to turn the tool off",
+        id="search-tool-name",
+    ),
+    pytest.param(
+        '[search]\nsearch_tool = "enable_tools"\n[progressive]\n',
+        "progressive.enable_tool_name",
+        7,
+        "'enable_tools' is also the name of search.search_tool; give each meta-tool its own name",
+        id="meta-tool-clash",
+    ),
+    pytest.param(
+        '[progressive]\ncall_tool_name = "disable_tools"\n',
+        "progressive.call_tool_name",
+        6,
+        "'disable_tools' is also the name of progressive.disable_tool_name",
+        id="meta-tool-clash-progressive",
+    ),
+    pytest.param(
+        '[progressive]\nenable_tool_name = "en able"\n',
+        "progressive.enable_tool_name",
+        6,
+        "'en able' is not a tool name: use 1 to 128 letters, digits, '_', '-' or '.'",
+        id="meta-tool-name",
+    ),
+    pytest.param(
+        "[progressive]\nmax_tools = 0\n",
+        "progressive.max_tools",
+        6,
+        "max_tools must be a positive integer, or left out, got 0",
+        id="max-tools",
+    ),
+    pytest.param(
+        '[[groups]]\nname = "a"\nparent = { name = "b" }\n',
+        "groups[0].parent",
+        7,
+        "Input should be a valid string or a valid list (got a table); fix the value",
+        id="table-for-a-string",
+    ),
 ]
+
+# What a Python user writes, which a configuration file's author cannot.
+PYTHON_IDIOMS = ("Group(", "Concern(", "mapping[", "=[", "['", "('", "None", "True", "False")
 
 
 class TestMistakes:
@@ -250,6 +335,8 @@ class TestMistakes:
         assert (error.key, error.line) == (key, line)
         assert str(error).startswith(f"{path}:{line}: {key}: ")
         assert fix in str(error)
+        # The file's language: tables, keys and TOML values, never the Python API.
+        assert not [idiom for idiom in PYTHON_IDIOMS if idiom in str(error)]
 
     def test_every_mistake_is_listed_in_line_order(self, tmp_path: Path) -> None:
         text = 'colour = "red"\n' + UPSTREAM + '[[groups]]\nname = "a"\ntitel = "A"\n'

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 import warnings
@@ -11,12 +12,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import mcp_types as mt
 import pytest
 from fastmcp import Client, FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.prompts import Prompt
 from fastmcp.server import create_proxy
 from fastmcp.tools.base import Tool
+from inline_snapshot import snapshot
+from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering import unrestricted
 from fastmcp_filtering.client import (
@@ -28,6 +32,7 @@ from fastmcp_filtering.client import (
 )
 from fastmcp_filtering.config import FilteringConfig, load_config
 from fastmcp_filtering.proxy import ConfigAnnotations, build_proxy
+from fastmcp_filtering.search import SearchMiddleware
 
 from ._servers import free_port, stop, wait_for_http
 from .conftest import ERAS
@@ -62,9 +67,9 @@ async def names(client: Client[Any], **kwargs: Any) -> list[str]:
 
 
 @contextmanager
-def standin_http(label: str = "standin") -> Iterator[str]:
-    """The stand-in over streamable HTTP on a free loopback port; yields its MCP URL."""
-    port = free_port()
+def standin_http(label: str = "standin", port: int | None = None) -> Iterator[str]:
+    """The stand-in over streamable HTTP on ``port`` (a free loopback one); yields its URL."""
+    port = port or free_port()
     command = [sys.executable, str(STANDIN), "--http", "--port", str(port), "--label", label]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -387,3 +392,166 @@ class TestFromAnnotations:
         assert (annotations.annotate(both).meta or {})["concerns"] == {"risk": "read-only"}
         prompt = Prompt.from_function(lambda: "p", name="p")
         assert annotations.annotate(prompt).meta is None
+
+
+def standin(label: str, **options: Any) -> dict[str, Any]:
+    """The stand-in as a stdio upstream whose replies name ``label``; ``options`` add keys."""
+    args = [str(STANDIN), "--label", label]
+    if "instructions" in options:
+        args += ["--instructions", options.pop("instructions")]
+    return {"command": sys.executable, "args": args, **options}
+
+
+GHOST = {"name": "ghost", "namespace": "g", "command": "/nonexistent/mcp-server"}
+GHOST_REASON = "[Errno 2] No such file or directory: '/nonexistent/mcp-server'"
+
+
+def search_paragraph(config: FilteringConfig) -> str:
+    """What the search layer adds to the instructions of a proxy of ``config``."""
+    bare = config.model_copy(update={"upstreams": [], "instructions": None})
+    return (
+        SearchMiddleware(catalog=bare.catalog(), **config.search.options())
+        .announce(
+            mt.InitializeResult(
+                protocol_version="2025-11-25",
+                capabilities=mt.ServerCapabilities(),
+                server_info=mt.Implementation(name="x", version="1"),
+            )
+        )
+        .instructions
+    )
+
+
+class TestUpstreamInstructions:
+    """Each upstream's instructions reach the client, before the stack's paragraphs."""
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_one_upstream_keeps_its_instructions(self, era: str) -> None:
+        config = FilteringConfig.model_validate(
+            {"upstreams": [standin("a", instructions="Call get_issue for one issue.")]}
+        )
+        async with Client(build_proxy(config), **ERAS[era]) as client:
+            assert client.instructions == (
+                f"Call get_issue for one issue.\n\n{search_paragraph(config)}"
+            )
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_several_upstreams_under_their_names_after_the_configured_text(
+        self, era: str
+    ) -> None:
+        config = FilteringConfig.model_validate(
+            {
+                "instructions": "One gateway for GitHub.",
+                "upstreams": [
+                    standin("a", namespace="a", instructions="A: issues.\nTwo lines."),
+                    standin("b", namespace="b"),
+                    standin("c", name="cee", namespace="c", instructions="C: pulls."),
+                ],
+                "search": {"enabled": False},
+            }
+        )
+        async with Client(build_proxy(config), **ERAS[era]) as client:
+            assert client.instructions == snapshot(
+                """\
+One gateway for GitHub.
+
+## a
+
+A: issues.
+Two lines.
+
+## cee
+
+C: pulls.\
+"""
+            )
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_a_dead_upstream_leaves_the_others_instructions(self, era: str) -> None:
+        config = FilteringConfig.model_validate(
+            {
+                "on_upstream_error": "warn",
+                "upstreams": [standin("a", namespace="a", instructions="A: issues."), GHOST],
+                "search": {"enabled": False},
+            }
+        )
+        async with Client(build_proxy(config), **ERAS[era]) as client:
+            assert client.instructions == "## a\n\nA: issues."
+
+
+def upstream_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """Every warning logged about an upstream, by the package or by FastMCP."""
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if (r.levelno >= logging.WARNING and "upstream" in r.getMessage().lower())
+        or r.getMessage().startswith("Error during")
+    ]
+
+
+class TestDeadUpstreams:
+    """on_upstream_error: "warn" serves what is alive and names what is not, once."""
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_warn_serves_the_live_upstream_and_logs_the_dead_one_once(
+        self, era: str, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        config = FilteringConfig.model_validate(
+            {"on_upstream_error": "warn", "upstreams": [standin("a", namespace="a"), GHOST]}
+        )
+        async with Client(build_proxy(config), **ERAS[era]) as client:
+            for _ in range(3):
+                listed = await names(client)
+                assert listed == sorted([f"a_{n}" for n in RECORDED] + ["search_tools"])
+            assert await client.list_prompts() == []
+            args = {"owner": "o", "repo": "r", "issue_number": 1}
+            assert reply(await client.call_tool("a_get_issue", args))["upstream"] == "a"
+            with pytest.raises(ToolError, match="Unknown tool"):
+                await client.call_tool("g_anything", {})
+        assert upstream_warnings(caplog) == [
+            f"upstream 'ghost' is unavailable: {GHOST_REASON}; serving the other upstreams "
+            "without it until it answers"
+        ]
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_a_lone_dead_upstream_still_lets_clients_connect(self, era: str) -> None:
+        config = FilteringConfig.model_validate(
+            {"on_upstream_error": "warn", "upstreams": [{**GHOST, "namespace": None}]}
+        )
+        async with Client(build_proxy(config), **ERAS[era]) as client:
+            assert await names(client) == ["search_tools"]
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_raise_fails_listings_naming_the_upstream(self, era: str) -> None:
+        config = FilteringConfig.model_validate({"upstreams": [standin("a", namespace="a"), GHOST]})
+        async with Client(build_proxy(config), **ERAS[era]) as client:
+            with pytest.raises(MCPError, match=r"upstream 'ghost' is unavailable: .*mcp-server"):
+                await client.list_tools()
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_an_upstream_that_comes_back_is_served_again(
+        self, era: str, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        port = free_port()
+        url = f"http://127.0.0.1:{port}/mcp"
+        config = FilteringConfig.model_validate(
+            {
+                "on_upstream_error": "warn",
+                "upstreams": [
+                    standin("a", namespace="a"),
+                    {"name": "later", "namespace": "b", "url": url},
+                ],
+            }
+        )
+        caplog.set_level(logging.INFO, logger="fastmcp_filtering")
+        async with Client(build_proxy(config), **ERAS[era]) as client:
+            assert not [n for n in await names(client) if n.startswith("b_")]
+            with standin_http(label="b", port=port):
+                listed = await names(client)
+                assert len([n for n in listed if n.startswith("b_")]) == len(RECORDED)
+                result = reply(await client.call_tool("b_search_users", {"q": "x"}))
+                assert result["upstream"] == "b"
+        messages = [r.getMessage() for r in caplog.records if "'later'" in r.getMessage()]
+        assert len(messages) == 2
+        assert messages[0].startswith("upstream 'later' is unavailable: ")
+        assert messages[1] == "upstream 'later' answers again"

@@ -114,7 +114,7 @@ claims = { tenant = "globex" }
 @pytest.mark.parametrize("era", list(ERAS))
 async def test_over_http_with_the_proxys_own_auth(tmp_path: Path, era: str) -> None:
     """`serve --http` with [auth]: the verified tokens' scopes and claims open the groups."""
-    with serve_proxy(write(tmp_path, config_text() + GATEWAY_AUTH)) as url:
+    with serve_proxy(write(tmp_path, config_text() + GATEWAY_AUTH)) as (url, _):
         async with (
             Client(url, auth="admin-gateway-token", **ERAS[era]) as admin,
             Client(url, auth="reader-gateway-token", **ERAS[era]) as reader,

@@ -63,8 +63,8 @@ class TestReplicasOnOneRedis:
         with ExitStack() as stack:
             url = stack.enter_context(redis_server())
             config = gateway_config(tmp_path, f'[state]\nurl = "{url}"\ntimeout = 2.0\n')
-            one = stack.enter_context(replica(config))
-            two = stack.enter_context(replica(config))
+            one, _ = stack.enter_context(replica(config))
+            two, _ = stack.enter_context(replica(config))
 
             # Alice enables pull requests and states a concern on replica one...
             async with Client(one, auth=TOKENS["alice"], **mode) as alice:
@@ -113,7 +113,7 @@ class TestReplicasOnOneRedis:
             assert len([k for k in keys if b":concerns:" in k]) == 1
 
     async def test_a_request_without_a_valid_token_is_refused(self, tmp_path: Path) -> None:
-        with replica(gateway_config(tmp_path, "")) as url:
+        with replica(gateway_config(tmp_path, "")) as (url, _):
             body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
             async with httpx.AsyncClient() as http:
                 for headers in ({}, {"Authorization": "Bearer not-a-token"}):

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
+from fastmcp_filtering._toml_speak import speak_toml
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -24,8 +26,9 @@ class _CrossReferenceError(ValueError):
 
     def __init__(self, path: KeyPath, message: str) -> None:
         self.path = path
-        self.message = message
-        super().__init__(f"{_format_key(path)}: {message}")
+        # The library speaks Python (declare Group('x')); a config file's reader, TOML.
+        self.message = speak_toml(message)
+        super().__init__(f"{_format_key(path)}: {self.message}")
 
 
 def _format_key(path: Sequence[str | int]) -> str:

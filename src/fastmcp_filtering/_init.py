@@ -139,25 +139,36 @@ def _tables(request: InitRequest, out_dir: Path) -> tuple[list[dict[str, Any]], 
     return [table], " ".join(request.target)
 
 
+class _UpstreamsDown(Exception):
+    """Upstreams that did not answer, each with the reason."""
+
+    def __init__(self, dead: dict[str, str]) -> None:
+        self.dead = dead
+        super().__init__(", ".join(f"{label}: {reason}" for label, reason in dead.items()))
+
+
 async def _listing(
     config: FilteringConfig,
 ) -> tuple[list[Any], list[str]]:
     """The proxied tools, and every name and URI of the prompts, resources and templates."""
-    proxy, transports = _build(config)
+    # Every upstream is asked; each that fails is recorded by name, so all are reported.
+    proxy = _build(config, on_upstream_error="warn")
     try:
         with unrestricted():
-            tools = list(await proxy.list_tools(run_middleware=False))
+            server = proxy.server
+            tools = list(await server.list_tools(run_middleware=False))
             others: list[tuple[ComponentKind, FastMCPComponent]] = [
-                *(("prompt", p) for p in await proxy.list_prompts(run_middleware=False)),
-                *(("resource", r) for r in await proxy.list_resources(run_middleware=False)),
+                *(("prompt", p) for p in await server.list_prompts(run_middleware=False)),
+                *(("resource", r) for r in await server.list_resources(run_middleware=False)),
                 *(
                     ("template", t)
-                    for t in await proxy.list_resource_templates(run_middleware=False)
+                    for t in await server.list_resource_templates(run_middleware=False)
                 ),
             ]
     finally:
-        for transport in transports:
-            await transport.close()  # type: ignore[no-untyped-call]
+        await proxy.close()
+    if proxy.health.unavailable:
+        raise _UpstreamsDown(dict(proxy.health.unavailable))
     return tools, [n for kind, c in others for n in match_names(c, kind)]
 
 
@@ -219,11 +230,9 @@ def run_init(request: InitRequest, out: TextIO, err: TextIO) -> int:
         return 1
     try:
         tools, others = asyncio.run(_listing(config))
-    except Exception as error:
-        from fastmcp_filtering.cli import _upstream_errors
-
-        for problem in asyncio.run(_upstream_errors(config, error)):
-            print(f"error: {problem}", file=err)
+    except _UpstreamsDown as down:
+        for label, reason in down.dead.items():
+            print(f"error: upstream {label!r} cannot be listed: {reason}", file=err)
         return 1
     namespaces = [t["namespace"] for t in tables if "namespace" in t]
     suggestion = suggest_config(

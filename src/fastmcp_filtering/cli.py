@@ -7,7 +7,8 @@ configuration with ``[auth]`` is served over HTTP only (stdio carries no token).
 upstream(s), and prints each group with its member count, the tags, the tools in
 no group, patterns that match nothing, and the auth and state settings (no
 secrets); it exits 1 on an invalid file, an unreachable upstream or state
-store, or a group that matches no tool.
+store, or a group that matches no tool. Both take ``--quiet`` (hide the stdio
+upstreams' stderr, log warnings and errors only) and ``--log-level LEVEL``.
 ``fastmcp-filtering init COMMAND [ARGS...]`` (or a URL, or ``--from mcp.json``)
 connects to the server(s) and writes a proposed configuration
 (``fastmcp_filtering.suggest``).
@@ -16,6 +17,7 @@ Example:
     ```bash
     fastmcp-filtering check examples/server-github.toml
     fastmcp-filtering serve examples/server-github.toml --http --port 8000
+    fastmcp-filtering serve examples/server-github.toml --quiet
     ```
 """
 
@@ -30,13 +32,18 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
-from fastmcp import Client
-
 from fastmcp_filtering._catalog import match_names
 from fastmcp_filtering._init import InitRequest, run_init
 from fastmcp_filtering._policy import unrestricted
+from fastmcp_filtering._serve import (
+    LEVELS,
+    configure_logs,
+    serve_http,
+    serve_stdio,
+    upstream_log,
+)
 from fastmcp_filtering.config import ConfigError, FilteringConfig, load_config
-from fastmcp_filtering.proxy import _build, build_proxy, upstream_transport
+from fastmcp_filtering.proxy import _build
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -87,14 +94,18 @@ class CheckReport:
         return not self.errors
 
 
-async def check(config: FilteringConfig, *, file: str = "<config>") -> CheckReport:
+async def check(
+    config: FilteringConfig, *, file: str = "<config>", upstream_log: TextIO | None = None
+) -> CheckReport:
     """Connect to the upstream(s) through the proxy and sort their tools into the declarations.
 
     Lists tools as the proxy serves them before any filtering (namespaced, with
     the configured tags), counts each group's members (direct, and with its
-    subgroups), and reports tools in no group. A group with no tool even through
-    its subgroups is an error; tag and ``concern_mapping`` patterns that match
-    nothing are warnings.
+    subgroups), and reports tools in no group. An upstream that cannot be listed
+    is an error naming it and the reason (the others are still checked); so is
+    a group with no tool even through its subgroups. Tag and ``concern_mapping``
+    patterns that match nothing are warnings. Stdio upstreams write their stderr
+    to ``upstream_log`` (default: this process's).
 
     Example:
         ```python
@@ -111,27 +122,31 @@ async def check(config: FilteringConfig, *, file: str = "<config>") -> CheckRepo
             "or fix [state] url"
         )
     meta_names = _meta_names(config)
-    # No client session: the proxy's handshake would connect upstream and log the failure.
-    proxy, transports = _build(config)
+    # Each upstream that fails is recorded (health) and left out, whatever serve would do.
+    proxy = _build(config, on_upstream_error="warn", upstream_log=upstream_log)
     try:
         # The whole catalog, as the operator configured it, not as one client sees it.
         with unrestricted():
-            listed = await proxy.list_tools(run_middleware=False)
+            listed = await proxy.server.list_tools(run_middleware=False)
             # Group patterns match prompts, resources (and their URIs) and templates too.
             others: list[tuple[ComponentKind, FastMCPComponent]] = [
-                *(("prompt", p) for p in await proxy.list_prompts(run_middleware=False)),
-                *(("resource", r) for r in await proxy.list_resources(run_middleware=False)),
+                *(("prompt", p) for p in await proxy.server.list_prompts(run_middleware=False)),
+                *(("resource", r) for r in await proxy.server.list_resources(run_middleware=False)),
                 *(
                     ("template", t)
-                    for t in await proxy.list_resource_templates(run_middleware=False)
+                    for t in await proxy.server.list_resource_templates(run_middleware=False)
                 ),
             ]
-    except Exception as error:
-        report.errors.extend(await _upstream_errors(config, error))
-        return report
     finally:
-        for transport in transports:
-            await transport.close()  # type: ignore[no-untyped-call]
+        await proxy.close()
+    dead = dict(proxy.health.unavailable)
+    for label, reason in dead.items():
+        report.errors.append(
+            f"upstream {label!r} cannot be listed: {reason}; check its command/args (run it "
+            "by hand) or url, and that it speaks MCP"
+        )
+    if len(dead) == len(config.upstreams):
+        return report
     tools = [t for t in listed if t.name not in meta_names]
     catalog = config.catalog()
     names = sorted({t.name for t in tools})
@@ -143,8 +158,14 @@ async def check(config: FilteringConfig, *, file: str = "<config>") -> CheckRepo
         else:
             # Un-namespaced tools of several upstreams cannot be told apart by name.
             count = len(names) if len(config.upstreams) == 1 else None
+        error = dead.get(upstream.label)
         report.upstreams.append(
-            {"name": upstream.label, "namespace": upstream.namespace, "tools": count}
+            {
+                "name": upstream.label,
+                "namespace": upstream.namespace,
+                "tools": None if error else count,
+                "error": error,
+            }
         )
     direct: dict[str, list[str]] = {g.name: [] for g in catalog.groups}
     effective: dict[str, list[str]] = {g.name: [] for g in catalog.groups}
@@ -178,10 +199,15 @@ async def check(config: FilteringConfig, *, file: str = "<config>") -> CheckRepo
         )
         if not effective[group.name]:
             patterns = ", ".join(repr(p) for p in group.tools) or "no tools patterns"
+            unlisted = (
+                f" (not counting upstream {', '.join(repr(d) for d in dead)}, which did not answer)"
+                if dead
+                else ""
+            )
             report.errors.append(
                 f"group {group.name!r} matches no tool, prompt, resource or template "
-                f"({patterns}); fix its tools patterns against the names above, or remove "
-                "the group"
+                f"({patterns}){unlisted}; fix its tools patterns against the names above, or "
+                "remove the group"
             )
     for group in catalog.groups:
         for pattern in group.tools:
@@ -236,29 +262,6 @@ def _meta_names(config: FilteringConfig) -> set[str]:
     return {n for n in names if n is not None}
 
 
-async def _upstream_errors(config: FilteringConfig, error: Exception) -> list[str]:
-    """Which upstream failed, found by connecting to each one alone."""
-    errors = []
-    for upstream in config.upstreams:
-        transport = upstream_transport(upstream)
-        try:
-            async with Client(transport) as client:
-                await client.list_tools()
-        except Exception as failure:
-            errors.append(
-                f"upstream {upstream.label!r} cannot be listed: {_reason(failure)}; check its "
-                "command/args (run it by hand) or url, and that it speaks MCP"
-            )
-        finally:
-            await transport.close()  # type: ignore[no-untyped-call]
-    return errors or [f"listing the upstream tools failed: {_reason(error)}"]
-
-
-def _reason(error: BaseException) -> str:
-    text = str(error).strip() or type(error).__name__
-    return text.splitlines()[0][:300]
-
-
 # -- output -------------------------------------------------------------------------------
 
 
@@ -275,6 +278,8 @@ def _print_report(report: CheckReport, out: TextIO) -> None:
     print(f"{report.file}: {len(report.tools)} upstream tools{kinds}", file=out)
     for upstream in report.upstreams:
         count = "" if upstream["tools"] is None else f": {upstream['tools']} tools"
+        if upstream["error"]:
+            count = f": unavailable ({upstream['error']})"
         namespace = f" (namespace {upstream['namespace']})" if upstream["namespace"] else ""
         print(f"  upstream {upstream['name']}{namespace}{count}", file=out)
     print(f"\ngroups ({len(report.groups)})", file=out)
@@ -372,6 +377,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     init.add_argument("--header", dest="headers", action="append", default=[], help="NAME=VALUE")
     init.add_argument("target", nargs=argparse.REMAINDER, help="the server's command or URL")
+    for command in (serve, check_cmd):
+        command.add_argument(
+            "-q",
+            "--quiet",
+            action="store_true",
+            help="hide the stdio upstreams' stderr; log warnings and errors only",
+        )
+        command.add_argument(
+            "--log-level",
+            type=str.upper,
+            choices=LEVELS,
+            metavar="LEVEL",
+            help=f"log level: {', '.join(LEVELS)} (default INFO, WARNING with --quiet)",
+        )
     return parser
 
 
@@ -401,8 +420,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             print(f"invalid configuration:\n{error}", file=sys.stderr)
         return 1
+    level = configure_logs(args.log_level, quiet=args.quiet)
+    log = upstream_log(quiet=args.quiet)
     if args.command == "check":
-        report = asyncio.run(check(config, file=args.config))
+        report = asyncio.run(check(config, file=args.config, upstream_log=log))
         if args.json:
             print(json.dumps({"ok": report.ok, **asdict(report)}, indent=2))
         else:
@@ -423,11 +444,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "proxies of different users must not share the store",
             file=sys.stderr,
         )
-    proxy = build_proxy(config)
+    proxy = _build(config, upstream_log=log)
     if args.http:
-        proxy.run(
-            transport="http", host=args.host, port=args.port, path=args.path, show_banner=False
-        )
+        serve_http(proxy, host=args.host, port=args.port, path=args.path, log_level=level)
     else:
-        proxy.run(show_banner=False)
+        serve_stdio(proxy, log_level=level)
     return 0

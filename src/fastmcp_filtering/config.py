@@ -40,6 +40,7 @@ from fastmcp_filtering._config_base import (
 )
 from fastmcp_filtering._declarations import Group, Tag
 from fastmcp_filtering._mcp_json import McpJsonError, namespace_of, read_servers
+from fastmcp_filtering._toml_speak import speak_toml
 from fastmcp_filtering.concerns import Concern, ConcernMiddleware
 from fastmcp_filtering.progressive import ProgressiveDisclosureMiddleware
 from fastmcp_filtering.search import SearchMiddleware
@@ -61,6 +62,8 @@ __all__ = [
     "load_config",
 ]
 
+# The names MCP allows for a tool (the stack's meta-tools are tools too).
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 # "python" in a config means the interpreter running this package, so an upstream
 # installed beside it (or the example stand-in) is found whatever PATH says.
 _PYTHON_COMMANDS = frozenset({"python", "python3"})
@@ -476,6 +479,7 @@ class FilteringConfig(_Model):
             )
         if self.concerns:
             self.concern_middleware()
+        self._meta_tool_names()
         if self.search.enabled:
             _guard(
                 lambda: SearchMiddleware(catalog=self.catalog(), **self.search.options()),
@@ -492,6 +496,32 @@ class FilteringConfig(_Model):
                 progressive.options(),
             )
         return self
+
+    def _meta_tool_names(self) -> None:
+        """The stack's own tools (search, progressive) need names of their own."""
+        names: list[tuple[KeyPath, str]] = []
+        if self.search.enabled and self.search.search_tool is not False:
+            names.append((("search", "search_tool"), self.search.search_tool))
+        if self.progressive is not None and self.progressive.enabled:
+            for key in ("enable_tool_name", "disable_tool_name", "call_tool_name"):
+                value = getattr(self.progressive, key)
+                if value is not None:
+                    names.append((("progressive", key), value))
+        seen: dict[str, KeyPath] = {}
+        for path, name in names:
+            if not _TOOL_NAME.fullmatch(name):
+                raise _CrossReferenceError(
+                    path,
+                    f"{name!r} is not a tool name: use 1 to 128 letters, digits, '_', '-' or "
+                    "'.'" + (", or false to turn the tool off" if path[0] == "search" else ""),
+                )
+            if name in seen:
+                raise _CrossReferenceError(
+                    path,
+                    f"{name!r} is also the name of {_format_key(seen[name])}; give each "
+                    "meta-tool its own name",
+                )
+            seen[name] = path
 
     # -- the library declarations -------------------------------------------------------
 
@@ -590,7 +620,7 @@ def _guard(
     except _CrossReferenceError:
         raise
     except ValueError as error:
-        message = str(error)
+        message = speak_toml(str(error))
         # The option a message names first is the one it is about.
         found = {f: re.search(rf"\b{re.escape(f)}\b", message) for f in fields}
         named = sorted((m.start(), f) for f, m in found.items() if m is not None)
@@ -708,10 +738,9 @@ def _problem(error: Any, locate: Callable[[KeyPath], int | None]) -> tuple[str, 
         message = message.removeprefix("Value error, ")
     else:
         got = error.get("input")
-        message = (
-            f"{message} (got {got!r}); fix the value" if not isinstance(got, dict) else message
-        )
-    return _format_key(path), locate(path), message
+        shown = "a table" if isinstance(got, dict) else repr(got)
+        message = f"{message} (got {shown}); fix the value"
+    return _format_key(path), locate(path), speak_toml(message)
 
 
 def _is_union_tag(part: str | int) -> bool:

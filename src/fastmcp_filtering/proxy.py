@@ -8,28 +8,35 @@ cannot change (GitHub's, Azure's, any npm or PyPI server).
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import re
 from contextlib import asynccontextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TextIO, TypeVar
 
 from fastmcp import FastMCP
 from fastmcp.client.transports import ClientTransport, StdioTransport, StreamableHttpTransport
 from fastmcp.client.transports.base import TransportOptions
 from fastmcp.client.transports.sse import SSETransport
 from fastmcp.mcp_config import infer_transport_type_from_url
-from fastmcp.server import create_proxy
 from fastmcp.server.transforms import Transform
 
 from fastmcp_filtering._annotations import risk_of
 from fastmcp_filtering._catalog import ComponentKind, kind_of, match_names
 from fastmcp_filtering._concerns import COMPONENT_META_KEY
 from fastmcp_filtering._declarations import GROUPS_META_KEY, META_TOOL_KEY
+from fastmcp_filtering._upstreams import (
+    UpstreamHealth,
+    UpstreamInstructions,
+    UpstreamProvider,
+    client_factory,
+)
 from fastmcp_filtering.stack import add_filtering
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping, Sequence
+    from pathlib import Path
 
     from fastmcp.prompts.base import Prompt
     from fastmcp.resources.base import Resource
@@ -85,12 +92,16 @@ class _OwnHeadersSSE(_OwnHeaders, SSETransport):
 
 
 def upstream_transport(
-    upstream: UpstreamConfig, *, forward_client_headers: bool = True
+    upstream: UpstreamConfig,
+    *,
+    forward_client_headers: bool = True,
+    log_file: Path | TextIO | None = None,
 ) -> ClientTransport:
     """The FastMCP client transport that reaches ``upstream``.
 
     A stdio upstream's subprocess is kept alive between requests and shared by
-    them; close the transport (``await transport.close()``) to stop it. An HTTP
+    them; close the transport (``await transport.close()``) to stop it. Its
+    stderr goes to ``log_file`` (default: this process's stderr). An HTTP
     upstream gets the configured ``headers``, plus (FastMCP's proxy default)
     the headers of the client's request unless ``forward_client_headers=False``.
 
@@ -114,19 +125,24 @@ def upstream_transport(
         args=list(upstream.args),
         env=dict(upstream.env) or None,
         cwd=upstream.cwd,
+        log_file=log_file,
     )
 
 
-def build_proxy(config: FilteringConfig) -> FastMCP:
+def build_proxy(config: FilteringConfig, *, upstream_log: Path | TextIO | None = None) -> FastMCP:
     """A FastMCP server proxying the configured upstream(s), with the filtering stack added.
 
-    One upstream without a namespace is served by ``create_proxy`` directly; with
-    several (or a namespace), each is a proxy mounted under its namespace, and
+    Each upstream is a FastMCP ``ProxyProvider`` under its namespace (if any);
     group and tag patterns match the prefixed names (``gh_create_issue``). Tags
     with ``tools`` patterns and ``concern_mapping`` are applied to the proxied
     components by a ``ConfigAnnotations`` transform, so every layer sees them.
-    Stdio upstreams start at the first request and stop when the server's
-    lifespan ends (the last in-memory client leaves, or the server stops).
+    Clients get the configured ``instructions``, then each upstream's own
+    (under its name when there are several), then the stack's paragraphs. With
+    ``on_upstream_error = "warn"`` an upstream that fails is logged once (its
+    label and the reason) and left out while the others are served. Stdio
+    upstreams start at the first request, write their stderr to ``upstream_log``
+    (default: this process's), and stop when the server's lifespan ends (the
+    last in-memory client leaves, or the server stops).
     ``[auth]`` becomes the server's ``auth`` (a token verifier, for HTTP) and
     ``[state]`` its ``session_state_store``.
 
@@ -136,54 +152,70 @@ def build_proxy(config: FilteringConfig) -> FastMCP:
         proxy.run()  # stdio; proxy.run(transport="http", port=8000) for HTTP
         ```
     """
-    return _build(config)[0]
+    return _build(config, upstream_log=upstream_log).server
 
 
-def _build(config: FilteringConfig) -> tuple[FastMCP[Any], list[ClientTransport]]:
-    """The proxy and the transports it owns (``check`` lists and closes them itself)."""
+class _Proxy(NamedTuple):
+    server: FastMCP[Any]
+    transports: list[ClientTransport]
+    """Closed when the server's lifespan ends; ``check`` and a signal close them sooner."""
+    health: UpstreamHealth
+
+    async def close(self) -> None:
+        """Stop every upstream connection (stdio subprocesses in parallel)."""
+        self.health.closing = True
+        await _close_all(self.transports)
+
+
+async def _close_all(transports: Sequence[ClientTransport]) -> None:
+    # In parallel: the SDK gives each stdio upstream up to 2 s to exit after its stdin closes.
+    await asyncio.gather(*(t.close() for t in transports))  # type: ignore[no-untyped-call]
+
+
+def _build(
+    config: FilteringConfig,
+    *,
+    on_upstream_error: Literal["raise", "warn"] | None = None,
+    upstream_log: Path | TextIO | None = None,
+) -> _Proxy:
+    """The proxy, the transports it owns and its upstreams' health."""
     # Behind [auth] the client's Authorization header is its token for this proxy.
     forward = config.auth is None
-    transports = [upstream_transport(u, forward_client_headers=forward) for u in config.upstreams]
+    transports = [
+        upstream_transport(u, forward_client_headers=forward, log_file=upstream_log)
+        for u in config.upstreams
+    ]
+    health = UpstreamHealth()
 
     @asynccontextmanager
     async def close_upstreams(_server: FastMCP[Any]) -> AsyncIterator[dict[str, Any]]:
+        health.closing = False  # serving (again): the upstreams restart on demand
         try:
             yield {}
         finally:
-            for transport in transports:
-                await transport.close()  # type: ignore[no-untyped-call]
+            health.closing = True
+            await _close_all(transports)
 
-    strategy = config.on_upstream_error
-    lone = config.upstreams[0]
+    strategy = on_upstream_error or config.on_upstream_error
     # Who each HTTP request is ([auth]) and where its state lives ([state]).
     served: dict[str, Any] = {
         "auth": config.auth.verifier() if config.auth is not None else None,
         "session_state_store": config.state.store(),
     }
-    server: FastMCP[Any]
-    if len(config.upstreams) == 1 and lone.namespace is None:
-        server = create_proxy(
-            transports[0],
-            mode=_MODES[lone.mode],
-            name=config.name,
-            instructions=config.instructions,
-            lifespan=close_upstreams,
-            provider_error_strategy=strategy,
-            **served,
-        )
-    else:
-        server = FastMCP(
-            config.name, instructions=config.instructions, lifespan=close_upstreams, **served
-        )
-        for upstream, transport in zip(config.upstreams, transports, strict=True):
-            child = create_proxy(
-                transport,
-                mode=_MODES[upstream.mode],
-                name=upstream.label,
-                provider_error_strategy=strategy,
-            )
-            server.mount(child, namespace=upstream.namespace)
+    server: FastMCP[Any] = FastMCP(
+        config.name, instructions=config.instructions, lifespan=close_upstreams, **served
+    )
     server.provider_error_strategy = strategy
+    providers = []
+    for upstream, transport in zip(config.upstreams, transports, strict=True):
+        provider = UpstreamProvider(
+            client_factory(transport, _MODES[upstream.mode]),
+            label=upstream.label,
+            health=health,
+            on_error=strategy,
+        )
+        server.add_provider(provider, namespace=upstream.namespace or "")
+        providers.append(provider)
     server.add_transform(
         ConfigAnnotations(
             tags={t.name: t.tools for t in config.tags if t.tools},
@@ -204,7 +236,9 @@ def _build(config: FilteringConfig) -> tuple[FastMCP[Any], list[ClientTransport]
         else False,
         unauthenticated=config.unauthenticated,
     )
-    return server, transports
+    # Innermost: the stack's paragraphs are appended after the upstreams' instructions.
+    server.add_middleware(UpstreamInstructions(providers))
+    return _Proxy(server, transports, health)
 
 
 def _same(cached: object, component: object) -> bool:

@@ -1,0 +1,269 @@
+"""The proxy's upstreams: named, health-tracked, and with their instructions kept.
+
+``UpstreamProvider`` is FastMCP's ``ProxyProvider`` for one configured upstream:
+a failure to list (or look up) its components is reported once, with the
+upstream's label and the reason, to ``UpstreamHealth``, and with
+``on_upstream_error = "warn"`` the upstream contributes nothing until it answers
+again, so the other upstreams are served. ``UpstreamInstructions`` gives clients
+each upstream's own instructions in the ``initialize`` / ``server/discover``
+result, under the upstream's name when there are several.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+import mcp_types as mt
+from fastmcp.exceptions import NotFoundError
+from fastmcp.server import create_proxy
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from fastmcp.server.providers import ProxyProvider
+from mcp.shared.exceptions import MCPError
+from typing_extensions import override
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Sequence
+
+    from fastmcp.client.transports import ClientTransport
+    from fastmcp.prompts.base import Prompt
+    from fastmcp.resources.base import Resource
+    from fastmcp.resources.template import ResourceTemplate
+    from fastmcp.server.providers.proxy import ClientFactoryT
+    from fastmcp.tools.base import Tool
+    from fastmcp.utilities.versions import VersionSpec
+
+__all__ = ["UpstreamHealth", "UpstreamInstructions", "UpstreamProvider", "describe_failure"]
+
+logger = logging.getLogger("fastmcp_filtering")
+
+_T = TypeVar("_T")
+_R = TypeVar("_R", mt.InitializeResult, mt.DiscoverResult)
+_UNREAD: Any = object()
+# FastMCP's wrappers around a transport failure, which repeat the root cause's text.
+_WRAPPER_PREFIXES = ("Client failed to connect: ",)
+
+
+def describe_failure(error: BaseException) -> str:
+    """The reason an upstream failed, one line: the root cause, not its wrappers.
+
+    Example:
+        ```python
+        describe_failure(RuntimeError("Client failed to connect: [Errno 2] ..."))
+        ```
+    """
+    root = error
+    while root.__cause__ is not None:
+        root = root.__cause__
+    if isinstance(root, BaseExceptionGroup) and len(root.exceptions) == 1:
+        return describe_failure(root.exceptions[0])
+    text = str(root).strip()
+    while text.startswith(_WRAPPER_PREFIXES):
+        text = text.split(": ", 1)[1]
+    return (text.splitlines()[0] if text else type(root).__name__)[:300]
+
+
+class UpstreamHealth:
+    """Which upstreams failed and why; one warning when an upstream fails, a notice when back.
+
+    ``unavailable`` maps each failing upstream's label to the reason. The same
+    failure repeated (every listing asks every upstream) is logged once.
+
+    Example:
+        ```python
+        health = UpstreamHealth()
+        health.failed("github", OSError("connection refused"))
+        assert health.unavailable == {"github": "connection refused"}
+        ```
+    """
+
+    def __init__(self) -> None:
+        self.unavailable: dict[str, str] = {}
+        self.closing = False
+        """Set when the proxy stops its upstreams: requests still in flight then fail unlogged."""
+
+    def failed(self, label: str, error: BaseException) -> str:
+        """Record that ``label`` failed; returns the reason (logged the first time)."""
+        reason = describe_failure(error)
+        if self.closing:
+            return reason
+        if self.unavailable.get(label) != reason:
+            self.unavailable[label] = reason
+            logger.warning(
+                "upstream %r is unavailable: %s; serving the other upstreams without it "
+                "until it answers",
+                label,
+                reason,
+            )
+        return reason
+
+    def answered(self, label: str) -> None:
+        """Record that ``label`` answered (logged when it had failed)."""
+        if self.unavailable.pop(label, None) is not None:
+            logger.info("upstream %r answers again", label)
+
+
+def client_factory(transport: ClientTransport, mode: str | None) -> ClientFactoryT:
+    """FastMCP's per-request proxy client factory for ``transport`` (``mode`` None mirrors).
+
+    ``create_proxy`` builds it (the public way; the factory that mirrors each
+    request's era is FastMCP's own); the proxy server it comes with is dropped.
+    """
+    return create_proxy(transport, mode=mode).client_factory
+
+
+class UpstreamProvider(ProxyProvider):
+    """FastMCP's ``ProxyProvider`` for one configured upstream, failing by the config's rule.
+
+    A failure to list or look up the upstream's components is recorded in
+    ``health`` under ``label``. With ``on_error="warn"`` the upstream then
+    contributes no components (the others are served); with ``"raise"`` the
+    request fails with an error naming the upstream.
+
+    Example:
+        ```python
+        provider = UpstreamProvider(factory, label="github", health=UpstreamHealth())
+        server.add_provider(provider, namespace="gh")
+        ```
+    """
+
+    def __init__(
+        self,
+        factory: ClientFactoryT,
+        *,
+        label: str,
+        health: UpstreamHealth,
+        on_error: Literal["raise", "warn"] = "warn",
+    ) -> None:
+        super().__init__(factory)
+        self.label = label
+        self.health = health
+        self.on_error = on_error
+        self._instructions: str | None = _UNREAD
+
+    @override
+    def __repr__(self) -> str:
+        return f"UpstreamProvider({self.label!r})"
+
+    async def _guard(self, pending: Awaitable[_T], fallback: _T) -> _T:
+        try:
+            result = await pending
+        except NotFoundError:
+            raise
+        except Exception as error:
+            reason = self.health.failed(self.label, error)
+            if self.on_error == "raise":
+                raise MCPError(
+                    code=mt.INTERNAL_ERROR,
+                    message=f"upstream {self.label!r} is unavailable: {reason}",
+                ) from error
+            return fallback
+        self.health.answered(self.label)
+        return result
+
+    async def instructions(self) -> str | None:
+        """The upstream's own instructions: read once it answers, then kept; None while down.
+
+        Never raises: a client's handshake succeeds whatever the upstreams do.
+        """
+        if self._instructions is not _UNREAD:
+            return self._instructions
+        try:
+            made = self.client_factory()
+            client = await made if inspect.isawaitable(made) else made
+            async with client:
+                text = client.instructions
+        except Exception as error:
+            self.health.failed(self.label, error)
+            return None
+        self.health.answered(self.label)
+        self._instructions = text
+        return text
+
+    @override
+    async def list_tools(self) -> Sequence[Tool]:
+        return await self._guard(super().list_tools(), [])
+
+    @override
+    async def get_tool(self, name: str, version: VersionSpec | None = None) -> Tool | None:
+        return await self._guard(super().get_tool(name, version), None)
+
+    @override
+    async def list_prompts(self) -> Sequence[Prompt]:
+        return await self._guard(super().list_prompts(), [])
+
+    @override
+    async def get_prompt(self, name: str, version: VersionSpec | None = None) -> Prompt | None:
+        return await self._guard(super().get_prompt(name, version), None)
+
+    @override
+    async def list_resources(self) -> Sequence[Resource]:
+        return await self._guard(super().list_resources(), [])
+
+    @override
+    async def get_resource(self, uri: str, version: VersionSpec | None = None) -> Resource | None:
+        return await self._guard(super().get_resource(uri, version), None)
+
+    @override
+    async def list_resource_templates(self) -> Sequence[ResourceTemplate]:
+        return await self._guard(super().list_resource_templates(), [])
+
+    @override
+    async def get_resource_template(
+        self, uri: str, version: VersionSpec | None = None
+    ) -> ResourceTemplate | None:
+        return await self._guard(super().get_resource_template(uri, version), None)
+
+
+class UpstreamInstructions(Middleware):
+    """Put each upstream's instructions in the handshake result, before the stack's own.
+
+    The result's existing instructions (the configured ``instructions``) come
+    first, then each upstream's: as-is with one upstream, under a ``## label``
+    heading with several. Added last, so the package's middlewares append their
+    paragraphs (search, progressive disclosure) after these, in both eras.
+
+    Example:
+        ```python
+        server.add_middleware(UpstreamInstructions(providers))
+        ```
+    """
+
+    def __init__(self, upstreams: Sequence[UpstreamProvider]) -> None:
+        self.upstreams = list(upstreams)
+
+    async def _with_upstreams(self, result: _R) -> _R:
+        texts = await asyncio.gather(*(u.instructions() for u in self.upstreams))
+        sections: list[str]
+        if len(self.upstreams) == 1:
+            sections = [t for t in texts if t]
+        else:
+            sections = [
+                f"## {u.label}\n\n{t}" for u, t in zip(self.upstreams, texts, strict=True) if t
+            ]
+        if not sections:
+            return result
+        text = "\n\n".join([result.instructions, *sections] if result.instructions else sections)
+        return result.model_copy(update={"instructions": text})
+
+    @override
+    async def on_initialize(
+        self,
+        context: MiddlewareContext[mt.InitializeRequest],
+        call_next: CallNext[mt.InitializeRequest, mt.InitializeResult | None],
+    ) -> mt.InitializeResult | None:
+        result = await call_next(context)
+        return None if result is None else await self._with_upstreams(result)
+
+    @override
+    async def on_discover(
+        self,
+        context: MiddlewareContext[mt.DiscoverRequest],
+        call_next: CallNext[mt.DiscoverRequest, mt.DiscoverResult | dict[str, Any]],
+    ) -> mt.DiscoverResult | dict[str, Any]:
+        result = await call_next(context)
+        if not isinstance(result, mt.DiscoverResult):
+            return result
+        return await self._with_upstreams(result)
