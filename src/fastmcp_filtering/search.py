@@ -203,8 +203,13 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         if page is not None and page.owner is not None and page.owner is not self:
             # A mounted server's search, inside its parent's: the parent ranks and pages all.
             return await call_next(context)
-        if page is not None:
-            page.owner = self
+        server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
+        if page is None or page.server is not server:
+            # A mounted server's search under a parent that does not search: the parent's
+            # FastMCP pages the whole list with its own cursors, so rank every match here.
+            usable = narrow(self.catalog, info, kind, await call_next(context))
+            return await self._service.rank(kind, usable, query, len(usable))
+        page.owner = self
         if info is not None and info.params.get("cursor") is not None:
             # The cursor scope takes this search's own page cursors out of the params.
             raise invalid_params(
@@ -215,14 +220,13 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         # Candidates are what the rest of the chain lists for this client; with a filter,
         # only its matches, whatever the order of the middlewares.
         usable = narrow(self.catalog, info, kind, await call_next(context))
-        server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
         extra = await discoverable(server, kind, usable) if server is not None else []
         if extra:
             admitted = {
                 id(c) for c in narrow(self.catalog, info, kind, [h.component for h in extra])
             }
             extra = [h for h in extra if id(h.component) in admitted]
-        offset = page.offset if page is not None else 0
+        offset = page.offset
         size = self.max_results
         page_size = list_page_size(server) if server is not None else None
         if page_size is not None:
@@ -249,7 +253,7 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
             found.append(hit.component)
             if len(found) == size:
                 break
-        if page is not None and any(not hit.enable for hit in rest):
+        if any(not hit.enable for hit in rest):
             page.next = offset + len(found)
         if server is not None:
             report_better(server, (better if found else pending)[: self.max_results])
