@@ -37,6 +37,7 @@ __all__ = [
     "BETTER_MATCHES_META_KEY",
     "BetterMatches",
     "Hit",
+    "can_enable",
     "candidates",
     "discoverable",
     "remedy",
@@ -90,7 +91,7 @@ async def _widened_listing(
 ) -> tuple[Sequence[Any], Policy] | None:
     """The widened listing and this request's policy; None when no layer could widen it."""
     transform = AccessTransform.of(server)
-    if transform is None or not any(_can_enable(layer) for layer in transform.layers):
+    if transform is None or not any(can_enable(layer) for layer in transform.layers):
         # No layer hides anything the client could show itself: nothing to list twice for.
         return None
     policy = await transform.policy()
@@ -116,7 +117,7 @@ def _enable_only(every: Sequence[_C], policy: Policy, taken: set[str]) -> list[H
     return list(hits.values())
 
 
-def _can_enable(layer: PolicyLayer) -> bool:
+def can_enable(layer: PolicyLayer) -> bool:
     """Whether ``layer`` hides components the client can make visible (it words a remedy)."""
     return type(layer).remedy is not PolicyLayer.remedy
 

@@ -306,16 +306,27 @@ class SearchIndex:
         return weighted
 
     def search(
-        self, query: str, *, limit: int | None = None, within: Collection[str] | None = None
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        within: Collection[str] | None = None,
+        indexed: bool = False,
     ) -> list[tuple[str, float]]:
         """Keys ranked best first with their scores; only keys in ``within`` if given.
 
         Scores are computed over the documents in ``within`` alone (their count and
         each word's document frequency), so the ranking of what a client sees is
-        the same whatever else the index holds.
+        the same whatever else the index holds. ``indexed``: the caller vouches
+        that every key of ``within`` is indexed, so they need not be counted.
         """
         self._flush()
-        count = len(self._entries) if within is None else sum(k in self._entries for k in within)
+        if within is None:
+            count = len(self._entries)
+        elif indexed:
+            count = len(within)
+        else:
+            count = sum(k in self._entries for k in within)
         if not count:
             return []
         scores: dict[str, float] = {}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 from fastmcp.server.context import Context  # noqa: TC002 - the meta-tool's signature needs it
 from fastmcp.server.middleware import Middleware
@@ -26,10 +26,12 @@ from fastmcp_filtering._discovery import (
 from fastmcp_filtering._fastmcp import list_page_size, sdk_middleware
 from fastmcp_filtering._filter import narrow
 from fastmcp_filtering._hooks import ListHooks
-from fastmcp_filtering._policy import is_widened
+from fastmcp_filtering._policy import ALLOW_ALL, is_widened
 from fastmcp_filtering._protocol import RequestInfo, add_capabilities, invalid_params, request_info
 from fastmcp_filtering._rate_limit import counted, is_search, rate_limit_key
 from fastmcp_filtering._search_service import SearchService
+from fastmcp_filtering._snapshot import Snapshots, request_trusts, through_chain
+from fastmcp_filtering._transform import AccessTransform
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -138,6 +140,7 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         self._service = SearchService(
             self.catalog, weights=self._weights, embedder=semantic or None, max_results=max_results
         )
+        self._snapshots = Snapshots(self._service, self)
         super().__init__(tools=[self._make_search_tool()] if search_tool else [])
 
     def __repr__(self) -> str:
@@ -217,46 +220,45 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
                 "page with the same query, or search again without a cursor",
                 field="cursor",
             )
+        size = self.max_results
+        page_size = list_page_size(server) if server is not None else None
+        if page_size is not None:
+            # FastMCP pages what this returns by its own size: a page never exceeds it.
+            size = min(size, page_size)
+        listed: Sequence[_C] | None = None
+        if kind == "tool" and server is not None and context.fastmcp_context is not None:
+            snapshot = await self._snapshots.current(server)
+            if snapshot is not None and await request_trusts(snapshot, context.fastmcp_context):
+                transform = AccessTransform.of(server)
+                policy = await transform.policy() if transform is not None else ALLOW_ALL
+                selection = snapshot.selection(policy, self.catalog, info, query)
+                keys = await self._service.rank_keys(
+                    query, selection.within, selection.versioned, snapshot.component_of(selection)
+                )
+                tools, more, groups = _page((selection.hits[k] for k in keys), page.offset, size)
+                used, result = await through_chain(tools, context, call_next)
+                if used:
+                    page.next = more
+                    report_better(server, groups[: self.max_results])
+                    return cast("Sequence[_C]", result)
+                # The chain listed the catalog itself (a middleware came after Prefilled).
+                listed = cast("Sequence[_C]", result)
         # Candidates are what the rest of the chain lists for this client; with a filter,
         # only its matches, whatever the order of the middlewares.
-        usable = narrow(self.catalog, info, kind, await call_next(context))
+        usable = narrow(
+            self.catalog, info, kind, listed if listed is not None else await call_next(context)
+        )
         extra = await discoverable(server, kind, usable) if server is not None else []
         if extra:
             admitted = {
                 id(c) for c in narrow(self.catalog, info, kind, [h.component for h in extra])
             }
             extra = [h for h in extra if id(h.component) in admitted]
-        offset = page.offset
-        size = self.max_results
-        page_size = list_page_size(server) if server is not None else None
-        if page_size is not None:
-            # FastMCP pages what this returns by its own size: a page never exceeds it.
-            size = min(size, page_size)
-        hits = await self._hits(kind, usable, extra, query)
-        found: list[_C] = []
-        better: list[str] = []
-        pending: list[str] = []
-        seen = 0
-        rest = iter(hits)
-        for hit in rest:
-            if hit.enable:
-                # The group that holds it: the last of its enable path.
-                pending.append(hit.enable[-1])
-                continue
-            seen += 1
-            if seen <= offset:
-                pending.clear()
-                continue
-            # Matches the client cannot use yet count when they rank above one it gets.
-            better.extend(pending)
-            pending.clear()
-            found.append(hit.component)
-            if len(found) == size:
-                break
-        if any(not hit.enable for hit in rest):
-            page.next = offset + len(found)
+        found, page.next, better = _page(
+            await self._hits(kind, usable, extra, query), page.offset, size
+        )
         if server is not None:
-            report_better(server, (better if found else pending)[: self.max_results])
+            report_better(server, better[: self.max_results])
         return found
 
     async def _hits(
@@ -324,7 +326,7 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         if context.fastmcp_context is not None:
             # Index the catalog while the client connects and lists, in a worker thread,
             # rather than during the first search.
-            self._service.warm(context.fastmcp_context.fastmcp)
+            self._service.warm(context.fastmcp_context.fastmcp, self._snapshots.snapshot)
         return await super().on_message(context, call_next)
 
     @override
@@ -349,7 +351,8 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
             await search.prepare(mcp)   # e.g. in the server's lifespan
             ```
         """
-        await self._service.prepare(server)
+        if await self._snapshots.snapshot(server) is None:
+            await self._service.prepare(server)
 
     def _make_search_tool(self) -> Tool:
         middleware = self
@@ -378,6 +381,36 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
                 ),
             )
         )
+
+
+def _page(
+    hits: Iterable[Hit[_C]], offset: int, size: int
+) -> tuple[list[_C], int | None, list[str]]:
+    """The callable components of one page of ``hits``, the offset of the next page (None:
+    none follows), and the groups of matches the client cannot use yet that rank above them.
+    """
+    found: list[_C] = []
+    better: list[str] = []
+    pending: list[str] = []
+    seen = 0
+    rest = iter(hits)
+    for hit in rest:
+        if hit.enable:
+            # The group that holds it: the last of its enable path.
+            pending.append(hit.enable[-1])
+            continue
+        seen += 1
+        if seen <= offset:
+            pending.clear()
+            continue
+        # Matches the client cannot use yet count when they rank above one it gets.
+        better.extend(pending)
+        pending.clear()
+        found.append(hit.component)
+        if len(found) == size:
+            break
+    more = offset + len(found) if any(not hit.enable for hit in rest) else None
+    return found, more, better if found else pending
 
 
 def _requested_query(info: RequestInfo | None, kind: ComponentKind) -> str | None:

@@ -1,0 +1,451 @@
+"""What a server's tools are for search, read once and kept until the catalog changes.
+
+Ranking through ``tools/list`` with ``query`` needs the client's candidates:
+listing them through FastMCP on every search reads and judges the whole
+catalog each time. A ``CatalogSnapshot`` holds the server's tools as FastMCP
+lists them (its providers and transforms, with no client's policy) and their
+index, and is rebuilt only when something that could change them changes:
+its fingerprint holds the local provider's generation (``catalog_generation``),
+the server's providers, transforms and middleware, the catalogs' versions and
+the policy's layers. What a client may use is then this request's policy
+(``Policy.judge``, remembered per state of the views), the same answers the
+``AccessTransform`` gives inside FastMCP's lookup, applied to the snapshot.
+
+The snapshot is trusted only when nothing else could change a listing: a
+``LocalProvider`` alone (no mounted server, no proxy), transforms FastMCP
+applies the same way to every request, middleware whose listings the package
+knows, no component ``auth``, no per-session visibility rules. Otherwise search
+lists through the chain as before. The page a search ranks is handed to the
+rest of the middleware chain by ``Prefilled``, the innermost middleware, so
+every middleware still shapes what the client gets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import weakref
+from collections import OrderedDict
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from fastmcp.server.middleware import Middleware
+from fastmcp.server.providers import LocalProvider
+from fastmcp.server.transforms import Namespace, ToolTransform, VersionFilter, Visibility
+from fastmcp.server.transforms.visibility import get_session_transforms
+from fastmcp.utilities.versions import version_sort_key
+from typing_extensions import override
+
+from fastmcp_filtering._declarations import is_meta_tool
+from fastmcp_filtering._discovery import Hit, can_enable
+from fastmcp_filtering._fastmcp import catalog_generation
+from fastmcp_filtering._filter import ListFilter, checked_filter, matches
+from fastmcp_filtering._policy import Policy, unrestricted
+from fastmcp_filtering._search_service import search_key
+from fastmcp_filtering._transform import AccessTransform
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Hashable, Sequence
+
+    from fastmcp import FastMCP
+    from fastmcp.server.context import Context
+    from fastmcp.server.middleware import CallNext, MiddlewareContext
+    from fastmcp.tools import Tool
+
+    from fastmcp_filtering._catalog import Catalog
+    from fastmcp_filtering._protocol import RequestInfo
+    from fastmcp_filtering._search_service import SearchService
+
+__all__ = ["CatalogSnapshot", "Prefilled", "Selection", "Snapshots", "through_chain"]
+
+# Transforms that do the same to every request's listing, whoever asks.
+_STATIC_TRANSFORMS = (Visibility, Namespace, ToolTransform, VersionFilter)
+# Client states (and filters per state) whose candidates are remembered.
+_MAX_STATES = 64
+_MAX_FILTERS = 16
+# Up to this many new or replaced tools are indexed in place; more, in a new index.
+_INCREMENTAL = 256
+
+
+@dataclass(slots=True)
+class _Prefill:
+    message: object
+    page: Sequence[Tool]
+    used: bool = False
+
+
+_PREFILL: ContextVar[_Prefill | None] = ContextVar("fastmcp_filtering_prefill", default=None)
+
+
+class Prefilled(Middleware):
+    """The innermost middleware: answers a search's ``tools/list`` with the page it ranked.
+
+    Every other middleware runs as for any listing (its hooks, its marks), on
+    the page instead of the whole catalog. Passes every other request through.
+    """
+
+    @override
+    async def on_list_tools(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Sequence[Tool]]
+    ) -> Sequence[Tool]:
+        prefill = _PREFILL.get()
+        if prefill is not None and not prefill.used and prefill.message is context.message:
+            prefill.used = True
+            return prefill.page
+        return await call_next(context)
+
+
+async def through_chain(
+    page: Sequence[Tool], context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+) -> tuple[bool, Sequence[Tool]]:
+    """``page`` as the rest of the chain returns it, and True; or False and the chain's own
+    listing when ``Prefilled`` did not answer (it was not the innermost middleware)."""
+    prefill = _Prefill(context.message, page)
+    token = _PREFILL.set(prefill)
+    try:
+        result = await call_next(context)
+    finally:
+        _PREFILL.reset(token)
+    return prefill.used, result
+
+
+def prefilled_last(server: FastMCP) -> bool:
+    """Whether the server's ``Prefilled`` is its innermost middleware; makes it so for the
+    next request when it is not (this request's chain is already built)."""
+    chain = server.middleware
+    if chain and isinstance(chain[-1], Prefilled):
+        return True
+    found = next((m for m in chain if isinstance(m, Prefilled)), None)
+    if found is not None:
+        chain.remove(found)
+    chain.append(found or Prefilled())
+    return False
+
+
+def fingerprint(server: FastMCP, search: Middleware) -> tuple[object, ...] | None:
+    """What the server's listing depends on, outside any request; None when it could
+    depend on something else (the snapshot cannot be trusted)."""
+    local = server.local_provider
+    providers = tuple(server.providers)
+    if type(local) is not LocalProvider or providers != (local,):
+        return None
+    generation = catalog_generation(local)
+    middleware = tuple(server.middleware)
+    transforms = tuple(server.transforms)
+    local_transforms = tuple(local.transforms)
+    if generation is None or search not in middleware:
+        return None
+    if not all(type(t) in _STATIC_TRANSFORMS for t in local_transforms):
+        return None
+    access = AccessTransform.of(server)
+    after_access = False
+    for transform in transforms:
+        if transform is access:
+            after_access = True
+        elif type(transform) not in _STATIC_TRANSFORMS or (
+            # Judged as the names are at the AccessTransform: a rename after it is not.
+            after_access and type(transform) is not Visibility
+        ):
+            return None
+    layers = access.layers if access is not None else ()
+    inner = middleware[middleware.index(search) + 1 :]
+    outer = middleware[: middleware.index(search)]
+    discovery = any(can_enable(layer) for layer in layers)
+    # Middleware inside the search shapes its candidates; outside, only discovery's listing.
+    if not all(_known(m, inner=True) for m in inner) or (
+        discovery and not all(_known(m, inner=False) for m in outer)
+    ):
+        return None
+    versions = tuple(
+        catalog.version for m in middleware if (catalog := getattr(m, "catalog", None)) is not None
+    )
+    return (generation, providers, transforms, local_transforms, middleware, versions, layers)
+
+
+def _known(middleware: Middleware, *, inner: bool) -> bool:
+    """Whether a middleware's effect on a tool listing is known: none, or the package's own."""
+    from fastmcp.server.middleware.dereference import DereferenceRefsMiddleware
+    from fastmcp.server.middleware.error_handling import ErrorHandlingMiddleware, RetryMiddleware
+    from fastmcp.server.middleware.logging import LoggingMiddleware, StructuredLoggingMiddleware
+    from fastmcp.server.middleware.rate_limiting import (
+        RateLimitingMiddleware,
+        SlidingWindowRateLimitingMiddleware,
+    )
+    from fastmcp.server.middleware.timing import DetailedTimingMiddleware, TimingMiddleware
+    from fastmcp.server.middleware.tool_injection import ToolInjectionMiddleware
+
+    from fastmcp_filtering._tasks import TaskGuard
+    from fastmcp_filtering.concerns import ConcernMiddleware
+    from fastmcp_filtering.filter import FilterMiddleware
+    from fastmcp_filtering.progressive import ProgressiveDisclosureMiddleware
+    from fastmcp_filtering.search import SearchMiddleware
+
+    known: tuple[type, ...] = (
+        ErrorHandlingMiddleware,
+        RetryMiddleware,
+        LoggingMiddleware,
+        StructuredLoggingMiddleware,
+        RateLimitingMiddleware,
+        SlidingWindowRateLimitingMiddleware,
+        TimingMiddleware,
+        DetailedTimingMiddleware,
+        ToolInjectionMiddleware,
+        TaskGuard,
+        ConcernMiddleware,
+        FilterMiddleware,
+        ProgressiveDisclosureMiddleware,
+        SearchMiddleware,
+        Prefilled,
+    )
+    if not inner:
+        # Its copies change parameter text, which search ranks: outside the search only.
+        known = (*known, DereferenceRefsMiddleware)
+    return type(middleware) in known
+
+
+async def list_catalog(server: FastMCP) -> tuple[list[Tool], bool]:
+    """Every tool the server lists to anyone, and whether any tool has its own ``auth``.
+
+    Read in a context of its own: no request, no session's visibility rules, no
+    client's policy (``unrestricted``). Tools with ``auth`` are judged per
+    request by FastMCP: their presence makes the snapshot untrusted.
+    """
+
+    async def read() -> tuple[list[Tool], bool]:
+        with unrestricted():
+            tools = list(await server.list_tools(run_middleware=False))
+            provided = await server.local_provider.list_tools()
+        injected = [t for m in server.middleware for t in getattr(m, "injected_tools", ())]
+        return tools, any(t.auth is not None for t in [*provided, *injected])
+
+    return await asyncio.get_running_loop().create_task(read(), context=contextvars.Context())
+
+
+@dataclass(slots=True)
+class Selection:
+    """The candidates of one search: keys to rank and what each key stands for."""
+
+    within: frozenset[str]
+    """Keys of the candidates, meta-tools left out."""
+    hits: dict[str, Hit[Tool]]
+    """Every candidate by key: callable now (no enable path) or after enabling groups."""
+    versioned: list[Tool]
+    """Candidates of keys with several versions: the index must describe these ones."""
+
+
+@dataclass(slots=True)
+class _State:
+    """What one state of the views lets a client use, and could enable, of the snapshot."""
+
+    visible: list[tuple[str, Tool]]
+    """Every version this client may use, as its listing holds it."""
+    enable_hidden: list[tuple[str, Tool, tuple[str, ...]]]
+    """Versions hidden only until groups are enabled, with the groups."""
+    tags: frozenset[str]
+    selections: OrderedDict[Hashable, Selection] = field(default_factory=OrderedDict)
+
+
+class CatalogSnapshot:
+    """The server's tools at one fingerprint, their index, and candidates per client state."""
+
+    def __init__(
+        self,
+        stamp: tuple[object, ...],
+        tools: Sequence[Tool],
+        *,
+        injected: frozenset[int],
+        trusted: bool,
+        discovery: bool,
+    ) -> None:
+        self.fingerprint = stamp
+        self.tools = tuple(tools)
+        self.keys = tuple(search_key(t) for t in self.tools)
+        self.trusted = trusted
+        self._injected = injected
+        self._discovery = discovery
+        counts: dict[str, int] = {}
+        newest: dict[str, Tool] = {}
+        for key, tool in zip(self.keys, self.tools, strict=True):
+            counts[key] = counts.get(key, 0) + 1
+            held = newest.get(key)
+            if held is None or version_sort_key(tool) > version_sort_key(held):
+                newest[key] = tool
+        self.newest = newest
+        """The highest version of each key: what the index describes unless told otherwise."""
+        self._versioned = frozenset(k for k, n in counts.items() if n > 1)
+        self._meta = {k: t.name.casefold() for k, t in newest.items() if is_meta_tool(t)}
+        self._states: OrderedDict[Hashable, _State] = OrderedDict()
+
+    def component_of(self, selection: Selection) -> Callable[[str], Tool | None]:
+        """What each key stands for in ``selection``: its candidate, else the newest version."""
+
+        def of(key: str) -> Tool | None:
+            hit = selection.hits.get(key)
+            return hit.component if hit is not None else self.newest.get(key)
+
+        return of
+
+    def selection(
+        self, policy: Policy, catalog: Catalog, info: RequestInfo | None, query: str
+    ) -> Selection:
+        """This client's candidates for ``query``, narrowed by the request's ``filter``."""
+        state = self._state(policy)
+        list_filter = checked_filter(catalog, info, "tool", lambda: state.tags)
+        filter_key = None if list_filter is None else (list_filter.groups, list_filter.tags)
+        selection = state.selections.get(filter_key)
+        if selection is None:
+            selection = self._select(state, catalog, list_filter)
+            state.selections[filter_key] = selection
+            if len(state.selections) > _MAX_FILTERS:
+                state.selections.popitem(last=False)
+        named = query.strip().casefold()
+        exact = [k for k, name in self._meta.items() if name == named and k in selection.hits]
+        if exact:
+            # A meta-tool is ranked only when the query is exactly its name.
+            return Selection(selection.within | set(exact), selection.hits, selection.versioned)
+        return selection
+
+    def _state(self, policy: Policy) -> _State:
+        key = policy.state
+        state = self._states.get(key) if key is not None else None
+        if state is not None:
+            self._states.move_to_end(key)
+            return state
+        state = self._judge(policy)
+        if key is not None:
+            self._states[key] = state
+            if len(self._states) > _MAX_STATES:
+                self._states.popitem(last=False)
+        return state
+
+    def _judge(self, policy: Policy) -> _State:
+        """Judge every tool once for this state of the views, as the listing would."""
+        # Only a layer that can show what it hides makes anything discoverable.
+        discovery = policy.as_discovery() if self._discovery else None
+        injected = self._injected
+        visible: list[tuple[str, Tool]] = []
+        enable_hidden: list[tuple[str, Tool, tuple[str, ...]]] = []
+        tags: set[str] = set()
+        for key, tool in zip(self.keys, self.tools, strict=True):
+            # Injected tools are listed past the transforms: no policy judges them.
+            hidden = None if id(tool) in injected else policy.judge(tool)
+            if hidden is None:
+                visible.append((key, tool))
+                tags |= tool.tags
+            if id(tool) in injected:
+                hidden = policy.judge(tool)
+            if (
+                hidden is not None
+                and hidden.enable
+                and discovery is not None
+                and (id(tool) in injected or discovery.judge(tool) is None)
+            ):
+                enable_hidden.append((key, tool, hidden.enable))
+        return _State(visible, enable_hidden, frozenset(tags))
+
+    def _select(self, state: _State, catalog: Catalog, list_filter: ListFilter | None) -> Selection:
+        """The candidates as search ranks them from a listing: the highest version of each
+        key, then what the client could enable under the keys it cannot use at all."""
+        hits: dict[str, Hit[Tool]] = {}
+        for key, tool in state.visible:
+            if list_filter is not None and not matches(catalog, list_filter, tool):
+                continue
+            held = hits.get(key)
+            if held is None or version_sort_key(tool) > version_sort_key(held.component):
+                hits[key] = Hit(tool)
+        extra: dict[str, Hit[Tool]] = {}
+        for key, tool, enable in state.enable_hidden:
+            if key in hits:
+                continue
+            held = extra.get(key)
+            if held is None or version_sort_key(tool) > version_sort_key(held.component):
+                extra[key] = Hit(tool, enable)
+        for key, hit in extra.items():
+            if list_filter is None or matches(catalog, list_filter, hit.component):
+                hits[key] = hit
+        within = frozenset(k for k in hits if k not in self._meta)
+        versioned = [hits[k].component for k in self._versioned if k in hits]
+        return Selection(within, hits, versioned)
+
+
+async def request_trusts(snapshot: CatalogSnapshot, ctx: Context) -> bool:
+    """Whether this request lists what the snapshot holds: no visibility rules of its session."""
+    return snapshot.trusted and not await get_session_transforms(ctx)
+
+
+class Snapshots:
+    """The snapshot of each server one search serves, rebuilt when its fingerprint changes."""
+
+    def __init__(self, service: SearchService, search: Middleware) -> None:
+        self._service = service
+        self._search = search
+        self._snapshots: weakref.WeakKeyDictionary[FastMCP, CatalogSnapshot] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._locks: weakref.WeakKeyDictionary[FastMCP, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+    async def current(self, server: FastMCP) -> CatalogSnapshot | None:
+        """The snapshot this request's search may use; None: list through the chain."""
+        ready = prefilled_last(server)
+        snapshot = await self.snapshot(server)
+        return snapshot if ready else None
+
+    async def snapshot(self, server: FastMCP) -> CatalogSnapshot | None:
+        """The server's snapshot as the catalog is now; None when it cannot be trusted."""
+        prefilled_last(server)
+        stamp = fingerprint(server, self._search)
+        if stamp is None:
+            return None
+        snapshot = self._snapshots.get(server)
+        if snapshot is None or snapshot.fingerprint != stamp:
+            lock = self._locks.setdefault(server, asyncio.Lock())
+            async with lock:
+                snapshot = self._snapshots.get(server)
+                stamp = fingerprint(server, self._search)
+                if stamp is None:
+                    return None
+                if snapshot is None or snapshot.fingerprint != stamp:
+                    snapshot = await self._build(server, stamp)
+                    self._snapshots[server] = snapshot
+        return snapshot if snapshot.trusted else None
+
+    async def _build(self, server: FastMCP, stamp: tuple[object, ...]) -> CatalogSnapshot:
+        service = self._service
+        tools, has_auth = await list_catalog(server)
+        injected = frozenset(
+            id(t) for m in server.middleware for t in getattr(m, "injected_tools", ())
+        )
+        access = AccessTransform.of(server)
+        layers = access.layers if access is not None else ()
+        index = service.index("tool")
+        fresh = index.version != service.catalog.version or index.unseen(tools) > _INCREMENTAL
+        if fresh:
+            # Many documents to describe: in a new index, which no search reads until done.
+            index = service.new_index()
+        snapshot = CatalogSnapshot(
+            stamp,
+            tools,
+            injected=injected,
+            trusted=not has_auth,
+            discovery=any(can_enable(layer) for layer in layers),
+        )
+        if has_auth:
+            # FastMCP judges each tool's own auth per request: search lists through it.
+            return snapshot
+
+        def build() -> None:
+            index.merge(snapshot.newest.values(), service.document, service.catalog.version)
+            index.retain(snapshot.newest.keys())
+            index.take_touched()
+            index.index.search("")  # posts the documents
+
+        if fresh:
+            # A new index no search reads yet: built off the event loop.
+            await anyio.to_thread.run_sync(build)
+            service.replace_index("tool", index)
+        else:
+            # Searches read this index between awaits: only the loop may change it.
+            build()
+        return snapshot
