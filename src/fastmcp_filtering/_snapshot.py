@@ -164,8 +164,17 @@ def fingerprint(server: FastMCP, search: Middleware) -> tuple[object, ...] | Non
     return (generation, providers, transforms, local_transforms, middleware, versions, layers)
 
 
+# The hooks through which a middleware could change what a tools/list returns.
+_LISTING_HOOKS = ("__call__", "on_message", "on_request", "on_list_tools", "on_list")
+
+
 def _known(middleware: Middleware, *, inner: bool) -> bool:
-    """Whether a middleware's effect on a tool listing is known: none, or the package's own."""
+    """Whether a middleware's effect on a tool listing is known: none, or the package's own.
+
+    The package's middlewares, and layers of one's own on ``LayerMiddleware``
+    (the documented way to add one), are known while every listing hook is the
+    package's; of FastMCP's, those that never change a listing.
+    """
     from fastmcp.server.middleware.dereference import DereferenceRefsMiddleware
     from fastmcp.server.middleware.error_handling import ErrorHandlingMiddleware, RetryMiddleware
     from fastmcp.server.middleware.logging import LoggingMiddleware, StructuredLoggingMiddleware
@@ -176,11 +185,8 @@ def _known(middleware: Middleware, *, inner: bool) -> bool:
     from fastmcp.server.middleware.timing import DetailedTimingMiddleware, TimingMiddleware
     from fastmcp.server.middleware.tool_injection import ToolInjectionMiddleware
 
+    from fastmcp_filtering._hooks import ListHooks
     from fastmcp_filtering._tasks import TaskGuard
-    from fastmcp_filtering.concerns import ConcernMiddleware
-    from fastmcp_filtering.filter import FilterMiddleware
-    from fastmcp_filtering.progressive import ProgressiveDisclosureMiddleware
-    from fastmcp_filtering.search import SearchMiddleware
 
     known: tuple[type, ...] = (
         ErrorHandlingMiddleware,
@@ -193,16 +199,19 @@ def _known(middleware: Middleware, *, inner: bool) -> bool:
         DetailedTimingMiddleware,
         ToolInjectionMiddleware,
         TaskGuard,
-        ConcernMiddleware,
-        FilterMiddleware,
-        ProgressiveDisclosureMiddleware,
-        SearchMiddleware,
         Prefilled,
     )
     if not inner:
         # Its copies change parameter text, which search ranks: outside the search only.
         known = (*known, DereferenceRefsMiddleware)
-    return type(middleware) in known
+    if type(middleware) in known:
+        return True
+    return isinstance(middleware, ListHooks) and all(
+        getattr(getattr(type(middleware), hook, None), "__module__", "").startswith(
+            ("fastmcp_filtering.", "fastmcp.")
+        )
+        for hook in _LISTING_HOOKS
+    )
 
 
 async def list_catalog(server: FastMCP) -> tuple[list[Tool], bool]:
