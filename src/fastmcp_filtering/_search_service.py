@@ -15,7 +15,7 @@ from fastmcp.utilities.versions import version_sort_key
 from fastmcp_filtering._declarations import is_meta_tool
 from fastmcp_filtering._fusion import blend
 from fastmcp_filtering._policy import unrestricted
-from fastmcp_filtering._ranking import Document, SearchIndex
+from fastmcp_filtering._ranking import Document, SearchIndex, best_first
 from fastmcp_filtering._semantic_index import EmbeddingIndex, document_text
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ class SearchService:
                 by_key[key] = component
         index.merge(by_key.values(), self.document, self.catalog.version)
         ranked: list[_C] = []
-        for key in await self._ranked(index, query, within=by_key.keys()):
+        for key in await self._ranked(index, query, within=by_key.keys(), first=limit):
             ranked.append(by_key[key])
             if len(ranked) == limit:
                 break
@@ -170,8 +170,10 @@ class SearchService:
         within: Collection[str],
         described: Sequence[Any],
         component_of: Callable[[str], Any],
-    ) -> list[str]:
-        """Keys of ``within`` (all indexed) best first for ``query``.
+        first: int,
+    ) -> Iterable[str]:
+        """Keys of ``within`` (all indexed) best first for ``query``; the best ``first``
+        are found without sorting every match.
 
         ``described`` are components the index must describe for this ranking
         (one version of a key among several); ``component_of(key)`` is the
@@ -182,7 +184,7 @@ class SearchService:
         again = [c for key in index.take_touched() if (c := component_of(key)) is not None]
         index.merge([*again, *described], self.document, self.catalog.version)
         index.take_touched()
-        return await self._ranked(index, query, within, indexed=True)
+        return await self._ranked(index, query, within, indexed=True, first=first)
 
     async def _ranked(
         self,
@@ -191,12 +193,13 @@ class SearchService:
         within: Collection[str] | None = None,
         *,
         indexed: bool = False,
-    ) -> list[str]:
+        first: int,
+    ) -> Iterable[str]:
         """Keys best first: the lexical ranking, fused with the semantic one if enabled."""
-        lexical = index.index.search(query, within=within, indexed=indexed)
         semantic = index.semantic
         if semantic is None:
-            return [key for key, _score in lexical]
+            return best_first(index.index.scores(query, within=within, indexed=indexed), first)
+        lexical = index.index.search(query, within=within, indexed=indexed)
         if semantic.pending:
             if semantic.pending <= _EMBED_INLINE:
                 # A few new or changed tools: embed them now, off the event loop.
@@ -226,9 +229,10 @@ class SearchService:
 
     def document(self, component: FastMCPComponent) -> Document:
         """The searchable text of a component: its fields and its groups' titles."""
-        membership = self.catalog.membership(component)
         group_text: list[str] = []
-        for name in membership.direct:
+        # Without declared groups no membership adds text (indexing 10,000 tools, it would
+        # cost as much as the rest of the document).
+        for name in self.catalog.membership(component).direct if self.catalog.declared else ():
             group = self.catalog.group(name)
             if group is not None:
                 group_text.extend(t for t in (group.name, group.title, group.description) if t)
@@ -237,13 +241,7 @@ class SearchService:
         if isinstance(schema, Mapping):
             properties = schema.get("properties")
             if isinstance(properties, Mapping):
-                params = tuple(
-                    (
-                        str(name),
-                        str(spec.get("description", "")) if isinstance(spec, Mapping) else "",
-                    )
-                    for name, spec in properties.items()
-                )
+                params = tuple((str(name), _description(spec)) for name, spec in properties.items())
         elif (arguments := getattr(component, "arguments", None)) is not None:
             params = tuple((a.name, a.description or "") for a in arguments)
         return Document(
@@ -327,6 +325,13 @@ class SyncedIndex:
                     # A no-op when the text did not change: nothing is embedded again.
                     self.semantic.upsert(key, document_text(document))
                 seen[key] = component
+
+
+def _description(spec: object) -> str:
+    """A parameter's description in its JSON schema, or ""."""
+    if type(spec) is dict or isinstance(spec, Mapping):
+        return str(spec.get("description", ""))
+    return ""
 
 
 def _log_failure(task: asyncio.Task[None]) -> None:

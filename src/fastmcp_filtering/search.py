@@ -233,7 +233,12 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
                 policy = await transform.policy() if transform is not None else ALLOW_ALL
                 selection = snapshot.selection(policy, self.catalog, info, query)
                 keys = await self._service.rank_keys(
-                    query, selection.within, selection.versioned, snapshot.component_of(selection)
+                    query,
+                    selection.within,
+                    selection.versioned,
+                    snapshot.component_of(selection),
+                    # A page, what precedes it, and room for matches it skips (enable-able).
+                    first=2 * (page.offset + size) + 16,
                 )
                 tools, more, groups = _page((selection.hits[k] for k in keys), page.offset, size)
                 used, result = await through_chain(tools, context, call_next)
