@@ -48,6 +48,15 @@ def search(query: str, **params: Any) -> Step:
     return run
 
 
+def meta_search(query: str) -> Step:
+    """The ``search_tools`` meta-tool's reply."""
+
+    async def run(server: FastMCP, client: Any) -> Any:
+        return (await client.call_tool("search_tools", {"query": query})).structured_content
+
+    return run
+
+
 def change(action: Callable[[FastMCP], Any]) -> Step:
     async def run(server: FastMCP, client: Any) -> None:
         action(server)
@@ -100,6 +109,7 @@ class TestSameAnswersAsListing:
         self, connect: Connect, listing_only: Callable[[], Any]
     ) -> None:
         steps: list[Step] = [search(q) for q in QUERIES]
+        steps += [meta_search(q) for q in QUERIES]
         steps += [
             search("issue", filter={"tags": ["stable"]}),
             search("pull request", filter={"groups": ["code"]}),
@@ -126,6 +136,7 @@ class TestSameAnswersAsListing:
             for q in ["save text to a new file", "rocket", "commit history", "file", "destroy"]
         ]
         steps += [search("file", filter={"groups": ["write"]})]
+        steps += [meta_search(q) for q in ["save text to a new file", "file", "enable_tools"]]
         await same_answers(
             connect, listing_only, lambda: test_discovery.make_server(max_results=2), steps
         )
@@ -152,9 +163,15 @@ class TestSameAnswersAsListing:
             change(lambda s: s.local_provider.remove_tool("get_weather")),
             search("tide tables"),
             search("send email"),
+            meta_search("send email"),
+            meta_search("search_tools"),
         ]
         fast = await same_answers(connect, listing_only, build, steps)
-        found = [[t["name"] for page in pages for t in page["tools"]] for pages in fast if pages]
+        found = [
+            [t["name"] for page in pages for t in page["tools"]]
+            for pages in fast
+            if isinstance(pages, list)
+        ]
         assert found[:7] == [
             [],
             ["get_weather"],  # added

@@ -82,7 +82,10 @@ async def candidates(server: FastMCP, kind: ComponentKind) -> tuple[list[_C], li
     if listed is None:
         return list(await getattr(server, LISTERS[kind])()), []
     every, policy = listed
-    usable = [c for c in every if policy.judge(c) is None]
+    # FastMCP lists a middleware's injected tools past every transform: no policy judges
+    # them (and a provider's tool of the same name is not listed).
+    injected = {t.name for m in server.middleware for t in getattr(m, "injected_tools", ())}
+    usable = [c for c in every if c.name in injected or policy.judge(c) is None]
     return usable, _enable_only(every, policy, {search_key(c) for c in usable})
 
 

@@ -25,9 +25,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import weakref
-from collections import OrderedDict
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -35,43 +34,36 @@ from fastmcp.server.middleware import Middleware
 from fastmcp.server.providers import LocalProvider
 from fastmcp.server.transforms import Namespace, ToolTransform, VersionFilter, Visibility
 from fastmcp.server.transforms.visibility import get_session_transforms
-from fastmcp.utilities.versions import version_sort_key
 from typing_extensions import override
 
-from fastmcp_filtering._declarations import is_meta_tool
-from fastmcp_filtering._discovery import Hit, can_enable
+from fastmcp_filtering._candidates import CatalogSnapshot
+from fastmcp_filtering._discovery import can_enable
 from fastmcp_filtering._fastmcp import catalog_generation
-from fastmcp_filtering._filter import ListFilter, checked_filter, matches
-from fastmcp_filtering._policy import Policy, unrestricted
-from fastmcp_filtering._search_service import search_key
+from fastmcp_filtering._policy import unrestricted
 from fastmcp_filtering._transform import AccessTransform
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable, Sequence
+    from collections.abc import Sequence
 
     from fastmcp import FastMCP
     from fastmcp.server.context import Context
     from fastmcp.server.middleware import CallNext, MiddlewareContext
     from fastmcp.tools import Tool
 
-    from fastmcp_filtering._catalog import Catalog
-    from fastmcp_filtering._protocol import RequestInfo
     from fastmcp_filtering._search_service import SearchService
 
-__all__ = ["CatalogSnapshot", "Prefilled", "Selection", "Snapshots", "through_chain"]
+__all__ = ["Prefilled", "Snapshots", "request_trusts", "shaped", "through_chain"]
 
 # Transforms that do the same to every request's listing, whoever asks.
 _STATIC_TRANSFORMS = (Visibility, Namespace, ToolTransform, VersionFilter)
-# Client states (and filters per state) whose candidates are remembered.
-_MAX_STATES = 64
-_MAX_FILTERS = 16
 # Up to this many new or replaced tools are indexed in place; more, in a new index.
 _INCREMENTAL = 256
 
 
 @dataclass(slots=True)
 class _Prefill:
-    message: object
+    message: object | None
+    """The request it answers; None: the next listing to reach ``Prefilled``."""
     page: Sequence[Tool]
     used: bool = False
 
@@ -91,7 +83,11 @@ class Prefilled(Middleware):
         self, context: MiddlewareContext[Any], call_next: CallNext[Any, Sequence[Tool]]
     ) -> Sequence[Tool]:
         prefill = _PREFILL.get()
-        if prefill is not None and not prefill.used and prefill.message is context.message:
+        if (
+            prefill is not None
+            and not prefill.used
+            and (prefill.message is None or prefill.message is context.message)
+        ):
             prefill.used = True
             return prefill.page
         return await call_next(context)
@@ -109,6 +105,18 @@ async def through_chain(
     finally:
         _PREFILL.reset(token)
     return prefill.used, result
+
+
+async def shaped(server: FastMCP, page: Sequence[Tool]) -> Sequence[Tool] | None:
+    """``page`` as ``server.list_tools()`` gives it through the whole middleware chain; None
+    when ``Prefilled`` did not answer (it was not the innermost middleware)."""
+    prefill = _Prefill(None, page)
+    token = _PREFILL.set(prefill)
+    try:
+        result = await server.list_tools()
+    finally:
+        _PREFILL.reset(token)
+    return result if prefill.used else None
 
 
 def prefilled_last(server: FastMCP) -> bool:
@@ -230,153 +238,6 @@ async def list_catalog(server: FastMCP) -> tuple[list[Tool], bool]:
         return tools, any(t.auth is not None for t in [*provided, *injected])
 
     return await asyncio.get_running_loop().create_task(read(), context=contextvars.Context())
-
-
-@dataclass(slots=True)
-class Selection:
-    """The candidates of one search: keys to rank and what each key stands for."""
-
-    within: frozenset[str]
-    """Keys of the candidates, meta-tools left out."""
-    hits: dict[str, Hit[Tool]]
-    """Every candidate by key: callable now (no enable path) or after enabling groups."""
-    versioned: list[Tool]
-    """Candidates of keys with several versions: the index must describe these ones."""
-
-
-@dataclass(slots=True)
-class _State:
-    """What one state of the views lets a client use, and could enable, of the snapshot."""
-
-    visible: list[tuple[str, Tool]]
-    """Every version this client may use, as its listing holds it."""
-    enable_hidden: list[tuple[str, Tool, tuple[str, ...]]]
-    """Versions hidden only until groups are enabled, with the groups."""
-    tags: frozenset[str]
-    selections: OrderedDict[Hashable, Selection] = field(default_factory=OrderedDict)
-
-
-class CatalogSnapshot:
-    """The server's tools at one fingerprint, their index, and candidates per client state."""
-
-    def __init__(
-        self,
-        stamp: tuple[object, ...],
-        tools: Sequence[Tool],
-        *,
-        injected: frozenset[int],
-        trusted: bool,
-        discovery: bool,
-    ) -> None:
-        self.fingerprint = stamp
-        self.tools = tuple(tools)
-        self.keys = tuple(search_key(t) for t in self.tools)
-        self.trusted = trusted
-        self._injected = injected
-        self._discovery = discovery
-        counts: dict[str, int] = {}
-        newest: dict[str, Tool] = {}
-        for key, tool in zip(self.keys, self.tools, strict=True):
-            counts[key] = counts.get(key, 0) + 1
-            held = newest.get(key)
-            if held is None or version_sort_key(tool) > version_sort_key(held):
-                newest[key] = tool
-        self.newest = newest
-        """The highest version of each key: what the index describes unless told otherwise."""
-        self._versioned = frozenset(k for k, n in counts.items() if n > 1)
-        self._meta = {k: t.name.casefold() for k, t in newest.items() if is_meta_tool(t)}
-        self._states: OrderedDict[Hashable, _State] = OrderedDict()
-
-    def component_of(self, selection: Selection) -> Callable[[str], Tool | None]:
-        """What each key stands for in ``selection``: its candidate, else the newest version."""
-
-        def of(key: str) -> Tool | None:
-            hit = selection.hits.get(key)
-            return hit.component if hit is not None else self.newest.get(key)
-
-        return of
-
-    def selection(
-        self, policy: Policy, catalog: Catalog, info: RequestInfo | None, query: str
-    ) -> Selection:
-        """This client's candidates for ``query``, narrowed by the request's ``filter``."""
-        state = self._state(policy)
-        list_filter = checked_filter(catalog, info, "tool", lambda: state.tags)
-        filter_key = None if list_filter is None else (list_filter.groups, list_filter.tags)
-        selection = state.selections.get(filter_key)
-        if selection is None:
-            selection = self._select(state, catalog, list_filter)
-            state.selections[filter_key] = selection
-            if len(state.selections) > _MAX_FILTERS:
-                state.selections.popitem(last=False)
-        named = query.strip().casefold()
-        exact = [k for k, name in self._meta.items() if name == named and k in selection.hits]
-        if exact:
-            # A meta-tool is ranked only when the query is exactly its name.
-            return Selection(selection.within | set(exact), selection.hits, selection.versioned)
-        return selection
-
-    def _state(self, policy: Policy) -> _State:
-        key = policy.state
-        state = self._states.get(key) if key is not None else None
-        if state is not None:
-            self._states.move_to_end(key)
-            return state
-        state = self._judge(policy)
-        if key is not None:
-            self._states[key] = state
-            if len(self._states) > _MAX_STATES:
-                self._states.popitem(last=False)
-        return state
-
-    def _judge(self, policy: Policy) -> _State:
-        """Judge every tool once for this state of the views, as the listing would."""
-        # Only a layer that can show what it hides makes anything discoverable.
-        discovery = policy.as_discovery() if self._discovery else None
-        injected = self._injected
-        visible: list[tuple[str, Tool]] = []
-        enable_hidden: list[tuple[str, Tool, tuple[str, ...]]] = []
-        tags: set[str] = set()
-        for key, tool in zip(self.keys, self.tools, strict=True):
-            # Injected tools are listed past the transforms: no policy judges them.
-            hidden = None if id(tool) in injected else policy.judge(tool)
-            if hidden is None:
-                visible.append((key, tool))
-                tags |= tool.tags
-            if id(tool) in injected:
-                hidden = policy.judge(tool)
-            if (
-                hidden is not None
-                and hidden.enable
-                and discovery is not None
-                and (id(tool) in injected or discovery.judge(tool) is None)
-            ):
-                enable_hidden.append((key, tool, hidden.enable))
-        return _State(visible, enable_hidden, frozenset(tags))
-
-    def _select(self, state: _State, catalog: Catalog, list_filter: ListFilter | None) -> Selection:
-        """The candidates as search ranks them from a listing: the highest version of each
-        key, then what the client could enable under the keys it cannot use at all."""
-        hits: dict[str, Hit[Tool]] = {}
-        for key, tool in state.visible:
-            if list_filter is not None and not matches(catalog, list_filter, tool):
-                continue
-            held = hits.get(key)
-            if held is None or version_sort_key(tool) > version_sort_key(held.component):
-                hits[key] = Hit(tool)
-        extra: dict[str, Hit[Tool]] = {}
-        for key, tool, enable in state.enable_hidden:
-            if key in hits:
-                continue
-            held = extra.get(key)
-            if held is None or version_sort_key(tool) > version_sort_key(held.component):
-                extra[key] = Hit(tool, enable)
-        for key, hit in extra.items():
-            if list_filter is None or matches(catalog, list_filter, hit.component):
-                hits[key] = hit
-        within = frozenset(k for k in hits if k not in self._meta)
-        versioned = [hits[k].component for k in self._versioned if k in hits]
-        return Selection(within, hits, versioned)
 
 
 async def request_trusts(snapshot: CatalogSnapshot, ctx: Context) -> bool:

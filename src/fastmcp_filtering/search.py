@@ -26,11 +26,11 @@ from fastmcp_filtering._discovery import (
 from fastmcp_filtering._fastmcp import list_page_size, sdk_middleware
 from fastmcp_filtering._filter import narrow
 from fastmcp_filtering._hooks import ListHooks
-from fastmcp_filtering._policy import ALLOW_ALL, is_widened
+from fastmcp_filtering._policy import ALLOW_ALL, Policy, is_widened
 from fastmcp_filtering._protocol import RequestInfo, add_capabilities, invalid_params, request_info
 from fastmcp_filtering._rate_limit import counted, is_search, rate_limit_key
 from fastmcp_filtering._search_service import SearchService
-from fastmcp_filtering._snapshot import Snapshots, request_trusts, through_chain
+from fastmcp_filtering._snapshot import Snapshots, request_trusts, shaped, through_chain
 from fastmcp_filtering._transform import AccessTransform
 
 if TYPE_CHECKING:
@@ -229,9 +229,7 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         if kind == "tool" and server is not None and context.fastmcp_context is not None:
             snapshot = await self._snapshots.current(server)
             if snapshot is not None and await request_trusts(snapshot, context.fastmcp_context):
-                transform = AccessTransform.of(server)
-                policy = await transform.policy() if transform is not None else ALLOW_ALL
-                selection = snapshot.selection(policy, self.catalog, info, query)
+                selection = snapshot.selection(await _policy(server), self.catalog, info, query)
                 keys = await self._service.rank_keys(
                     query,
                     selection.within,
@@ -298,31 +296,70 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         Full definitions are given only for tools the client can call now.
         """
         server = ctx.fastmcp
-        usable: list[Tool]
-        extra: list[Hit[Tool]]
-        usable, extra = await candidates(server, "tool")
+        found = await self._discovered(ctx, query)
+        if found is None:
+            usable: list[Tool]
+            extra: list[Hit[Tool]]
+            usable, extra = await candidates(server, "tool")
+            found = await self._offers(ctx, await self._hits("tool", usable, extra, query))
         items: list[dict[str, Any]] = []
-        for hit in await self._hits("tool", usable, extra, query):
-            tool = hit.component
-            if not hit.enable:
+        for tool, calls in found:
+            if calls is None:
                 items.append(
                     tool.to_mcp_tool(name=tool.name).model_dump(
                         by_alias=True, mode="json", exclude_none=True
                     )
                 )
-            else:
+                continue
+            item: dict[str, Any] = {"name": tool.name}
+            if tool.title:
+                item["title"] = tool.title
+            item["description"] = tool.description or ""
+            item["available_after"] = calls
+            items.append(item)
+        return items
+
+    async def _discovered(
+        self, ctx: Context, query: str
+    ) -> list[tuple[Tool, dict[str, Any] | None]] | None:
+        """``_offers`` from the catalog snapshot, callable tools as the middleware chain shapes
+        them; None when the snapshot cannot be used for this request."""
+        server = ctx.fastmcp
+        snapshot = await self._snapshots.current(server)
+        if snapshot is None or not await request_trusts(snapshot, ctx):
+            return None
+        selection = snapshot.selection(await _policy(server), self.catalog, None, query)
+        keys = await self._service.rank_keys(
+            query,
+            selection.within,
+            selection.versioned,
+            snapshot.component_of(selection),
+            first=2 * self.max_results + 16,
+        )
+        found = await self._offers(ctx, (selection.hits[k] for k in keys))
+        page = [tool for tool, calls in found if calls is None]
+        listed = await shaped(server, page)
+        if listed is None or [t.name for t in listed] != [t.name for t in page]:
+            return None
+        callable_ = iter(listed)
+        return [(next(callable_) if calls is None else tool, calls) for tool, calls in found]
+
+    async def _offers(
+        self, ctx: Context, hits: Iterable[Hit[Tool]]
+    ) -> list[tuple[Tool, dict[str, Any] | None]]:
+        """The best ``max_results`` of ``hits``: callable ones (None), and enable-able ones with
+        the calls that make them callable; one no call can make callable is left out."""
+        found: list[tuple[Tool, dict[str, Any] | None]] = []
+        for hit in hits:
+            calls = None
+            if hit.enable:
                 calls = await remedy(ctx, hit.enable)
                 if calls is None:
                     continue
-                item: dict[str, Any] = {"name": tool.name}
-                if tool.title:
-                    item["title"] = tool.title
-                item["description"] = tool.description or ""
-                item["available_after"] = calls
-                items.append(item)
-            if len(items) == self.max_results:
+            found.append((hit.component, calls))
+            if len(found) == self.max_results:
                 break
-        return items
+        return found
 
     @override
     async def on_message(
@@ -386,6 +423,12 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
                 ),
             )
         )
+
+
+async def _policy(server: FastMCP) -> Policy:
+    """This request's policy on ``server``, as its ``AccessTransform`` applies it."""
+    transform = AccessTransform.of(server)
+    return await transform.policy() if transform is not None else ALLOW_ALL
 
 
 def _page(
