@@ -1,17 +1,21 @@
 """How fast a search answers through a real client, against FastMCP's BM25 search, in one run.
 
-For 100, 1,000 and 10,000 synthetic tools, each variant gets its own server and an
-in-memory ``Client`` (2026-07-28 era) and answers the same queries:
+For 100, 1,000 and 10,000 synthetic tools, each variant gets its own server, reached
+in memory and over stdio (the server in a subprocess), and answers the same queries:
 
 - ``ours, query``: ``tools/list`` with ``query`` (SearchMiddleware);
 - ``ours, search_tools``: SearchMiddleware's meta-tool;
 - ``fastmcp bm25``: FastMCP's ``BM25SearchTransform`` through its ``search_tools`` tool.
 
-"first" is the first search on a fresh server (index built on demand; the client's own
-one-time tools/list before its first call is done beforehand); "steady" is the median of
-the following searches. Ratios are FastMCP's time over ours (higher: ours faster).
+"first" is the first search on a fresh server after the client's own one-time
+``tools/list`` (FastMCP's client lists the tools before its first call anyway);
+"cold" is the first search sent right after connecting, nothing listed before;
+"steady" is the median of the following searches. Ratios are FastMCP's time over
+ours (higher: ours faster). The last lines check issue 11's targets at the largest
+size over stdio: steady at most 3 ms, and a first search no slower than FastMCP's.
 
-Usage: ``python bench/search_speed.py [--sizes 100 1000 10000] [--repeat 30]``
+Usage: ``python bench/search_speed.py [--sizes 100 1000 10000] [--repeat 30]
+[--transports memory stdio]``
 """
 
 from __future__ import annotations
@@ -19,14 +23,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import random
 import statistics
+import sys
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import jsonschema  # noqa: F401 - imported by the client on first use; keep it out of "first"
 from fastmcp import Client, FastMCP
+from fastmcp.client.transports import StdioTransport
 from fastmcp.server.transforms.search import BM25SearchTransform
 from fastmcp.tools import Tool
 from fastmcp.tools.base import ToolResult
@@ -106,6 +114,9 @@ QUERIES = [
 ]
 
 
+VARIANTS = ("ours, query", "ours, search_tools", "fastmcp bm25")
+
+
 class StubTool(Tool):
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         return ToolResult(content="ok")
@@ -148,56 +159,136 @@ def build(tools: list[Tool], variant: str) -> FastMCP:
 
 
 async def timed(call: Callable[[str], Awaitable[Any]], repeat: int) -> tuple[float, float]:
-    started = time.perf_counter()
-    await call(QUERIES[0])
-    first = (time.perf_counter() - started) * 1000
+    """The first search's time and the median of ``repeat`` more, in ms."""
+    first = await once(call, QUERIES[0])
     times = []
     for i in range(repeat):
         gc.collect()
-        started = time.perf_counter()
-        await call(QUERIES[(i + 1) % len(QUERIES)])
-        times.append((time.perf_counter() - started) * 1000)
+        times.append(await once(call, QUERIES[(i + 1) % len(QUERIES)]))
     return first, statistics.median(times)
 
 
-async def run(sizes: list[int], repeat: int) -> None:
-    header = f"{'tools':>6} {'variant':<22} {'first ms':>9} {'steady ms':>10} {'fastmcp/ours':>13}"
+async def once(call: Callable[[str], Awaitable[Any]], query: str) -> float:
+    started = time.perf_counter()
+    await call(query)
+    return (time.perf_counter() - started) * 1000
+
+
+def searcher(client: Client[Any], variant: str) -> Callable[[str], Awaitable[Any]]:
+    if variant == "ours, query":
+
+        async def by_query(query: str) -> Any:
+            return await list_tools(client, query=query)
+
+        return by_query
+
+    async def by_tool(query: str) -> Any:
+        return await client.call_tool("search_tools", {"query": query})
+
+    return by_tool
+
+
+def open_client(transport: str, size: int, variant: str) -> Client[Any]:
+    if transport == "memory":
+        return Client(build(synthetic_tools(size), variant))
+    # The server in its own process, as an agent's host starts it; it imports this
+    # checkout (PYTHONPATH) like the client does.
+    command = StdioTransport(
+        command=sys.executable,
+        args=[__file__, "--serve", str(size), variant],
+        env=dict(os.environ),
+    )
+    return Client(command, init_timeout=600, timeout=600)
+
+
+async def measure(transport: str, size: int, variant: str, repeat: int) -> Row:
+    async with open_client(transport, size, variant) as client:
+        # FastMCP's client lists the tools once before its first call, to learn their
+        # output schemas: that is the client's cost, not the search's.
+        await client.list_tools()
+        first, steady = await timed(searcher(client, variant), repeat)
+    async with open_client(transport, size, variant) as client:
+        cold = await once(searcher(client, variant), QUERIES[0])
+    return Row(size, transport, variant, first, cold, steady)
+
+
+@dataclass(frozen=True)
+class Row:
+    size: int
+    transport: str
+    variant: str
+    first: float
+    cold: float
+    steady: float
+
+
+async def run(sizes: list[int], repeat: int, transports: list[str]) -> None:
+    header = (
+        f"{'tools':>6} {'transport':<9} {'variant':<20} {'first ms':>9} {'cold ms':>9} "
+        f"{'steady ms':>10}  fastmcp/ours: steady, first, cold"
+    )
     print(header)
     print("-" * len(header))
+    rows: list[Row] = []
     for size in sizes:
-        tools = synthetic_tools(size)
-        rows: dict[str, tuple[float, float]] = {}
-        for variant in ("ours, query", "ours, search_tools", "fastmcp bm25"):
-            server = build(tools, variant)
-            async with Client(server) as client:
-                # FastMCP's client lists the tools once before its first call, to learn their
-                # output schemas: that is the client's cost, not the search's.
-                await client.list_tools()
-                if variant == "ours, query":
+        for transport in transports:
+            measured = {v: await measure(transport, size, v, repeat) for v in VARIANTS}
+            base = measured["fastmcp bm25"]
+            for variant, row in measured.items():
+                ratios = (
+                    ""
+                    if variant == "fastmcp bm25"
+                    else f"  {base.steady / row.steady:.1f}x, {base.first / row.first:.1f}x, "
+                    f"{base.cold / row.cold:.1f}x"
+                )
+                print(
+                    f"{size:>6} {transport:<9} {variant:<20} {row.first:>9.2f} {row.cold:>9.2f} "
+                    f"{row.steady:>10.2f}{ratios}"
+                )
+            rows.extend(measured.values())
+            print()
+    targets(rows)
 
-                    async def call(query: str, client: Client[Any] = client) -> Any:
-                        return await list_tools(client, query=query)
 
-                else:
+def targets(rows: list[Row]) -> None:
+    """Issue 11's speed targets, at the largest size measured over stdio (else in memory)."""
+    transport = "stdio" if any(r.transport == "stdio" for r in rows) else "memory"
+    size = max(r.size for r in rows)
+    at = {r.variant: r for r in rows if r.size == size and r.transport == transport}
+    ours, theirs = at["ours, query"], at["fastmcp bm25"]
+    checks = [
+        (f"steady <= 3 ms ({ours.steady:.2f} ms)", ours.steady <= 3.0),
+        (
+            f"first no slower than FastMCP's ({ours.first:.0f} vs {theirs.first:.0f} ms)",
+            ours.first <= theirs.first,
+        ),
+        (
+            f"cold first no slower than FastMCP's ({ours.cold:.0f} vs {theirs.cold:.0f} ms)",
+            ours.cold <= theirs.cold,
+        ),
+    ]
+    print(f"Targets, {size} tools over {transport}, tools/list with query:")
+    for text, met in checks:
+        print(f"  {'met    ' if met else 'NOT MET'} {text}")
 
-                    async def call(query: str, client: Client[Any] = client) -> Any:
-                        return await client.call_tool("search_tools", {"query": query})
 
-                rows[variant] = await timed(call, repeat)
-        base_first, base_steady = rows["fastmcp bm25"]
-        for variant, (first, steady) in rows.items():
-            ratio = "" if variant == "fastmcp bm25" else f"{base_steady / steady:.1f}x"
-            ratio_first = "" if variant == "fastmcp bm25" else f" (first {base_first / first:.1f}x)"
-            print(f"{size:>6} {variant:<22} {first:>9.2f} {steady:>10.2f} {ratio:>13}{ratio_first}")
-        print()
+def serve(size: int, variant: str) -> None:
+    build(synthetic_tools(size), variant).run(transport="stdio", show_banner=False)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10000])
     parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument(
+        "--transports", nargs="+", choices=["memory", "stdio"], default=["memory", "stdio"]
+    )
+    parser.add_argument("--serve", nargs=2, metavar=("SIZE", "VARIANT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    asyncio.run(run(args.sizes, args.repeat))
+    if args.serve:
+        serve(int(args.serve[0]), args.serve[1])
+        return
+    asyncio.run(run(args.sizes, args.repeat, args.transports))
 
 
 if __name__ == "__main__":

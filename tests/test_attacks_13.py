@@ -94,14 +94,6 @@ def _child() -> FastMCP:
 class TestMountedSearchWithoutParentSearch:
     """A mounted server's search under a parent that pages with its own cursors."""
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason=(
-            "a mounted server's search claims the parent's search page when the parent has "
-            "no search of its own: its page is cut to the parent's list_page_size and its "
-            "cursor replaces FastMCP's. Install the stack on the outermost server."
-        ),
-    )
     @pytest.mark.parametrize("parent_middleware", ["filter", "none"])
     async def test_pages_hold_every_match_once(
         self, connect: Connect, parent_middleware: str

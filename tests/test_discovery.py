@@ -219,7 +219,10 @@ class TestMetaToolsAreNotRanked:
     async def test_naming_one_exactly_finds_it(self, connect: Connect) -> None:
         async with connect(make_server()) as client:
             listed = await call_method(client, "tools/list", {"query": "enable_tools"})
+            found = await search(client, "enable_tools")
         assert [t["name"] for t in listed["tools"]] == ["enable_tools"]
+        # Under hide_ungrouped too: a meta-tool is in no group, and always listed.
+        assert [t["name"] for t in found] == ["enable_tools"]
 
     async def test_meta_tools_stay_in_the_plain_list(self, connect: Connect) -> None:
         async with connect(make_server()) as client:

@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 from fastmcp import Client, Context, FastMCP
+from fastmcp.prompts import Prompt
 from fastmcp.utilities.tests import asgi_server
 
 from fastmcp_filtering._fastmcp import (
+    catalog_generation,
     client_identity,
     current_request,
     list_page_size,
@@ -147,3 +149,46 @@ class TestServerInternals:
         async with connect(mcp) as client:
             await client.list_tools()
         assert "tools/list" in seen
+
+
+class TestCatalogGeneration:
+    """``LocalProvider._components``: every way FastMCP adds, replaces or removes a component."""
+
+    def test_every_change_to_the_local_provider_counts(self) -> None:
+        mcp = FastMCP("generation", on_duplicate="replace")
+        provider = mcp.local_provider
+        start = catalog_generation(provider)
+        assert start is not None
+        seen = [start]
+
+        def changed() -> bool:
+            now = catalog_generation(provider)
+            assert now is not None
+            grew = now > seen[-1]
+            seen.append(now)
+            return grew
+
+        mcp.tool(lambda: "a", name="a")
+        assert changed()
+        mcp.tool(lambda: "b", name="a")  # replaced under the same key
+        assert changed()
+        mcp.add_prompt(Prompt.from_function(lambda: "p", name="p"))
+        assert changed()
+        mcp.local_provider.remove_tool("a")
+        assert changed()
+        mcp.local_provider.remove_prompt("p")
+        assert changed()
+        assert not changed()
+
+    async def test_the_provider_still_lists_from_its_storage(self) -> None:
+        mcp = FastMCP("storage")
+        mcp.tool(lambda: "a", name="a")
+        assert catalog_generation(mcp.local_provider) is not None
+        mcp.tool(lambda: "b", name="b")
+        assert sorted(t.name for t in await mcp.list_tools()) == ["a", "b"]
+        assert (await mcp.get_tool("b")) is not None
+
+    def test_unknown_storage_is_none(self) -> None:
+        mcp = FastMCP("odd")
+        mcp.local_provider._components = ()  # type: ignore[assignment]
+        assert catalog_generation(mcp.local_provider) is None

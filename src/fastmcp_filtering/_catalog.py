@@ -201,6 +201,11 @@ class Catalog:
         return tuple(self._groups.values())
 
     @property
+    def declared(self) -> bool:
+        """Whether any group is declared."""
+        return bool(self._groups)
+
+    @property
     def tags(self) -> tuple[Tag, ...]:
         """The declared tags, in declaration order."""
         return tuple(self._tags.values())

@@ -46,6 +46,8 @@ class SearchPage:
     """Set by the search that ranked this listing when more matches follow."""
     owner: object | None = None
     """The search middleware that pages this listing (the outermost; a mounted server's defers)."""
+    server: object | None = None
+    """The server the list request was sent to: only its searches page, a mounted one's rank."""
 
 
 _PAGE: ContextVar[SearchPage | None] = ContextVar("fastmcp_filtering_search_page", default=None)
@@ -94,6 +96,10 @@ class CursorScope:
     bare one sent with a filter, is refused with -32602.
     """
 
+    def __init__(self, server: FastMCP) -> None:
+        # Weak: the server holds this middleware.
+        self._server = weakref.ref(server)
+
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
@@ -102,7 +108,7 @@ class CursorScope:
         params = ctx.params
         scope = _scope_of(params)
         cursor = params.get("cursor")
-        page = SearchPage() if params.get("query") is not None else None
+        page = SearchPage(server=self._server()) if params.get("query") is not None else None
         if isinstance(cursor, str):
             inner = _unwrap(cursor, scope)
             offset = _search_offset(inner) if page is not None else None
@@ -171,4 +177,4 @@ def install_cursor_scope(server: FastMCP) -> None:
         return
     _installed.add(server)
     # Outermost, so it sees the wire params before validation and the final result.
-    sdk_middleware(server).insert(0, CursorScope())
+    sdk_middleware(server).insert(0, CursorScope(server))

@@ -37,6 +37,7 @@ __all__ = [
     "BETTER_MATCHES_META_KEY",
     "BetterMatches",
     "Hit",
+    "can_enable",
     "candidates",
     "discoverable",
     "remedy",
@@ -81,7 +82,10 @@ async def candidates(server: FastMCP, kind: ComponentKind) -> tuple[list[_C], li
     if listed is None:
         return list(await getattr(server, LISTERS[kind])()), []
     every, policy = listed
-    usable = [c for c in every if policy.judge(c) is None]
+    # FastMCP lists a middleware's injected tools past every transform: no policy judges
+    # them (and a provider's tool of the same name is not listed).
+    injected = {t.name for m in server.middleware for t in getattr(m, "injected_tools", ())}
+    usable = [c for c in every if c.name in injected or policy.judge(c) is None]
     return usable, _enable_only(every, policy, {search_key(c) for c in usable})
 
 
@@ -90,7 +94,7 @@ async def _widened_listing(
 ) -> tuple[Sequence[Any], Policy] | None:
     """The widened listing and this request's policy; None when no layer could widen it."""
     transform = AccessTransform.of(server)
-    if transform is None or not any(_can_enable(layer) for layer in transform.layers):
+    if transform is None or not any(can_enable(layer) for layer in transform.layers):
         # No layer hides anything the client could show itself: nothing to list twice for.
         return None
     policy = await transform.policy()
@@ -116,7 +120,7 @@ def _enable_only(every: Sequence[_C], policy: Policy, taken: set[str]) -> list[H
     return list(hits.values())
 
 
-def _can_enable(layer: PolicyLayer) -> bool:
+def can_enable(layer: PolicyLayer) -> bool:
     """Whether ``layer`` hides components the client can make visible (it words a remedy)."""
     return type(layer).remedy is not PolicyLayer.remedy
 

@@ -18,9 +18,11 @@ if TYPE_CHECKING:
     from fastmcp import FastMCP
     from fastmcp.server.context import Context
     from fastmcp.server.dependencies import FastMCPRequestContext
+    from fastmcp.server.providers import LocalProvider
     from mcp.server.connection import Connection
 
 __all__ = [
+    "catalog_generation",
     "client_identity",
     "current_request",
     "list_page_size",
@@ -156,3 +158,61 @@ def sdk_middleware(server: FastMCP) -> list[Any]:
     """
     middleware: list[Any] = server._mcp_server.middleware
     return middleware
+
+
+class _CountedComponents(dict[str, Any]):
+    """A ``LocalProvider``'s component storage that counts every change made to it."""
+
+    __slots__ = ("generation",)
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.generation = 0
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key, value)
+        self.generation += 1
+
+    def __delitem__(self, key: str) -> None:
+        super().__delitem__(key)
+        self.generation += 1
+
+    def pop(self, *args: Any) -> Any:
+        self.generation += 1
+        return super().pop(*args)
+
+    def popitem(self) -> tuple[str, Any]:
+        self.generation += 1
+        return super().popitem()
+
+    def clear(self) -> None:
+        self.generation += 1
+        super().clear()
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self.generation += 1
+        super().update(*args, **kwargs)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        self.generation += 1
+        return super().setdefault(key, default)
+
+
+def catalog_generation(provider: LocalProvider) -> int | None:
+    """A number that changes whenever a component is added to, replaced in or removed from
+    ``provider``; None when its storage is not what the adapter knows.
+
+    Private: ``LocalProvider._components``, the provider's storage (a dict keyed by
+    component key, which ``add_tool``, ``remove_tool`` and the others write). FastMCP
+    announces no change to it, and reading the whole list per search is what search
+    must not do: the first call swaps the dict for one that counts its changes, so
+    search keeps a snapshot of the catalog and knows when it is stale.
+    """
+    storage = getattr(provider, "_components", None)
+    if type(storage) is _CountedComponents:
+        return storage.generation
+    if type(storage) is not dict:
+        return None
+    counted = _CountedComponents(storage)
+    provider._components = counted
+    return counted.generation

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -16,7 +16,15 @@ if TYPE_CHECKING:
 
     from fastmcp_filtering._catalog import GroupTree
 
-__all__ = ["MAX_FILTER_NAMES", "ListFilter", "narrow", "parse_filter", "requested_filter"]
+__all__ = [
+    "MAX_FILTER_NAMES",
+    "ListFilter",
+    "checked_filter",
+    "matches",
+    "narrow",
+    "parse_filter",
+    "requested_filter",
+]
 
 _C = TypeVar("_C", bound="FastMCPComponent")
 
@@ -120,24 +128,42 @@ def narrow(
     client can see, so no hidden component's tag is valid). The filtering and
     search middlewares both apply it, so a filter means the same in any order.
     """
-    list_filter = requested_filter(info, kind)
+
+    def seen_tags() -> set[str]:
+        return {tag for component in components for tag in component.tags}
+
+    list_filter = checked_filter(catalog, info, kind, seen_tags)
     if list_filter is None:
         return components
+    return [c for c in components if matches(catalog, list_filter, c)]
+
+
+def checked_filter(
+    catalog: GroupTree,
+    info: RequestInfo | None,
+    kind: ComponentKind,
+    seen_tags: Callable[[], Collection[str]],
+) -> ListFilter | None:
+    """The request's ``filter``, its names checked against the catalog and ``seen_tags()``
+    (the tags of what this client can see) once per request; None when it has none."""
+    list_filter = requested_filter(info, kind)
+    if list_filter is None:
+        return None
     assert info is not None
     if _CHECKED.get() is not info.params:
         tags = {tag.name for tag in catalog.tags}
         if not list_filter.tags <= tags:
-            for component in components:
-                tags |= component.tags
+            tags |= set(seen_tags())
         list_filter.check_names(groups=[g.name for g in catalog.groups], tags=tags)
         # The innermost middleware saw the widest list: an outer one, given a list already
         # narrowed or ranked, must not judge the names again against less.
         _CHECKED.set(info.params)
+    return list_filter
+
+
+def matches(catalog: GroupTree, list_filter: ListFilter, component: FastMCPComponent) -> bool:
+    """Whether ``component`` is in ANY of the filter's groups and has ALL of its tags."""
     groups = list_filter.groups
-    wanted = list_filter.tags
-    return [
-        c
-        for c in components
-        if (groups is None or not catalog.membership(c).effective.isdisjoint(groups))
-        and wanted <= c.tags
-    ]
+    return (
+        groups is None or not catalog.membership(component).effective.isdisjoint(groups)
+    ) and list_filter.tags <= component.tags

@@ -125,7 +125,7 @@ class Policy:
     could make the component visible.
     """
 
-    __slots__ = ("_memo", "_table", "_views", "_widened")
+    __slots__ = ("_memo", "_table", "_views", "_widened", "state")
 
     def __init__(
         self, views: Sequence[LayerView], memo: Memo | None = None, *, widened: bool = False
@@ -135,8 +135,15 @@ class Policy:
         self._widened = widened
         self._table: dict[int, tuple[FastMCPComponent, Hidden | None]] | None = None
         keys = tuple(getattr(view, "key", None) for view in self._views)
-        if memo is not None and None not in keys:
-            self._table = memo.table((*keys, widened))
+        self.state: tuple[Hashable, ...] | None = None if None in keys else (*keys, widened)
+        """What the answers depend on besides the component: equal states, equal answers;
+        None when a view cannot say (its answers are never remembered)."""
+        if memo is not None and self.state is not None:
+            self._table = memo.table(self.state)
+
+    def as_discovery(self) -> Policy:
+        """This policy as discovery judges: what the client could enable itself counts as shown."""
+        return Policy(self._views, self._memo, widened=True)
 
     def judge(self, component: FastMCPComponent) -> Hidden | None:
         table = self._table

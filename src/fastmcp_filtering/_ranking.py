@@ -15,7 +15,7 @@ from fastmcp_filtering._text import STOPWORDS, asks_for_a_list, is_reading, rela
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 
-__all__ = ["DEFAULT_RULES", "DEFAULT_WEIGHTS", "Document", "Rules", "SearchIndex"]
+__all__ = ["DEFAULT_RULES", "DEFAULT_WEIGHTS", "Document", "Rules", "SearchIndex", "best_first"]
 
 FIELDS = ("name", "title", "description", "tags", "groups", "params")
 DEFAULT_WEIGHTS: Mapping[str, float] = {
@@ -55,6 +55,9 @@ _MAX_EXPANSIONS = 12
 # A parameter that most tools share (tenant, retry options...) says nothing about any one tool.
 _BOILERPLATE_SHARE = 0.5
 _BOILERPLATE_MIN_TOOLS = 8
+# Term counts of repeated texts (parameters, tags, group texts) remembered per index.
+_MAX_COUNTED = 50_000
+_NONE: dict[str, int] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +108,8 @@ class SearchIndex:
         if unknown:
             raise ValueError(f"unknown field weight(s) {sorted(unknown)}; fields are {FIELDS}")
         self._entries: dict[str, _Entry] = {}
-        # term -> {key: weighted, length-normalised term frequency}, computed at indexing
-        # time so a query only adds up numbers.
+        # term -> {key: saturated weighted, length-normalised term frequency}, computed at
+        # indexing time so a query only adds up numbers.
         self._postings: dict[str, dict[str, float]] = {}
         self._total_length: Counter[str] = Counter()
         self._param_df: Counter[str] = Counter()
@@ -122,6 +125,7 @@ class SearchIndex:
         self._boilerplate: frozenset[str] = frozenset()
         self._changes = 0
         self._unposted: set[str] = set()
+        self._counted: dict[tuple[object, ...], dict[str, int]] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -149,27 +153,68 @@ class SearchIndex:
                 return
             self.remove(key)
         stop = self._rules.stopwords
+        name = terms(document.name, keep_stopwords=True)
+        title = terms(document.title, stopwords=stop)
+        description = terms(document.description, stopwords=stop)
         tf = {
-            "name": _count(terms(document.name, keep_stopwords=True)),
-            "title": _count(terms(document.title, stopwords=stop)),
-            "description": _count(terms(document.description, stopwords=stop)),
-            "tags": _count(t for tag in document.tags for t in terms(tag, keep_stopwords=True)),
-            "groups": _count(t for text in document.groups for t in terms(text, stopwords=stop)),
+            "name": _count(name),
+            "title": _count(title),
+            "description": _count(description),
+            "tags": self._repeated(document.tags, keep_stopwords=True),
+            "groups": self._repeated(document.groups, keep_stopwords=False),
         }
-        params = {
-            name: _count(terms(name, keep_stopwords=True) + terms(description, stopwords=stop))
-            for name, description in document.params
+        params = {p: self._parameter(p, d) for p, d in document.params}
+        length = {
+            "name": len(name),
+            "title": len(title),
+            "description": len(description),
+            "tags": sum(tf["tags"].values()),
+            "groups": sum(tf["groups"].values()),
+            "params": sum(sum(c.values()) for c in params.values()),
         }
-        length = {f: sum(c.values()) for f, c in tf.items()}
-        length["params"] = sum(sum(c.values()) for c in params.values())
         entry = _Entry(document, tf, length, params)
         self._entries[key] = entry
-        self._total_length.update(length)
+        total = self._total_length
+        for field_name, field_length in length.items():
+            total[field_name] += field_length
         self._param_df.update(params.keys())
         # Posted at the next search: a bulk load then posts each document once, with the
         # averages of the whole catalog.
         self._unposted.add(key)
         self._changes += 1
+
+    def _repeated(self, texts: tuple[str, ...], *, keep_stopwords: bool) -> dict[str, int]:
+        """Term counts of tags or group texts: the same few tuples recur across a catalog."""
+        if not texts:
+            return _NONE
+        cache_key = (texts, keep_stopwords)
+        counts = self._counted.get(cache_key)
+        if counts is None:
+            stop = self._rules.stopwords
+            words = [
+                t
+                for text in texts
+                for t in terms(text, stopwords=stop, keep_stopwords=keep_stopwords)
+            ]
+            counts = self._remember(cache_key, _count(words))
+        return counts
+
+    def _parameter(self, name: str, description: str) -> dict[str, int]:
+        """Term counts of one parameter: most catalogs repeat their parameters."""
+        cache_key = (name, description)
+        counts = self._counted.get(cache_key)
+        if counts is None:
+            stop = self._rules.stopwords
+            words = terms(name, keep_stopwords=True) + terms(description, stopwords=stop)
+            counts = self._remember(cache_key, _count(words))
+        return counts
+
+    def _remember(self, cache_key: tuple[object, ...], counts: dict[str, int]) -> dict[str, int]:
+        # Shared between entries and never changed: counts are read only once made.
+        if len(self._counted) >= _MAX_COUNTED:
+            self._counted.clear()
+        self._counted[cache_key] = counts
+        return counts
 
     def remove(self, key: str) -> None:
         """Forget ``key``; a no-op when it is not indexed."""
@@ -194,21 +239,30 @@ class SearchIndex:
     def _post(self, key: str, entry: _Entry) -> None:
         """Write ``entry``'s weighted term frequencies into the postings."""
         weighted: dict[str, float] = {}
+        get = weighted.get
+        weights = self._weights
         for name in FIELDS[:-1]:
-            field_weight = self._weights[name] / self._norm(entry, name)
-            for term, tf in entry.tf[name].items():
-                weighted[term] = weighted.get(term, 0.0) + field_weight * tf
-        params_weight = self._weights["params"] / self._norm(entry, "params")
-        for param, counts in entry.params.items():
-            boilerplate = param in self._boilerplate
+            counts = entry.tf[name]
+            if not counts:
+                continue
+            field_weight = weights[name] / self._norm(entry, name)
             for term, tf in counts.items():
+                weighted[term] = get(term, 0.0) + field_weight * tf
+        if entry.params:
+            params_weight = weights["params"] / self._norm(entry, "params")
+            boilerplate = self._boilerplate
+            for param, counts in entry.params.items():
                 # A boilerplate parameter still puts its words in the vocabulary, at no weight.
-                gain = 0.0 if boilerplate else params_weight * tf
-                weighted[term] = weighted.get(term, 0.0) + gain
-        for term, value in weighted.items():
-            posting = self._postings.get(term)
+                weight = 0.0 if param in boilerplate else params_weight
+                for term, tf in counts.items():
+                    weighted[term] = get(term, 0.0) + weight * tf
+        postings = self._postings
+        for term, weighted_tf in weighted.items():
+            # BM25's saturation, once per posting rather than once per search.
+            value = weighted_tf / (_K1 + weighted_tf)
+            posting = postings.get(term)
             if posting is None:
-                self._postings[term] = {key: value}
+                postings[term] = {key: value}
                 self._add_term(term)
             else:
                 posting[key] = value
@@ -306,18 +360,44 @@ class SearchIndex:
         return weighted
 
     def search(
-        self, query: str, *, limit: int | None = None, within: Collection[str] | None = None
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        within: Collection[str] | None = None,
+        indexed: bool = False,
     ) -> list[tuple[str, float]]:
         """Keys ranked best first with their scores; only keys in ``within`` if given.
 
         Scores are computed over the documents in ``within`` alone (their count and
         each word's document frequency), so the ranking of what a client sees is
-        the same whatever else the index holds.
+        the same whatever else the index holds. ``indexed``: the caller vouches
+        that every key of ``within`` is indexed, so they need not be counted.
         """
+        scores = self.scores(query, within=within, indexed=indexed)
+        if limit is not None and limit < len(scores):
+            return sorted(
+                heapq.nlargest(limit, scores.items(), key=lambda item: (item[1], item[0])),
+                key=_best_first,
+            )
+        return sorted(scores.items(), key=_best_first)
+
+    def scores(
+        self, query: str, *, within: Collection[str] | None = None, indexed: bool = False
+    ) -> dict[str, float]:
+        """The score of every key that matches ``query``, unordered (see ``search``)."""
         self._flush()
-        count = len(self._entries) if within is None else sum(k in self._entries for k in within)
+        if within is None:
+            count = len(self._entries)
+        elif indexed:
+            count = len(within)
+            if count == len(self._entries):
+                # Every key indexed is in it: nothing to leave out.
+                within = None
+        else:
+            count = sum(k in self._entries for k in within)
         if not count:
-            return []
+            return {}
         scores: dict[str, float] = {}
         expanded = self.expand(query, within)
         # "show me my apps" prefers the list tool among what matches, and matches nothing alone.
@@ -326,23 +406,23 @@ class SearchIndex:
             if self._rules.list_weight and "list" not in expanded and asks_for_a_list(query)
             else {}
         )
+        get = scores.get
         for terms_, only_matched in ((expanded, False), (boost, True)):
             for term, term_weight in terms_.items():
-                posting = self._postings.get(term, {})
-                if within is not None:
-                    posting = {k: v for k, v in posting.items() if k in within}
-                idf = math.log(1.0 + (count - len(posting) + 0.5) / (len(posting) + 0.5))
+                posting = self._postings.get(term)
+                if not posting:
+                    continue
+                keys: Collection[str] = (
+                    posting if within is None else [k for k in posting if k in within]
+                )
+                idf = math.log(1.0 + (count - len(keys) + 0.5) / (len(keys) + 0.5))
                 factor = term_weight * idf
-                for key, weighted_tf in posting.items():
-                    if weighted_tf and (not only_matched or key in scores):
-                        gain = factor * weighted_tf / (_K1 + weighted_tf)
-                        scores[key] = scores.get(key, 0.0) + gain
-        if limit is not None and limit < len(scores):
-            return sorted(
-                heapq.nlargest(limit, scores.items(), key=lambda item: (item[1], item[0])),
-                key=lambda item: (-item[1], item[0]),
-            )
-        return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+                # The hot loop of every search: postings hold saturated frequencies.
+                for key in keys:
+                    saturated = posting[key]
+                    if saturated and (not only_matched or key in scores):
+                        scores[key] = get(key, 0.0) + factor * saturated
+        return scores
 
     def _near(self, word: str) -> Iterable[str]:
         """Vocabulary words one insertion, deletion, substitution or swap away, sorted."""
@@ -370,6 +450,23 @@ class SearchIndex:
             if not term.startswith(word):
                 break
             yield term
+
+
+def _best_first(item: tuple[str, float]) -> tuple[float, str]:
+    """Sort key: the highest score first, ties by key."""
+    return (-item[1], item[0])
+
+
+def best_first(scores: Mapping[str, float], first: int) -> Iterator[str]:
+    """The keys of ``scores`` best first; all of them are sorted only once more than
+    ``first`` are read (a page of results reads a few of thousands of matches)."""
+    if first < len(scores):
+        top = heapq.nsmallest(first, scores.items(), key=_best_first)
+        yield from (key for key, _score in top)
+        ordered = sorted(scores.items(), key=_best_first)
+        yield from (key for key, _score in ordered[first:])
+    else:
+        yield from (key for key, _score in sorted(scores.items(), key=_best_first))
 
 
 def _count(words: Iterable[str]) -> dict[str, int]:

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -15,7 +15,7 @@ from fastmcp.utilities.versions import version_sort_key
 from fastmcp_filtering._declarations import is_meta_tool
 from fastmcp_filtering._fusion import blend
 from fastmcp_filtering._policy import unrestricted
-from fastmcp_filtering._ranking import Document, SearchIndex
+from fastmcp_filtering._ranking import Document, SearchIndex, best_first
 from fastmcp_filtering._semantic_index import EmbeddingIndex, document_text
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from fastmcp_filtering._catalog import Catalog, ComponentKind
     from fastmcp_filtering.semantic import Embedder
 
-__all__ = ["SearchService"]
+__all__ = ["SearchService", "SyncedIndex", "search_key"]
 
 logger = logging.getLogger("fastmcp_filtering")
 
@@ -66,17 +66,25 @@ class SearchService:
         self._embedder = embedder
         self._max_results = max_results
         SearchIndex(weights=self._weights)  # validates the weights now, not at first search
-        self._indexes: dict[ComponentKind, _SyncedIndex] = {}
+        self._indexes: dict[ComponentKind, SyncedIndex] = {}
         self._warming: asyncio.Task[None] | None = None
         # Embedding a new catalog takes a while: it runs in the background meanwhile.
         self._embedding: set[asyncio.Task[None]] = set()
 
-    def index(self, kind: ComponentKind) -> _SyncedIndex:
+    def index(self, kind: ComponentKind) -> SyncedIndex:
         index = self._indexes.get(kind)
         if index is None:
-            semantic = EmbeddingIndex(self._embedder) if self._embedder is not None else None
-            index = self._indexes[kind] = _SyncedIndex(SearchIndex(weights=self._weights), semantic)
+            index = self._indexes[kind] = self.new_index()
         return index
+
+    def replace_index(self, kind: ComponentKind, index: SyncedIndex) -> None:
+        """Rank ``kind`` with ``index`` from now on."""
+        self._indexes[kind] = index
+
+    def new_index(self) -> SyncedIndex:
+        """An empty index with this service's weights (and embedder)."""
+        semantic = EmbeddingIndex(self._embedder) if self._embedder is not None else None
+        return SyncedIndex(SearchIndex(weights=self._weights), semantic)
 
     async def rank(
         self, kind: ComponentKind, components: Sequence[_C], query: str, limit: int
@@ -102,7 +110,7 @@ class SearchService:
                 by_key[key] = component
         index.merge(by_key.values(), self.document, self.catalog.version)
         ranked: list[_C] = []
-        for key in await self._ranked(index, query, within=by_key.keys()):
+        for key in await self._ranked(index, query, within=by_key.keys(), first=limit):
             ranked.append(by_key[key])
             if len(ranked) == limit:
                 break
@@ -110,10 +118,13 @@ class SearchService:
 
     # -- warm-up --------------------------------------------------------------------------
 
-    def warm(self, server: FastMCP) -> None:
-        """Index the server's tools in a worker thread, once, ahead of the first search."""
+    def warm(
+        self, server: FastMCP, snapshot: Callable[[FastMCP], Awaitable[object | None]]
+    ) -> None:
+        """Index the server's tools in a worker thread, once, ahead of the first search:
+        its ``snapshot``, or (None: it cannot be trusted) the index listings fill."""
         if self._warming is None:
-            self._warming = asyncio.get_running_loop().create_task(self._warm(server))
+            self._warming = asyncio.get_running_loop().create_task(self._warm(server, snapshot))
             self._warming.add_done_callback(_log_failure)
 
     async def _all_tools(self, server: FastMCP) -> Sequence[FastMCPComponent]:
@@ -121,7 +132,11 @@ class SearchService:
         with unrestricted():
             return await server.list_tools(run_middleware=False)
 
-    async def _warm(self, server: FastMCP) -> None:
+    async def _warm(
+        self, server: FastMCP, snapshot: Callable[[FastMCP], Awaitable[object | None]]
+    ) -> None:
+        if await snapshot(server) is not None:
+            return
         index = self.index("tool")
         tools = await self._all_tools(server)
 
@@ -149,14 +164,42 @@ class SearchService:
 
     # -- ranking --------------------------------------------------------------------------
 
+    async def rank_keys(
+        self,
+        query: str,
+        within: Collection[str],
+        described: Sequence[Any],
+        component_of: Callable[[str], Any],
+        first: int,
+    ) -> Iterable[str]:
+        """Keys of ``within`` (all indexed) best first for ``query``; the best ``first``
+        are found without sorting every match.
+
+        ``described`` are components the index must describe for this ranking
+        (one version of a key among several); ``component_of(key)`` is the
+        component a key stands for, indexed again where a listing indexed
+        another object under its key since.
+        """
+        index = self.index("tool")
+        again = [c for key in index.take_touched() if (c := component_of(key)) is not None]
+        index.merge([*again, *described], self.document, self.catalog.version)
+        index.take_touched()
+        return await self._ranked(index, query, within, indexed=True, first=first)
+
     async def _ranked(
-        self, index: _SyncedIndex, query: str, within: Collection[str] | None = None
-    ) -> list[str]:
+        self,
+        index: SyncedIndex,
+        query: str,
+        within: Collection[str] | None = None,
+        *,
+        indexed: bool = False,
+        first: int,
+    ) -> Iterable[str]:
         """Keys best first: the lexical ranking, fused with the semantic one if enabled."""
-        lexical = index.index.search(query, within=within)
         semantic = index.semantic
         if semantic is None:
-            return [key for key, _score in lexical]
+            return best_first(index.index.scores(query, within=within, indexed=indexed), first)
+        lexical = index.index.search(query, within=within, indexed=indexed)
         if semantic.pending:
             if semantic.pending <= _EMBED_INLINE:
                 # A few new or changed tools: embed them now, off the event loop.
@@ -186,11 +229,12 @@ class SearchService:
 
     def document(self, component: FastMCPComponent) -> Document:
         """The searchable text of a component: its fields and its groups' titles."""
-        membership = self.catalog.membership(component)
         # One index serves every client: a group under an access check must not steer rankings.
         ruled = self.catalog.access.rules().ruled
         group_text: list[str] = []
-        for name in membership.direct:
+        # Without declared groups no membership adds text (indexing 10,000 tools, it would
+        # cost as much as the rest of the document).
+        for name in self.catalog.membership(component).direct if self.catalog.declared else ():
             group = self.catalog.group(name)
             if group is not None and name not in ruled:
                 group_text.extend(t for t in (group.name, group.title, group.description) if t)
@@ -199,13 +243,7 @@ class SearchService:
         if isinstance(schema, Mapping):
             properties = schema.get("properties")
             if isinstance(properties, Mapping):
-                params = tuple(
-                    (
-                        str(name),
-                        str(spec.get("description", "")) if isinstance(spec, Mapping) else "",
-                    )
-                    for name, spec in properties.items()
-                )
+                params = tuple((str(name), _description(spec)) for name, spec in properties.items())
         elif (arguments := getattr(component, "arguments", None)) is not None:
             params = tuple((a.name, a.description or "") for a in arguments)
         return Document(
@@ -218,7 +256,7 @@ class SearchService:
         )
 
 
-class _SyncedIndex:
+class SyncedIndex:
     """A ``SearchIndex`` (and optional embeddings) that follows components by object identity."""
 
     def __init__(self, index: SearchIndex, semantic: EmbeddingIndex | None = None) -> None:
@@ -226,6 +264,8 @@ class _SyncedIndex:
         self.semantic = semantic
         self._seen: dict[str, FastMCPComponent] = {}
         self._version = -1
+        # Keys whose document a merge replaced, until the snapshot takes them.
+        self._touched: set[str] = set()
         # FastMCP's key is a property built on every access: remember it per object.
         self._keys: dict[int, tuple[FastMCPComponent, str]] = {}
 
@@ -240,6 +280,29 @@ class _SyncedIndex:
         # Holding the component keeps its id from being reused by another object.
         self._keys[id(component)] = (component, key)
         return key
+
+    @property
+    def version(self) -> int:
+        """The catalog version the documents were described at."""
+        return self._version
+
+    def take_touched(self) -> set[str]:
+        """Keys whose document a merge replaced since the last call."""
+        touched, self._touched = self._touched, set()
+        return touched
+
+    def unseen(self, components: Iterable[FastMCPComponent]) -> int:
+        """How many of ``components`` the index does not describe yet (new objects)."""
+        seen = self._seen
+        return sum(seen.get(self.key_of(c)) is not c for c in components)
+
+    def retain(self, keys: Collection[str]) -> None:
+        """Forget every key not in ``keys``: those components are gone."""
+        for key in [k for k in self.index if k not in keys]:
+            self.index.remove(key)
+            if self.semantic is not None:
+                self.semantic.remove(key)
+            self._seen.pop(key, None)
 
     def merge(
         self,
@@ -257,12 +320,20 @@ class _SyncedIndex:
         for component in components:
             key = self.key_of(component)
             if seen.get(key) is not component:
+                self._touched.add(key)
                 document = describe(component)
                 self.index.upsert(key, document)
                 if self.semantic is not None:
                     # A no-op when the text did not change: nothing is embedded again.
                     self.semantic.upsert(key, document_text(document))
                 seen[key] = component
+
+
+def _description(spec: object) -> str:
+    """A parameter's description in its JSON schema, or ""."""
+    if type(spec) is dict or isinstance(spec, Mapping):
+        return str(spec.get("description", ""))
+    return ""
 
 
 def _log_failure(task: asyncio.Task[None]) -> None:

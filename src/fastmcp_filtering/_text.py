@@ -13,6 +13,7 @@ __all__ = ["STOPWORDS", "asks_for_a_list", "is_reading", "related", "stem", "ter
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u0e00-\u0e7f"
 _RUN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
 _CJK_RUN = re.compile(rf"[{_CJK}]")
+_ASCII_RUN = re.compile(r"[A-Za-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _VOWEL = re.compile(r"[aeiouy]")
 
@@ -65,7 +66,10 @@ def terms(
     """Search terms of ``text`` (see ``_terms``); repeated texts are split once."""
     if not text:
         return []
-    return list(_terms(text, frozenset() if keep_stopwords else stopwords))
+    return list(_terms(text, _NO_STOPWORDS if keep_stopwords else stopwords))
+
+
+_NO_STOPWORDS: frozenset[str] = frozenset()
 
 
 # Verbs that ask for the same kind of action, whatever the catalog calls it. A request
@@ -145,21 +149,38 @@ def _terms(text: str, stopwords: frozenset[str]) -> tuple[str, ...]:
     Runs of CJK, kana, hangul or Thai become single characters plus adjacent
     pairs, since those scripts do not separate words with spaces.
     """
-    text = unicodedata.normalize("NFKC", text)
     out: list[str] = []
+    if text.isascii():
+        # Most text: no normalisation or other scripts to handle, and most words are
+        # lowercase or capitalised, with no case boundary inside to split at.
+        for run in _ASCII_RUN.findall(text):
+            tail = run[1:]
+            if not tail or tail.islower() or tail.isdigit():
+                word = run.lower()
+                if word not in stopwords:
+                    out.append(stem(word))
+            else:
+                _split_words(run, stopwords, out)
+        return tuple(out)
+    text = unicodedata.normalize("NFKC", text)
     for run in _RUN.findall(text):
         if _CJK_RUN.match(run):
             chars = list(run)
             out.extend(chars)
             out.extend(a + b for a, b in itertools.pairwise(chars))
             continue
-        parts = _CAMEL.split(run)
-        if len(parts) > 1:
-            # "GitHub" must meet "github": keep the whole word beside its parts.
-            parts.append(run)
-        for part in parts:
-            word = part.casefold()
-            if not word or word in stopwords:
-                continue
-            out.append(stem(word))
+        _split_words(run, stopwords, out)
     return tuple(out)
+
+
+def _split_words(run: str, stopwords: frozenset[str], out: list[str]) -> None:
+    """Append the stemmed words of ``run``, split at case changes, to ``out``."""
+    parts = _CAMEL.split(run)
+    if len(parts) > 1:
+        # "GitHub" must meet "github": keep the whole word beside its parts.
+        parts.append(run)
+    for part in parts:
+        word = part.casefold()
+        if not word or word in stopwords:
+            continue
+        out.append(stem(word))

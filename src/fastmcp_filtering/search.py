@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 from fastmcp.server.context import Context  # noqa: TC002 - the meta-tool's signature needs it
 from fastmcp.server.middleware import Middleware
@@ -26,10 +26,12 @@ from fastmcp_filtering._discovery import (
 from fastmcp_filtering._fastmcp import list_page_size, sdk_middleware
 from fastmcp_filtering._filter import narrow
 from fastmcp_filtering._hooks import ListHooks
-from fastmcp_filtering._policy import is_widened
+from fastmcp_filtering._policy import ALLOW_ALL, Policy, is_widened
 from fastmcp_filtering._protocol import RequestInfo, add_capabilities, invalid_params, request_info
 from fastmcp_filtering._rate_limit import counted, is_search, rate_limit_key
 from fastmcp_filtering._search_service import SearchService
+from fastmcp_filtering._snapshot import Snapshots, request_trusts, shaped, through_chain
+from fastmcp_filtering._transform import AccessTransform
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -138,6 +140,7 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         self._service = SearchService(
             self.catalog, weights=self._weights, embedder=semantic or None, max_results=max_results
         )
+        self._snapshots = Snapshots(self._service, self)
         super().__init__(tools=[self._make_search_tool()] if search_tool else [])
 
     def __repr__(self) -> str:
@@ -206,8 +209,13 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         if page is not None and page.owner is not None and page.owner is not self:
             # A mounted server's search, inside its parent's: the parent ranks and pages all.
             return await call_next(context)
-        if page is not None:
-            page.owner = self
+        server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
+        if page is None or page.server is not server:
+            # A mounted server's search under a parent that does not search: the parent's
+            # FastMCP pages the whole list with its own cursors, so rank every match here.
+            usable = narrow(self.catalog, info, kind, await call_next(context))
+            return await self._service.rank(kind, usable, query, len(usable))
+        page.owner = self
         if info is not None and info.params.get("cursor") is not None:
             # The cursor scope takes this search's own page cursors out of the params.
             raise invalid_params(
@@ -215,46 +223,48 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
                 "page with the same query, or search again without a cursor",
                 field="cursor",
             )
-        # Candidates are what the rest of the chain lists for this client; with a filter,
-        # only its matches, whatever the order of the middlewares.
-        tree = await self.catalog.access.tree()
-        usable = narrow(tree, info, kind, await call_next(context))
-        server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
-        extra = await discoverable(server, kind, usable) if server is not None else []
-        if extra:
-            admitted = {id(c) for c in narrow(tree, info, kind, [h.component for h in extra])}
-            extra = [h for h in extra if id(h.component) in admitted]
-        offset = page.offset if page is not None else 0
         size = self.max_results
         page_size = list_page_size(server) if server is not None else None
         if page_size is not None:
             # FastMCP pages what this returns by its own size: a page never exceeds it.
             size = min(size, page_size)
-        hits = await self._hits(kind, usable, extra, query)
-        found: list[_C] = []
-        better: list[str] = []
-        pending: list[str] = []
-        seen = 0
-        rest = iter(hits)
-        for hit in rest:
-            if hit.enable:
-                # The group that holds it: the last of its enable path.
-                pending.append(hit.enable[-1])
-                continue
-            seen += 1
-            if seen <= offset:
-                pending.clear()
-                continue
-            # Matches the client cannot use yet count when they rank above one it gets.
-            better.extend(pending)
-            pending.clear()
-            found.append(hit.component)
-            if len(found) == size:
-                break
-        if page is not None and any(not hit.enable for hit in rest):
-            page.next = offset + len(found)
+        listed: Sequence[_C] | None = None
+        # The groups this client's principal may use: a filter naming another is unknown.
+        tree = await self.catalog.access.tree()
+        if kind == "tool" and server is not None and context.fastmcp_context is not None:
+            snapshot = await self._snapshots.current(server)
+            if snapshot is not None and await request_trusts(snapshot, context.fastmcp_context):
+                selection = snapshot.selection(await _policy(server), tree, info, query)
+                keys = await self._service.rank_keys(
+                    query,
+                    selection.within,
+                    selection.versioned,
+                    snapshot.component_of(selection),
+                    # A page, what precedes it, and room for matches it skips (enable-able).
+                    first=2 * (page.offset + size) + 16,
+                )
+                tools, more, groups = _page((selection.hits[k] for k in keys), page.offset, size)
+                used, result = await through_chain(tools, context, call_next)
+                if used:
+                    page.next = more
+                    report_better(server, groups[: self.max_results])
+                    return cast("Sequence[_C]", result)
+                # The chain listed the catalog itself (a middleware came after Prefilled).
+                listed = cast("Sequence[_C]", result)
+        # Candidates are what the rest of the chain lists for this client; with a filter,
+        # only its matches, whatever the order of the middlewares.
+        usable = narrow(
+            tree, info, kind, listed if listed is not None else await call_next(context)
+        )
+        extra = await discoverable(server, kind, usable) if server is not None else []
+        if extra:
+            admitted = {id(c) for c in narrow(tree, info, kind, [h.component for h in extra])}
+            extra = [h for h in extra if id(h.component) in admitted]
+        found, page.next, better = _page(
+            await self._hits(kind, usable, extra, query), page.offset, size
+        )
         if server is not None:
-            report_better(server, (better if found else pending)[: self.max_results])
+            report_better(server, better[: self.max_results])
         return found
 
     async def _hits(
@@ -289,31 +299,70 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         Full definitions are given only for tools the client can call now.
         """
         server = ctx.fastmcp
-        usable: list[Tool]
-        extra: list[Hit[Tool]]
-        usable, extra = await candidates(server, "tool")
+        found = await self._discovered(ctx, query)
+        if found is None:
+            usable: list[Tool]
+            extra: list[Hit[Tool]]
+            usable, extra = await candidates(server, "tool")
+            found = await self._offers(ctx, await self._hits("tool", usable, extra, query))
         items: list[dict[str, Any]] = []
-        for hit in await self._hits("tool", usable, extra, query):
-            tool = hit.component
-            if not hit.enable:
+        for tool, calls in found:
+            if calls is None:
                 items.append(
                     tool.to_mcp_tool(name=tool.name).model_dump(
                         by_alias=True, mode="json", exclude_none=True
                     )
                 )
-            else:
+                continue
+            item: dict[str, Any] = {"name": tool.name}
+            if tool.title:
+                item["title"] = tool.title
+            item["description"] = tool.description or ""
+            item["available_after"] = calls
+            items.append(item)
+        return items
+
+    async def _discovered(
+        self, ctx: Context, query: str
+    ) -> list[tuple[Tool, dict[str, Any] | None]] | None:
+        """``_offers`` from the catalog snapshot, callable tools as the middleware chain shapes
+        them; None when the snapshot cannot be used for this request."""
+        server = ctx.fastmcp
+        snapshot = await self._snapshots.current(server)
+        if snapshot is None or not await request_trusts(snapshot, ctx):
+            return None
+        selection = snapshot.selection(await _policy(server), self.catalog, None, query)
+        keys = await self._service.rank_keys(
+            query,
+            selection.within,
+            selection.versioned,
+            snapshot.component_of(selection),
+            first=2 * self.max_results + 16,
+        )
+        found = await self._offers(ctx, (selection.hits[k] for k in keys))
+        page = [tool for tool, calls in found if calls is None]
+        listed = await shaped(server, page)
+        if listed is None or [t.name for t in listed] != [t.name for t in page]:
+            return None
+        callable_ = iter(listed)
+        return [(next(callable_) if calls is None else tool, calls) for tool, calls in found]
+
+    async def _offers(
+        self, ctx: Context, hits: Iterable[Hit[Tool]]
+    ) -> list[tuple[Tool, dict[str, Any] | None]]:
+        """The best ``max_results`` of ``hits``: callable ones (None), and enable-able ones with
+        the calls that make them callable; one no call can make callable is left out."""
+        found: list[tuple[Tool, dict[str, Any] | None]] = []
+        for hit in hits:
+            calls = None
+            if hit.enable:
                 calls = await remedy(ctx, hit.enable)
                 if calls is None:
                     continue
-                item: dict[str, Any] = {"name": tool.name}
-                if tool.title:
-                    item["title"] = tool.title
-                item["description"] = tool.description or ""
-                item["available_after"] = calls
-                items.append(item)
-            if len(items) == self.max_results:
+            found.append((hit.component, calls))
+            if len(found) == self.max_results:
                 break
-        return items
+        return found
 
     @override
     async def on_message(
@@ -322,7 +371,7 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         if context.fastmcp_context is not None:
             # Index the catalog while the client connects and lists, in a worker thread,
             # rather than during the first search.
-            self._service.warm(context.fastmcp_context.fastmcp)
+            self._service.warm(context.fastmcp_context.fastmcp, self._snapshots.snapshot)
         return await super().on_message(context, call_next)
 
     @override
@@ -347,7 +396,8 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
             await search.prepare(mcp)   # e.g. in the server's lifespan
             ```
         """
-        await self._service.prepare(server)
+        if await self._snapshots.snapshot(server) is None:
+            await self._service.prepare(server)
 
     def _make_search_tool(self) -> Tool:
         middleware = self
@@ -376,6 +426,42 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
                 ),
             )
         )
+
+
+async def _policy(server: FastMCP) -> Policy:
+    """This request's policy on ``server``, as its ``AccessTransform`` applies it."""
+    transform = AccessTransform.of(server)
+    return await transform.policy() if transform is not None else ALLOW_ALL
+
+
+def _page(
+    hits: Iterable[Hit[_C]], offset: int, size: int
+) -> tuple[list[_C], int | None, list[str]]:
+    """The callable components of one page of ``hits``, the offset of the next page (None:
+    none follows), and the groups of matches the client cannot use yet that rank above them.
+    """
+    found: list[_C] = []
+    better: list[str] = []
+    pending: list[str] = []
+    seen = 0
+    rest = iter(hits)
+    for hit in rest:
+        if hit.enable:
+            # The group that holds it: the last of its enable path.
+            pending.append(hit.enable[-1])
+            continue
+        seen += 1
+        if seen <= offset:
+            pending.clear()
+            continue
+        # Matches the client cannot use yet count when they rank above one it gets.
+        better.extend(pending)
+        pending.clear()
+        found.append(hit.component)
+        if len(found) == size:
+            break
+    more = offset + len(found) if any(not hit.enable for hit in rest) else None
+    return found, more, better if found else pending
 
 
 def _requested_query(info: RequestInfo | None, kind: ComponentKind) -> str | None:
