@@ -27,10 +27,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import gc
 import statistics
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -38,6 +36,7 @@ from typing import Any
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 from fastmcp.server import create_proxy
+from list_overhead import _timed  # bench/ is the script's directory
 
 from fastmcp_filtering.config import load_config
 from fastmcp_filtering.proxy import build_proxy
@@ -83,18 +82,6 @@ def layered_configs() -> dict[str, Any]:
     )
     search = concerns.model_copy(update={"search": config.search})
     return {"ours: groups": groups, "+ tags": tags, "+ concerns": concerns, "+ search": search}
-
-
-async def _timed(call: Callable[[], Awaitable[Any]]) -> float:
-    # Collect before each call so one variant does not pay for another's garbage.
-    gc.collect()
-    gc.disable()
-    start = time.perf_counter()
-    try:
-        await call()
-    finally:
-        gc.enable()
-    return (time.perf_counter() - start) * 1000
 
 
 async def run(repeat: int, eras: list[str], *, layers: bool) -> None:
