@@ -550,7 +550,10 @@ class TestServeLifecycle:
         stderr = process.stderr.read().decode()
         assert stderr == ""
 
-    def test_log_level_filters_the_dead_upstream_warning(self, tmp_path: Path) -> None:
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_log_level_filters_the_dead_upstream_warning(
+        self, era: str, tmp_path: Path
+    ) -> None:
         path = tmp_path / "dead.toml"
         path.write_text(
             'on_upstream_error = "warn"\n[[upstreams]]\nname = "ghost"\n'
@@ -558,12 +561,27 @@ class TestServeLifecycle:
             encoding="utf-8",
         )
         warning = "WARNING fastmcp-filtering: upstream 'ghost' is unavailable: [Errno 2]"
-        assert warning in run("check", str(path)).stderr
-        assert warning in run("check", str(path), "--log-level", "warning").stderr
-        quiet = run("check", str(path), "--log-level", "ERROR")
-        assert quiet.returncode == 1
-        assert "unavailable" not in quiet.stderr
-        assert "error: upstream 'ghost' cannot be listed: [Errno 2]" in quiet.stdout
+        for flags, shown in (
+            ((), True),
+            (("--log-level", "warning"), True),
+            (("--log-level", "ERROR"), False),
+        ):
+            log = tmp_path / f"{len(flags)}{shown}.log"
+            async with proxy_client(path, *flags, log=log, era=era) as client:
+                assert [t.name for t in await client.list_tools()] == ["search_tools"]
+            assert (warning in log.read_text()) is shown, log.read_text()
+
+    def test_check_reports_a_dead_upstream_without_logging_it(self, tmp_path: Path) -> None:
+        path = tmp_path / "dead.toml"
+        path.write_text(
+            'on_upstream_error = "warn"\n[[upstreams]]\nname = "ghost"\n'
+            'command = "/nonexistent/mcp-server"\n',
+            encoding="utf-8",
+        )
+        done = run("check", str(path))
+        assert done.returncode == 1
+        assert "error: upstream 'ghost' cannot be listed: [Errno 2]" in done.stdout
+        assert "unavailable" not in done.stderr
         bad = run("check", str(path), "--log-level", "LOUD")
         assert bad.returncode == 2
         assert "invalid choice: 'LOUD'" in bad.stderr

@@ -10,6 +10,7 @@ terminate), so no upstream is left running or writing to a closed pipe.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -96,7 +97,9 @@ async def _serve(proxy: _Proxy, log_level: str) -> bool:
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stopping.set)
+        # Not on Windows' event loop: there Python's own handling stays.
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(signum, stopping.set)
     serving = asyncio.ensure_future(
         proxy.server.run_async("stdio", show_banner=False, log_level=log_level)
     )

@@ -79,8 +79,10 @@ class UpstreamHealth:
         ```
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, log: bool = True) -> None:
         self.unavailable: dict[str, str] = {}
+        self.log = log
+        """False: record failures without logging them (``check`` reports them itself)."""
         self.closing = False
         """Set when the proxy stops its upstreams: requests still in flight then fail unlogged."""
 
@@ -91,6 +93,8 @@ class UpstreamHealth:
             return reason
         if self.unavailable.get(label) != reason:
             self.unavailable[label] = reason
+            if not self.log:
+                return reason
             logger.warning(
                 "upstream %r is unavailable: %s; serving the other upstreams without it "
                 "until it answers",
@@ -101,7 +105,7 @@ class UpstreamHealth:
 
     def answered(self, label: str) -> None:
         """Record that ``label`` answered (logged when it had failed)."""
-        if self.unavailable.pop(label, None) is not None:
+        if self.unavailable.pop(label, None) is not None and self.log:
             logger.info("upstream %r answers again", label)
 
 

@@ -177,6 +177,7 @@ def _build(
     *,
     on_upstream_error: Literal["raise", "warn"] | None = None,
     upstream_log: Path | TextIO | None = None,
+    log_failures: bool = True,
 ) -> _Proxy:
     """The proxy, the transports it owns and its upstreams' health."""
     # Behind [auth] the client's Authorization header is its token for this proxy.
@@ -185,7 +186,7 @@ def _build(
         upstream_transport(u, forward_client_headers=forward, log_file=upstream_log)
         for u in config.upstreams
     ]
-    health = UpstreamHealth()
+    health = UpstreamHealth(log=log_failures)
 
     @asynccontextmanager
     async def close_upstreams(_server: FastMCP[Any]) -> AsyncIterator[dict[str, Any]]:

@@ -1,0 +1,160 @@
+"""What proxy mode costs per call and per list: direct, FastMCP's bare proxy, ours, in one run.
+
+The upstream is the recorded GitHub server's stand-in (``examples/upstream_standin.py``,
+26 tools) over stdio, so the run is offline. Three clients, each an in-memory
+FastMCP ``Client`` in the era under test, except ``direct``:
+
+- ``direct``: a client of the upstream itself, over stdio (the floor: no proxy);
+- ``bare proxy``: FastMCP's ``create_proxy`` of the upstream, nothing added;
+- ``ours``: ``build_proxy`` of ``examples/server-github.toml`` (7 groups, 2 tags, a
+  ``risk`` concern with a mapping, search, progressive disclosure with ``call_tool``),
+  with every group enabled at start and no concern default, so it lists every
+  upstream tool (plus its 4 meta-tools) and lets the call through.
+
+Each backend starts its own stand-in; both proxies speak ``mode="auto"`` to it (the
+configuration's default). ``tools/list`` and ``tools/call get_issue`` are timed in
+interleaved rounds; the table shows medians and bests, and the ratio of bests against
+the bare proxy (target: within 1.1x) and against direct.
+
+``--layers`` adds the typical configuration built up one layer at a time (groups, then
+tags, concerns, search; each on its own stand-in) to see what each costs.
+
+Usage: ``python bench/proxy_overhead.py [--repeat 200] [--eras modern legacy] [--layers]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import statistics
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+from fastmcp.server import create_proxy
+from list_overhead import _timed  # bench/ is the script's directory
+
+from fastmcp_filtering.config import load_config
+from fastmcp_filtering.proxy import build_proxy
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "server-github.toml"
+STANDIN = ROOT / "examples" / "upstream_standin.py"
+ERAS: dict[str, dict[str, Any]] = {"modern": {}, "legacy": {"mode": "legacy"}}
+CALL = ("get_issue", {"owner": "o", "repo": "r", "issue_number": 1})
+
+
+def standin() -> StdioTransport:
+    return StdioTransport(command=sys.executable, args=[str(STANDIN)])
+
+
+def typical_config() -> Any:
+    """The example configuration, every group enabled at start and no concern default."""
+    config = load_config(EXAMPLE)
+    assert config.progressive is not None
+    progressive = config.progressive.model_copy(
+        update={"initial_groups": [g.name for g in config.groups]}
+    )
+    concerns = [c.model_copy(update={"default": None}) for c in config.concerns]
+    return config.model_copy(update={"progressive": progressive, "concerns": concerns})
+
+
+def layered_configs() -> dict[str, Any]:
+    """The typical configuration built up one layer at a time (``--layers``)."""
+    config = typical_config()
+    off = config.search.model_copy(update={"enabled": False})
+    groups = config.model_copy(
+        update={
+            "tags": [],
+            "concerns": [],
+            "concern_mapping": {},
+            "search": off,
+            "progressive": None,
+        }
+    )
+    tags = groups.model_copy(update={"tags": config.tags})
+    concerns = tags.model_copy(
+        update={"concerns": config.concerns, "concern_mapping": config.concern_mapping}
+    )
+    search = concerns.model_copy(update={"search": config.search})
+    return {"ours: groups": groups, "+ tags": tags, "+ concerns": concerns, "+ search": search}
+
+
+async def run(repeat: int, eras: list[str], *, layers: bool) -> None:
+    header = (
+        f"{'era':<7} {'request':<10} {'variant':<13} {'listed':>6} {'median ms':>10} "
+        f"{'best ms':>8} {'vs bare':>8} {'vs direct':>9}"
+    )
+    print(header)
+    print("-" * len(header))
+    for era in eras:
+        async with contextlib.AsyncExitStack() as stack:
+            transports = [standin(), standin()]
+            clients = {
+                "direct": Client(transports[0], **ERAS[era]),
+                "bare proxy": Client(create_proxy(transports[1], mode="auto"), **ERAS[era]),
+                **{
+                    label: Client(build_proxy(config), **ERAS[era])
+                    for label, config in (layered_configs() if layers else {}).items()
+                },
+                "ours": Client(build_proxy(typical_config()), **ERAS[era]),
+            }
+            for client in clients.values():
+                await stack.enter_async_context(client)
+            for transport in transports:
+                stack.push_async_callback(transport.close)
+            requests: dict[tuple[str, str], Callable[[], Awaitable[Any]]] = {}
+            for label, client in clients.items():
+
+                async def listing(client: Client[Any] = client) -> Any:
+                    return await client.session.list_tools()
+
+                async def calling(client: Client[Any] = client) -> Any:
+                    result = await client.session.call_tool(*CALL)
+                    assert not result.is_error, result
+                    return result
+
+                requests[("tools/list", label)] = listing
+                requests[("tools/call", label)] = calling
+            listed = {
+                label: len((await c.session.list_tools()).tools) for label, c in clients.items()
+            }
+            for request in requests.values():  # warm: upstream started, caches filled
+                await request()
+            times: dict[tuple[str, str], list[float]] = {key: [] for key in requests}
+            # Interleaved rounds: the machine's drift falls on every variant alike.
+            for _ in range(repeat):
+                for key, request in requests.items():
+                    times[key].append(await _timed(request))
+        for kind in ("tools/list", "tools/call"):
+            best = {label: min(times[(kind, label)]) for label in clients}
+            for label in clients:
+                median = statistics.median(times[(kind, label)])
+                print(
+                    f"{era:<7} {kind:<10} {label:<13} {listed[label]:>6} {median:>10.2f} "
+                    f"{best[label]:>8.2f} {best[label] / best['bare proxy']:>7.2f}x "
+                    f"{best[label] / best['direct']:>8.2f}x"
+                )
+        print()
+    print("ratios: best time against the bare proxy and against the upstream reached directly;")
+    print("on a shared machine the best of many runs is the least noisy estimate (as timeit);")
+    print("variants run interleaved, round by round, in one process.")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=200)
+    parser.add_argument("--eras", nargs="+", choices=list(ERAS), default=list(ERAS))
+    parser.add_argument(
+        "--layers", action="store_true", help="also time the stack built up layer by layer"
+    )
+    args = parser.parse_args()
+    asyncio.run(run(args.repeat, args.eras, layers=args.layers))
+
+
+if __name__ == "__main__":
+    main()
