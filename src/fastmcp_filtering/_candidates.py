@@ -41,27 +41,43 @@ _MAX_FILTERS = 8
 
 @dataclass(slots=True)
 class Selection:
-    """The candidates of one search: keys to rank and what each key stands for."""
+    """The candidates of one search: keys to rank and what each key stands for.
+
+    Few objects per candidate (a 10,000-tool catalog makes 10,000 candidates): the
+    callable ones are the tools themselves, ``Hit`` made only for those read.
+    """
 
     within: frozenset[str]
     """Keys of the candidates, meta-tools left out."""
-    hits: dict[str, Hit[Tool]]
-    """Every candidate by key: callable now (no enable path) or after enabling groups."""
+    callable: dict[str, Tool]
+    """Candidates the client can call now, by key."""
+    enable: dict[str, Hit[Tool]]
+    """Candidates it could call after enabling groups, by key."""
     versioned: list[Tool]
     """Candidates of keys with several versions: the index must describe these ones."""
 
+    def hit(self, key: str) -> Hit[Tool]:
+        tool = self.callable.get(key)
+        return Hit(tool) if tool is not None else self.enable[key]
+
+    def component(self, key: str) -> Tool | None:
+        tool = self.callable.get(key)
+        if tool is None and (hit := self.enable.get(key)) is not None:
+            tool = hit.component
+        return tool
+
     @property
     def size(self) -> int:
-        return len(self.hits) + len(self.within)
+        return len(self.callable) + len(self.enable) + len(self.within)
 
 
 @dataclass(slots=True)
 class _State:
     """What one state of the views lets a client use, and could enable, of the snapshot."""
 
-    visible: list[tuple[str, Tool]]
-    """Every version this client may use, as its listing holds it."""
-    enable_hidden: list[tuple[str, Tool, tuple[str, ...]]]
+    visible: list[int]
+    """Every version this client may use (positions in the snapshot), as its listing holds it."""
+    enable_hidden: list[tuple[int, tuple[str, ...]]]
     """Versions hidden only until groups are enabled, with the groups."""
     tags: frozenset[str]
     selections: OrderedDict[Hashable, Selection] = field(default_factory=OrderedDict)
@@ -114,8 +130,7 @@ class CatalogSnapshot:
         """What each key stands for in ``selection``: its candidate, else the newest version."""
 
         def of(key: str) -> Tool | None:
-            hit = selection.hits.get(key)
-            return hit.component if hit is not None else self.newest.get(key)
+            return selection.component(key) or self.newest.get(key)
 
         return of
 
@@ -141,10 +156,15 @@ class CatalogSnapshot:
                     self._size -= state.selections.popitem(last=False)[1].size
                 self._remember(key, state, selection.size)
         named = query.strip().casefold()
-        exact = [k for k, name in self._meta.items() if name == named and k in selection.hits]
+        exact = [k for k, name in self._meta.items() if name == named and selection.component(k)]
         if exact:
             # A meta-tool is ranked only when the query is exactly its name.
-            return Selection(selection.within | set(exact), selection.hits, selection.versioned)
+            return Selection(
+                selection.within | set(exact),
+                selection.callable,
+                selection.enable,
+                selection.versioned,
+            )
         return selection
 
     def _remember(self, key: Hashable | None, state: _State, added: int) -> None:
@@ -163,15 +183,15 @@ class CatalogSnapshot:
         # Only a layer that can show what it hides makes anything discoverable.
         discovery = policy.as_discovery() if self._discovery else None
         injected = self._injected
-        visible: list[tuple[str, Tool]] = []
-        enable_hidden: list[tuple[str, Tool, tuple[str, ...]]] = []
+        visible: list[int] = []
+        enable_hidden: list[tuple[int, tuple[str, ...]]] = []
         tags: set[str] = set()
-        for key, tool in zip(self.keys, self.tools, strict=True):
+        for position, tool in enumerate(self.tools):
             is_injected = id(tool) in injected
             hidden = policy.judge(tool)
             # Injected tools are listed past the transforms: no policy hides them.
             if hidden is None or is_injected:
-                visible.append((key, tool))
+                visible.append(position)
                 tags |= tool.tags
             if (
                 hidden is not None
@@ -179,7 +199,7 @@ class CatalogSnapshot:
                 and discovery is not None
                 and (is_injected or discovery.judge(tool) is None)
             ):
-                enable_hidden.append((key, tool, hidden.enable))
+                enable_hidden.append((position, hidden.enable))
         return _State(visible, enable_hidden, frozenset(tags))
 
     def _select(
@@ -187,23 +207,29 @@ class CatalogSnapshot:
     ) -> Selection:
         """The candidates as search ranks them from a listing: the highest version of each
         key, then what the client could enable under the keys it cannot use at all."""
-        hits: dict[str, Hit[Tool]] = {}
-        for key, tool in state.visible:
+        tools, keys, versioned_keys = self.tools, self.keys, self._versioned
+        chosen: dict[str, Tool] = {}
+        for position in state.visible:
+            tool, key = tools[position], keys[position]
             if list_filter is not None and not matches(catalog, list_filter, tool):
                 continue
-            held = hits.get(key)
-            if held is None or version_sort_key(tool) > version_sort_key(held.component):
-                hits[key] = Hit(tool)
+            held = chosen.get(key) if key in versioned_keys else None
+            if held is None or version_sort_key(tool) > version_sort_key(held):
+                chosen[key] = tool
         extra: dict[str, Hit[Tool]] = {}
-        for key, tool, enable in state.enable_hidden:
-            if key in hits:
+        for position, enable in state.enable_hidden:
+            tool, key = tools[position], keys[position]
+            if key in chosen:
                 continue
-            held = extra.get(key)
-            if held is None or version_sort_key(tool) > version_sort_key(held.component):
+            held_hit = extra.get(key)
+            if held_hit is None or version_sort_key(tool) > version_sort_key(held_hit.component):
                 extra[key] = Hit(tool, enable)
-        for key, hit in extra.items():
-            if list_filter is None or matches(catalog, list_filter, hit.component):
-                hits[key] = hit
-        within = frozenset(k for k in hits if k not in self._meta)
-        versioned = [hits[k].component for k in self._versioned if k in hits]
-        return Selection(within, hits, versioned)
+        if list_filter is not None:
+            extra = {k: h for k, h in extra.items() if matches(catalog, list_filter, h.component)}
+        within = frozenset(k for k in (*chosen, *extra) if k not in self._meta)
+        selection = Selection(within, chosen, extra, [])
+        for key in versioned_keys:
+            component = selection.component(key)
+            if component is not None:
+                selection.versioned.append(component)
+        return selection

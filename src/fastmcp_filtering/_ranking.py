@@ -7,10 +7,10 @@ import heapq
 import itertools
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fastmcp_filtering._text import STOPWORDS, asks_for_a_list, is_reading, related, terms
+from fastmcp_filtering._text import STOPWORDS, asks_for_a_list, is_reading, related, split, terms
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
@@ -58,6 +58,11 @@ _BOILERPLATE_MIN_TOOLS = 8
 # Term counts of repeated texts (parameters, tags, group texts) remembered per index.
 _MAX_COUNTED = 50_000
 _NONE: dict[str, int] = {}
+# Up to this many keys left out of a search are skipped one by one; more, filtered by.
+_FEW_LEFT_OUT = 64
+_MAX_COMPLEMENTS = 16
+_NONE_PARAMS: Mapping[str, dict[str, int]] = {}
+_NO_STOPWORDS: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,10 +80,21 @@ class Document:
 
 @dataclass(slots=True)
 class _Entry:
+    """One document's term counts per field (few objects: indexing allocates one per tool)."""
+
     document: Document
-    tf: dict[str, dict[str, int]]
+    name: dict[str, int]
+    title: dict[str, int]
+    description: dict[str, int]
+    tags: dict[str, int]
+    groups: dict[str, int]
+    params: Mapping[str, dict[str, int]]
+    """Term counts per parameter name; shared between documents with the same parameters."""
     length: dict[str, int]
-    params: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def fields(self) -> tuple[dict[str, int], ...]:
+        """The term counts of each field but ``params``, in ``FIELDS`` order."""
+        return (self.name, self.title, self.description, self.tags, self.groups)
 
 
 class SearchIndex:
@@ -126,6 +142,11 @@ class SearchIndex:
         self._changes = 0
         self._unposted: set[str] = set()
         self._counted: dict[tuple[object, ...], dict[str, int]] = {}
+        # The keys each recent ``within`` leaves out; forgotten whenever the keys change.
+        self._complements: dict[int, tuple[Collection[str], frozenset[str]]] = {}
+        self._parameter_sets: dict[
+            tuple[tuple[str, str], ...], tuple[Mapping[str, dict[str, int]], int]
+        ] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -153,27 +174,32 @@ class SearchIndex:
                 return
             self.remove(key)
         stop = self._rules.stopwords
-        name = terms(document.name, keep_stopwords=True)
-        title = terms(document.title, stopwords=stop)
-        description = terms(document.description, stopwords=stop)
-        tf = {
-            "name": _count(name),
-            "title": _count(title),
-            "description": _count(description),
-            "tags": self._repeated(document.tags, keep_stopwords=True),
-            "groups": self._repeated(document.groups, keep_stopwords=False),
-        }
-        params = {p: self._parameter(p, d) for p, d in document.params}
+        name = split(document.name, _NO_STOPWORDS)
+        title = split(document.title, stop)
+        description = split(document.description, stop)
+        tags = self._repeated(document.tags, keep_stopwords=True)
+        groups = self._repeated(document.groups, keep_stopwords=False)
+        params, params_length = self._parameters(document.params)
         length = {
             "name": len(name),
             "title": len(title),
             "description": len(description),
-            "tags": sum(tf["tags"].values()),
-            "groups": sum(tf["groups"].values()),
-            "params": sum(sum(c.values()) for c in params.values()),
+            "tags": sum(tags.values()),
+            "groups": sum(groups.values()),
+            "params": params_length,
         }
-        entry = _Entry(document, tf, length, params)
+        entry = _Entry(
+            document,
+            _count(name),
+            _count(title),
+            _count(description),
+            tags,
+            groups,
+            params,
+            length,
+        )
         self._entries[key] = entry
+        self._complements.clear()
         total = self._total_length
         for field_name, field_length in length.items():
             total[field_name] += field_length
@@ -192,22 +218,27 @@ class SearchIndex:
         if counts is None:
             stop = self._rules.stopwords
             words = [
-                t
-                for text in texts
-                for t in terms(text, stopwords=stop, keep_stopwords=keep_stopwords)
+                t for text in texts for t in split(text, _NO_STOPWORDS if keep_stopwords else stop)
             ]
             counts = self._remember(cache_key, _count(words))
         return counts
 
-    def _parameter(self, name: str, description: str) -> dict[str, int]:
-        """Term counts of one parameter: most catalogs repeat their parameters."""
-        cache_key = (name, description)
-        counts = self._counted.get(cache_key)
-        if counts is None:
+    def _parameters(
+        self, params: tuple[tuple[str, str], ...]
+    ) -> tuple[Mapping[str, dict[str, int]], int]:
+        """Term counts per parameter and their total: most catalogs repeat their parameters."""
+        if not params:
+            return _NONE_PARAMS, 0
+        found = self._parameter_sets.get(params)
+        if found is None:
             stop = self._rules.stopwords
-            words = terms(name, keep_stopwords=True) + terms(description, stopwords=stop)
-            counts = self._remember(cache_key, _count(words))
-        return counts
+            counts = {p: _count(split(p, _NO_STOPWORDS) + split(d, stop)) for p, d in params}
+            found = (counts, sum(sum(c.values()) for c in counts.values()))
+            if len(self._parameter_sets) >= _MAX_COUNTED:
+                self._parameter_sets.clear()
+            # Shared between entries and never changed: counts are read only once made.
+            self._parameter_sets[params] = found
+        return found
 
     def _remember(self, cache_key: tuple[object, ...], counts: dict[str, int]) -> dict[str, int]:
         # Shared between entries and never changed: counts are read only once made.
@@ -221,13 +252,14 @@ class SearchIndex:
         entry = self._entries.pop(key, None)
         if entry is None:
             return
+        self._complements.clear()
         self._total_length.subtract(entry.length)
         self._param_df.subtract(entry.params.keys())
         self._changes += 1
         if key in self._unposted:
             self._unposted.discard(key)
             return
-        for term in set().union(*entry.tf.values(), *entry.params.values()):
+        for term in set().union(*entry.fields(), *entry.params.values()):
             posting = self._postings.get(term)
             if posting is None:
                 continue
@@ -241,8 +273,7 @@ class SearchIndex:
         weighted: dict[str, float] = {}
         get = weighted.get
         weights = self._weights
-        for name in FIELDS[:-1]:
-            counts = entry.tf[name]
+        for name, counts in zip(FIELDS[:-1], entry.fields(), strict=True):
             if not counts:
                 continue
             field_weight = weights[name] / self._norm(entry, name)
@@ -387,19 +418,23 @@ class SearchIndex:
     ) -> dict[str, float]:
         """The score of every key that matches ``query``, unordered (see ``search``)."""
         self._flush()
+        candidates = within
+        left_out: frozenset[str] = frozenset()
         if within is None:
             count = len(self._entries)
         elif indexed:
             count = len(within)
-            if count == len(self._entries):
-                # Every key indexed is in it: nothing to leave out.
+            left_out = self._left_out(within)
+            if len(left_out) <= _FEW_LEFT_OUT:
+                # Nearly every key indexed is in it: skip the few others rather than
+                # test every matching key.
                 within = None
         else:
             count = sum(k in self._entries for k in within)
         if not count:
             return {}
         scores: dict[str, float] = {}
-        expanded = self.expand(query, within)
+        expanded = self.expand(query, candidates)
         # "show me my apps" prefers the list tool among what matches, and matches nothing alone.
         boost = (
             {"list": self._rules.list_weight}
@@ -412,17 +447,42 @@ class SearchIndex:
                 posting = self._postings.get(term)
                 if not posting:
                     continue
-                keys: Collection[str] = (
-                    posting if within is None else [k for k in posting if k in within]
-                )
+                keys: Collection[str] = posting
+                if within is not None:
+                    keys = [k for k in posting if k in within]
+                elif any(k in posting for k in left_out):
+                    keys = [k for k in posting if k not in left_out]
                 idf = math.log(1.0 + (count - len(keys) + 0.5) / (len(keys) + 0.5))
                 factor = term_weight * idf
                 # The hot loop of every search: postings hold saturated frequencies.
-                for key in keys:
-                    saturated = posting[key]
-                    if saturated and (not only_matched or key in scores):
-                        scores[key] = get(key, 0.0) + factor * saturated
+                if only_matched:
+                    for key in keys:
+                        saturated = posting[key]
+                        if saturated and key in scores:
+                            scores[key] += factor * saturated
+                elif keys is posting:
+                    for key, saturated in posting.items():
+                        if saturated:
+                            scores[key] = get(key, 0.0) + factor * saturated
+                else:
+                    for key in keys:
+                        saturated = posting[key]
+                        if saturated:
+                            scores[key] = get(key, 0.0) + factor * saturated
         return scores
+
+    def _left_out(self, within: Collection[str]) -> frozenset[str]:
+        """The indexed keys not in ``within`` (all indexed), remembered per ``within`` object:
+        a search's candidates are one object as long as the client's state holds."""
+        found = self._complements.get(id(within))
+        if found is not None and found[0] is within:
+            return found[1]
+        left_out = frozenset(self._entries.keys() - within)
+        if len(self._complements) >= _MAX_COMPLEMENTS:
+            self._complements.clear()
+        # Holding ``within`` keeps its id from being reused by another object.
+        self._complements[id(within)] = (within, left_out)
+        return left_out
 
     def _near(self, word: str) -> Iterable[str]:
         """Vocabulary words one insertion, deletion, substitution or swap away, sorted."""
@@ -459,12 +519,14 @@ def _best_first(item: tuple[str, float]) -> tuple[float, str]:
 
 def best_first(scores: Mapping[str, float], first: int) -> Iterator[str]:
     """The keys of ``scores`` best first; all of them are sorted only once more than
-    ``first`` are read (a page of results reads a few of thousands of matches)."""
+    the best ``first`` are read (a page of results reads a few of thousands of matches)."""
     if first < len(scores):
-        top = heapq.nsmallest(first, scores.items(), key=_best_first)
+        # Every key scoring at least the first-th best score, ties included, comes first.
+        threshold = heapq.nlargest(first, scores.values())[-1]
+        top = sorted(((k, v) for k, v in scores.items() if v >= threshold), key=_best_first)
         yield from (key for key, _score in top)
         ordered = sorted(scores.items(), key=_best_first)
-        yield from (key for key, _score in ordered[first:])
+        yield from (key for key, _score in ordered[len(top) :])
     else:
         yield from (key for key, _score in sorted(scores.items(), key=_best_first))
 

@@ -7,7 +7,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-__all__ = ["STOPWORDS", "asks_for_a_list", "is_reading", "related", "stem", "terms"]
+__all__ = ["STOPWORDS", "asks_for_a_list", "is_reading", "related", "split", "stem", "terms"]
 
 # Scripts written without spaces: indexed as single characters and character pairs.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u0e00-\u0e7f"
@@ -70,6 +70,11 @@ def terms(
 
 
 _NO_STOPWORDS: frozenset[str] = frozenset()
+
+
+def split(text: str, stopwords: frozenset[str]) -> tuple[str, ...]:
+    """``terms`` as the shared tuple (read only): indexing splits every field of every tool."""
+    return _terms(text, stopwords) if text else ()
 
 
 # Verbs that ask for the same kind of action, whatever the catalog calls it. A request
@@ -151,16 +156,18 @@ def _terms(text: str, stopwords: frozenset[str]) -> tuple[str, ...]:
     """
     out: list[str] = []
     if text.isascii():
-        # Most text: no normalisation or other scripts to handle, and most words are
-        # lowercase or capitalised, with no case boundary inside to split at.
+        # Most text: no normalisation or other scripts to handle, and the same words
+        # recur across a catalog: each word's terms are worked out once.
+        cache = _WORDS.get(stopwords)
+        if cache is None or len(cache) >= _MAX_WORDS:
+            if len(_WORDS) >= 8:
+                _WORDS.clear()
+            cache = _WORDS[stopwords] = {}
         for run in _ASCII_RUN.findall(text):
-            tail = run[1:]
-            if not tail or tail.islower() or tail.isdigit():
-                word = run.lower()
-                if word not in stopwords:
-                    out.append(stem(word))
-            else:
-                _split_words(run, stopwords, out)
+            found = cache.get(run)
+            if found is None:
+                found = cache[run] = _ascii_terms(run, stopwords)
+            out += found
         return tuple(out)
     text = unicodedata.normalize("NFKC", text)
     for run in _RUN.findall(text):
@@ -171,6 +178,23 @@ def _terms(text: str, stopwords: frozenset[str]) -> tuple[str, ...]:
             continue
         _split_words(run, stopwords, out)
     return tuple(out)
+
+
+def _ascii_terms(run: str, stopwords: frozenset[str]) -> tuple[str, ...]:
+    """The terms of one ASCII word: most are lowercase or capitalised, with no case
+    boundary inside to split at."""
+    tail = run[1:]
+    if not tail or tail.islower() or tail.isdigit():
+        word = run.lower()
+        return () if word in stopwords else (stem(word),)
+    out: list[str] = []
+    _split_words(run, stopwords, out)
+    return tuple(out)
+
+
+# Terms of ASCII words, per set of stopwords.
+_WORDS: dict[frozenset[str], dict[str, tuple[str, ...]]] = {}
+_MAX_WORDS = 100_000
 
 
 def _split_words(run: str, stopwords: frozenset[str], out: list[str]) -> None:

@@ -243,7 +243,7 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
                     # A page, what precedes it, and room for matches it skips (enable-able).
                     first=2 * (page.offset + size) + 16,
                 )
-                tools, more, groups = _page((selection.hits[k] for k in keys), page.offset, size)
+                tools, more, groups = _page(map(selection.hit, keys), page.offset, size)
                 used, result = await through_chain(tools, context, call_next)
                 if used:
                     page.next = more
@@ -339,7 +339,7 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
             snapshot.component_of(selection),
             first=2 * self.max_results + 16,
         )
-        found = await self._offers(ctx, (selection.hits[k] for k in keys))
+        found = await self._offers(ctx, map(selection.hit, keys))
         page = [tool for tool, calls in found if calls is None]
         listed = await shaped(server, page)
         if listed is None or [t.name for t in listed] != [t.name for t in page]:
