@@ -249,6 +249,17 @@ class TestListing:
                 "errors",
             ]
 
+    async def test_reply_schemas_carry_no_python_docstrings(self, connect: Connect) -> None:
+        # Every listed schema costs the agent context; the model docstrings are for Python readers.
+        mcp, _ = make_server()
+        async with connect(mcp) as client:
+            tools = {t.name: t for t in await client.list_tools()}
+            for name in ("enable_tools", "disable_tools"):
+                schema = tools[name].output_schema
+                assert schema is not None
+                assert "description" not in schema
+                assert "``" not in str(schema)
+
     async def test_definitions_are_byte_identical_until_groups_change(
         self, connect: Connect
     ) -> None:

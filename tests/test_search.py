@@ -287,6 +287,13 @@ class TestHiddenStaysHidden:
 
 
 class TestMetaTool:
+    async def test_output_schema_carries_no_python_docstring(self, connect: Connect) -> None:
+        async with connect(make_server()) as client:
+            tool = next(t for t in await client.list_tools() if t.name == "search_tools")
+        assert tool.output_schema is not None
+        assert "description" not in tool.output_schema
+        assert "``" not in str(tool.output_schema)
+
     async def test_same_ranking_as_the_query_parameter(self, connect: Connect) -> None:
         async with connect(make_server()) as client:
             listed = await ranked(client, "open a pull request")

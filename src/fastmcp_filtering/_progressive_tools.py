@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from fastmcp_filtering._changes import Listing, listing, notify_changes
 from fastmcp_filtering._declarations import is_meta_tool
 from fastmcp_filtering._progressive import as_names, call_hint, disable, enable, offered
-from fastmcp_filtering._protocol import brief
+from fastmcp_filtering._protocol import REPLY_CONFIG, brief
 from fastmcp_filtering._state import StateUnavailable, client_key
 
 if TYPE_CHECKING:
@@ -39,6 +39,8 @@ logger = logging.getLogger("fastmcp_filtering")
 class EnableToolsResult(BaseModel):
     """The reply of ``enable_tools``: what changed and what the agent can use now."""
 
+    model_config = REPLY_CONFIG
+
     enabled: list[str]
     """Groups this call enabled, parents before children."""
     enabled_groups: list[str]
@@ -61,6 +63,8 @@ class EnableToolsWithSchemasResult(EnableToolsResult):
 
 class DisableToolsResult(BaseModel):
     """The reply of ``disable_tools``: what changed and what the agent can still use."""
+
+    model_config = REPLY_CONFIG
 
     disabled: list[str]
     """Groups this call disabled, each followed by the descendants it took with it."""

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from mcp.server.connection import Connection
 
 __all__ = [
+    "REPLY_CONFIG",
     "RequestInfo",
     "add_capabilities",
     "brief",
@@ -38,6 +39,18 @@ __all__ = [
 ]
 
 _ResultT = TypeVar("_ResultT")
+
+
+def _without_description(schema: dict[str, Any]) -> None:
+    schema.pop("description", None)
+
+
+REPLY_CONFIG = ConfigDict(json_schema_extra=_without_description)
+"""``model_config`` of a meta-tool's reply model: its docstring stays out of ``outputSchema``.
+
+The docstring is written for Python readers; every listed tool's schema costs an agent's
+context, and the tool's own description already says what the reply holds.
+"""
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,13 @@ from fastmcp_filtering._fastmcp import list_page_size, sdk_middleware
 from fastmcp_filtering._filter import narrow
 from fastmcp_filtering._hooks import ListHooks
 from fastmcp_filtering._policy import ALLOW_ALL, Policy, is_widened
-from fastmcp_filtering._protocol import RequestInfo, add_capabilities, invalid_params, request_info
+from fastmcp_filtering._protocol import (
+    REPLY_CONFIG,
+    RequestInfo,
+    add_capabilities,
+    invalid_params,
+    request_info,
+)
 from fastmcp_filtering._rate_limit import counted, is_search, rate_limit_key
 from fastmcp_filtering._search_service import SearchService
 from fastmcp_filtering._snapshot import Snapshots, request_trusts, shaped, through_chain
@@ -53,6 +59,8 @@ MAX_QUERY_LENGTH = 1000
 
 class SearchToolsResult(BaseModel):
     """What the ``search_tools`` meta-tool returns: tool definitions, best match first."""
+
+    model_config = REPLY_CONFIG
 
     query: str
     tools: list[dict[str, Any]] = Field(
