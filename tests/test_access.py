@@ -369,9 +369,18 @@ class TestUnauthenticated:
         ) as reader:
             assert "delete_repo" not in await tool_names(reader)
 
-    async def test_an_expired_token_counts_as_none(self, connect: Connect) -> None:
+    async def test_an_expired_token_passes_no_check(self, connect: Connect) -> None:
         async with connect(make_server(), **as_principal("expired")) as expired:
             assert await tool_names(expired) == OPEN
+
+    async def test_allow_does_not_open_groups_to_an_expired_token(self, connect: Connect) -> None:
+        # "allow" is for clients that sent no token; an expired one failed authentication.
+        server = make_server(unauthenticated="allow")
+        async with connect(server, **as_principal("expired")) as expired:
+            assert await tool_names(expired) == OPEN
+            assert [g.name for g in await list_groups(expired)] == ["issues", "repos"]
+            with pytest.raises(ToolError, match="Unknown tool"):
+                await expired.call_tool("delete_repo", {"name": "x"})
 
     def test_unauthenticated_is_checked(self) -> None:
         with pytest.raises(ValueError, match="unauthenticated must be 'deny' or 'allow'"):
@@ -437,6 +446,15 @@ class TestAccessPolicy:
         nested = AccessPolicy(claim="realm_access.roles", value="admin")
         assert nested(self._ctx({"realm_access": {"roles": ["admin"]}}))
         assert not nested(self._ctx({"realm_access": "admin"}))
+
+    def test_a_claim_named_with_dots_is_read_by_its_name(self) -> None:
+        # Auth0 and others namespace custom claims with URLs.
+        tenant = AccessPolicy(claim="https://example.com/tenant", value="acme")
+        assert tenant(self._ctx({"https://example.com/tenant": "acme"}))
+        assert not tenant(self._ctx({"https://example.com/tenant": "globex"}))
+        # The exact name wins over a nested path that spells the same.
+        both = {"https://example.com/tenant": "globex", "https://example": {"com/tenant": "acme"}}
+        assert not tenant(self._ctx(both))
         assert not AccessPolicy(claim="tenant", value="acme")(self._ctx(None))
         assert not AccessPolicy(claim="tenant", value="acme")(self._ctx({}))
         # A number is not the string it prints as: claims compare exactly.

@@ -252,6 +252,41 @@ class TestAddFiltering:
         assert reply.structured_content["enabled"] == ["misc"]
         assert [t.name for t in after.tools] == ["ping"]
 
+    @pytest.mark.parametrize(
+        "layers",
+        [
+            {"filter": False, "search": False},
+            {"filter": False, "search": False, "concerns": [Concern("risk", values=["low"])]},
+        ],
+        ids=["no layer", "concerns only"],
+    )
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_access_checks_hold_whatever_the_stack_holds(
+        self, layers: dict[str, Any], era: str
+    ) -> None:
+        mcp = FastMCP("guarded")
+        mcp.add_middleware(PrincipalByClientName())
+
+        @mcp.tool
+        def ping() -> str:
+            return "pong"
+
+        @mcp.tool
+        def drop_table() -> str:
+            return "dropped"
+
+        admin = Group("admin", tools=["drop_*"], access=require_scopes("github:admin"))
+        add_filtering(mcp, groups=[admin], **layers)
+        async with Client(mcp, **ERAS[era], **as_principal("reader")) as reader:
+            assert [t.name for t in await reader.list_tools()] == ["ping"]
+            with pytest.raises(ToolError, match="Unknown tool"):
+                await reader.call_tool("drop_table", {})
+        async with Client(mcp, **ERAS[era], **as_principal("admin")) as admin_client:
+            assert sorted(t.name for t in await admin_client.list_tools()) == [
+                "drop_table",
+                "ping",
+            ]
+
     def test_defaults_add_filter_and_search_only(self) -> None:
         stack = add_filtering(FastMCP("d"), groups=GROUPS)
         assert stack.filter is not None

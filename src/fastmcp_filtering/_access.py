@@ -20,6 +20,7 @@ Fail closed: outside a request, or when a check raises, a ruled group is denied.
 
 from __future__ import annotations
 
+import enum
 import logging
 import time
 import weakref
@@ -156,6 +157,10 @@ class GroupAccess:
         from fastmcp.utilities.authorization import AuthContext, run_auth_checks
 
         token = _current_token()
+        if token is _UNUSABLE:
+            # An expired or unreadable token is a failed authentication, not its absence:
+            # "allow" is for clients that sent none (a local stdio owner), never for these.
+            return rules.ruled
         if token is None:
             return frozenset() if self.unauthenticated == "allow" else rules.ruled
         denied: set[str] = set()
@@ -182,20 +187,30 @@ class GroupAccess:
         return [g for g in self.catalog.groups if g.name not in ruled]
 
 
-def _current_token() -> AccessToken | None:
-    """The request's verified token; None for none, an expired one, or any failure."""
+class _Unusable(enum.Enum):
+    """A token that was sent but cannot be trusted now (expired, unreadable)."""
+
+    TOKEN = enum.auto()
+
+
+_UNUSABLE = _Unusable.TOKEN
+
+
+def _current_token() -> AccessToken | Literal[_Unusable.TOKEN] | None:
+    """The request's verified token; None when none was sent, ``_UNUSABLE`` when it
+    expired or could not be read."""
     from fastmcp.server.dependencies import get_access_token
 
     try:
         token = get_access_token()
     except Exception:
-        return None
+        return _UNUSABLE
     if token is None:
         return None
     expires = getattr(token, "expires_at", None)
     if isinstance(expires, int | float) and expires <= time.time():
         # The verifier checked it when the request came in; a long-lived session may outlive it.
-        return None
+        return _UNUSABLE
     return token
 
 

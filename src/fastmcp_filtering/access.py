@@ -33,7 +33,8 @@ class AccessPolicy:
     the group's ``meta`` (on a tool, its own ``meta``), so one policy serves
     every tenant's group. A claim holding a list passes when the list contains
     the value. A missing token, claim or meta key fails. ``claim`` may be a
-    dotted path into nested claims (``"realm_access.roles"``). It is a FastMCP
+    dotted path into nested claims (``"realm_access.roles"``); a claim whose own name
+    holds dots (``"https://example.com/tenant"``) is read as that name first. It is a FastMCP
     ``AuthCheck``: it also works in ``@mcp.tool(auth=...)``.
 
     Example:
@@ -81,6 +82,9 @@ class AccessPolicy:
 
 
 def _claim(claims: object, path: str) -> Any:
+    # A claim named with dots (Auth0's "https://example.com/tenant") is that claim, not a path.
+    if isinstance(claims, Mapping) and path in claims:
+        return claims[path]
     current = claims
     for part in path.split("."):
         if not isinstance(current, Mapping) or part not in current:

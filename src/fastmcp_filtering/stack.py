@@ -124,6 +124,8 @@ def add_filtering(
         else None,
     )
     install(mcp, *stack)
+    # Declared checks hold whatever the stack holds (concerns alone, or no layer at all).
+    catalog.access.install(mcp)
     return stack
 
 
