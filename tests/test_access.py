@@ -47,7 +47,11 @@ GROUPS = [
 
 
 def make_server(
-    *, progressive: bool = False, unauthenticated: Any = None, search: bool = True
+    *,
+    progressive: bool = False,
+    unauthenticated: Any = None,
+    search: bool = True,
+    max_tools: int | None = None,
 ) -> FastMCP:
     mcp: FastMCP = FastMCP("access")
     mcp.add_middleware(PrincipalByClientName())
@@ -113,7 +117,9 @@ def make_server(
         mcp,
         groups=GROUPS,
         search=search,
-        progressive={"initial_groups": ["issues"]} if progressive else False,
+        progressive={"initial_groups": ["issues"], "max_tools": max_tools}
+        if progressive
+        else False,
         unauthenticated=unauthenticated,
     )
     return mcp
@@ -325,6 +331,21 @@ class TestProgressive:
             assert "transfer_repo" in text
             assert "admin" not in text
             assert "delete_repo" not in text
+
+    async def test_max_tools_counts_only_what_the_principal_may_use(self, connect: Connect) -> None:
+        # repos holds read_secret too, concealed from reader by the restrictive secrets group:
+        # counting it would refuse room reader can use, and betray that the tool exists.
+        server = make_server(progressive=True, max_tools=3)
+        async with connect(server, **as_principal("reader")) as reader:
+            reply = await reader.call_tool("enable_tools", {"groups": ["repos"]})
+            assert reply.structured_content is not None
+            assert reply.structured_content["errors"] == []
+            assert reply.structured_content["enabled_groups"] == ["issues", "repos"]
+        async with connect(server, **as_principal("keeper")) as keeper:
+            refused = await keeper.call_tool("enable_tools", {"groups": ["repos"]})
+            assert refused.structured_content is not None
+            assert refused.structured_content["enabled"] == []
+            assert "max_tools=3" in refused.structured_content["errors"][0]
 
 
 class TestSeveralGroups:

@@ -176,6 +176,11 @@ class GroupAccess:
                 denied |= self.catalog.descendants(name)
         return frozenset(denied)
 
+    async def judge(self) -> _View:
+        """What this request's principal may use: ``judge(component)`` conceals the rest."""
+        denied = await self.denied()
+        return _View(self.catalog, denied, self.rules().restrictive & denied)
+
     async def tree(self) -> Catalog | CatalogView:
         """The catalog as this request's principal may know it."""
         denied = await self.denied()
@@ -297,9 +302,7 @@ class AccessLayer(PolicyLayer):
         return f"AccessLayer({self.access.catalog!r})"
 
     async def view(self, client: ClientRequest) -> _View:
-        denied = await self.access.denied()
-        rules = self.access.rules()
-        return _View(self.access.catalog, denied, rules.restrictive & denied)
+        return await self.access.judge()
 
 
 class _View:

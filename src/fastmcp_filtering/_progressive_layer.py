@@ -133,16 +133,19 @@ class ProgressiveLayer(PolicyLayer):
         return _View(self, tree, await self.store.load(client.ctx, client.key, tree))
 
     async def members(self, server: FastMCP) -> dict[str, frozenset[str]]:
-        """Each group's tools, whoever asks: what ``max_tools`` counts.
+        """Each group's tools this principal may use: what ``max_tools`` counts.
 
         Counted over the whole catalog, not this request's view of other layers,
-        so no request shape (a concerns override, say) can enable more.
+        so no request shape (a concerns override, say) can enable more; but never
+        a tool access control conceals from this principal, whose count would
+        betray it (and refuse room the principal could use).
         """
+        access = await self.catalog.access.judge()
         with unrestricted():
             tools = await server.list_tools(run_middleware=False)
         members: dict[str, set[str]] = {}
         for tool in tools:
-            if not is_meta_tool(tool):
+            if not is_meta_tool(tool) and access.judge(tool) is None:
                 for group in self.catalog.membership(tool).direct:
                     members.setdefault(group, set()).add(tool.name)
         return {g: frozenset(names) for g, names in members.items()}
