@@ -17,6 +17,7 @@ from mcp.shared.exceptions import MCPError
 from fastmcp_filtering import (
     AccessPolicy,
     Catalog,
+    Concern,
     Group,
     GroupAccessMiddleware,
     add_filtering,
@@ -346,6 +347,63 @@ class TestProgressive:
             assert refused.structured_content is not None
             assert refused.structured_content["enabled"] == []
             assert "max_tools=3" in refused.structured_content["errors"][0]
+
+
+def _declared_in_meta(stack: str) -> FastMCP:
+    """Components that name their groups in their own ``_meta``, as the proposal's wire form."""
+    mcp: FastMCP = FastMCP("own meta")
+    mcp.add_middleware(PrincipalByClientName())
+    both = {"io.modelcontextprotocol/groups": ["admin", "repos"]}
+
+    @mcp.tool(meta=both)
+    def transfer_repo(name: str) -> str:
+        return name
+
+    @mcp.prompt(meta=both)
+    def handover(name: str) -> str:
+        return f"hand {name} over"
+
+    @mcp.resource("repos://policy", meta=both)
+    def policy() -> str:
+        return "the policy"
+
+    groups = [Group("repos"), Group("admin", access=require_scopes("github:admin"))]
+    if stack == "access only":
+        install(mcp, GroupAccessMiddleware(groups=groups))
+    elif stack == "concerns only":
+        add_filtering(
+            mcp, groups=groups, filter=False, search=False, concerns=[Concern("risk", values=["l"])]
+        )
+    else:
+        add_filtering(mcp, groups=groups, progressive={"initial_groups": ["repos"]})
+    return mcp
+
+
+class TestOwnMetaNamesNoDeniedGroup:
+    @pytest.mark.parametrize("stack", ["access only", "concerns only", "full"])
+    async def test_lists_reads_and_prompts(self, connect: Connect, stack: str) -> None:
+        server = _declared_in_meta(stack)
+        async with connect(server, **as_principal("reader")) as reader:
+            seen = [t.meta for t in await reader.list_tools() if t.name == "transfer_repo"]
+            seen += [p.meta for p in await reader.list_prompts()]
+            seen += [r.meta for r in await reader.list_resources()]
+            seen += [c.meta for c in await reader.read_resource("repos://policy")]
+            seen.append((await reader.get_prompt("handover", {"name": "x"})).meta)
+            found = (
+                await reader.call_tool("search_tools", {"query": "transfer repo"})
+                if (stack == "full")
+                else None
+            )
+        assert len(seen) == 5
+        for meta in seen:
+            assert meta is not None
+            assert meta["io.modelcontextprotocol/groups"] == ["repos"]
+        if found is not None:
+            assert "admin" not in str(found.structured_content)
+        async with connect(server, **as_principal("admin")) as admin:
+            tool = next(t for t in await admin.list_tools() if t.name == "transfer_repo")
+            assert tool.meta is not None
+            assert sorted(tool.meta["io.modelcontextprotocol/groups"]) == ["admin", "repos"]
 
 
 class TestSeveralGroups:

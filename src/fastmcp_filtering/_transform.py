@@ -45,6 +45,8 @@ from fastmcp.server.transforms.catalog import CatalogTransform
 from fastmcp.utilities.versions import VersionSpec, version_sort_key
 from typing_extensions import override
 
+from fastmcp_filtering._access import AccessLayer
+from fastmcp_filtering._declarations import GROUPS_META_KEY, same_kind
 from fastmcp_filtering._policy import Memo, Policy, PolicyLayer, load_policy
 
 if TYPE_CHECKING:
@@ -65,6 +67,8 @@ if TYPE_CHECKING:
 __all__ = ["LISTERS", "AccessTransform"]
 
 _C = TypeVar("_C", bound="FastMCPComponent")
+
+_MAX_SCRUBBED = 4096
 
 # The FastMCP method that lists each kind of component.
 LISTERS = {
@@ -104,6 +108,8 @@ class AccessTransform(CatalogTransform):
         self._server = weakref.ref(server) if server is not None else None
         self._layers: list[PolicyLayer] = []
         self._memo = Memo()
+        self._scrubbed: dict[tuple[int, frozenset[str]], tuple[FastMCPComponent, FastMCPComponent]]
+        self._scrubbed = {}
 
     def __repr__(self) -> str:
         return f"AccessTransform(layers={self._layers!r})"
@@ -143,7 +149,40 @@ class AccessTransform(CatalogTransform):
         if not self._layers:
             return components
         policy = await self.policy()
-        return [c for c in components if policy.judge(c) is None]
+        kept = [c for c in components if policy.judge(c) is None]
+        denied = await self._denied_groups()
+        return [self._scrub(c, denied) for c in kept] if denied else kept
+
+    async def _denied_groups(self) -> frozenset[str]:
+        """The groups access control denies this request's principal, in every catalog."""
+        denied: frozenset[str] = frozenset()
+        for layer in self._layers:
+            if isinstance(layer, AccessLayer):
+                denied |= await layer.access.denied()
+        return denied
+
+    def _scrub(self, component: _C, denied: frozenset[str]) -> _C:
+        """``component`` without the denied groups its own ``_meta`` names.
+
+        An author may declare groups in ``meta`` (the proposal's wire form); a
+        component allowed through another group must not name the denied one in
+        lists, lookups, or what FastMCP renders from it (``prompts/get``,
+        ``resources/read`` contents).
+        """
+        named = (component.meta or {}).get(GROUPS_META_KEY)
+        if not isinstance(named, list | tuple) or denied.isdisjoint(named):
+            return component
+        key = (id(component), denied)
+        hit = self._scrubbed.get(key)
+        if hit is not None and hit[0] is component:
+            return cast("_C", hit[1])
+        meta = {**(component.meta or {}), GROUPS_META_KEY: [g for g in named if g not in denied]}
+        copy = same_kind(component, component.model_copy(update={"meta": meta}))
+        if len(self._scrubbed) >= _MAX_SCRUBBED:
+            self._scrubbed.clear()
+        # Holding the original keeps its id from being reused by another object.
+        self._scrubbed[key] = (component, copy)
+        return copy
 
     async def _visible_version(
         self,
@@ -163,7 +202,8 @@ class AccessTransform(CatalogTransform):
         if found is None or not self._layers:
             return found
         if (await self.policy()).judge(found) is None:
-            return found
+            denied = await self._denied_groups()
+            return self._scrub(found, denied) if denied else found
         if version is not None and version.eq is not None:
             return None
         server = self._server() if self._server is not None else None
@@ -178,6 +218,7 @@ class AccessTransform(CatalogTransform):
             for c in listed
             if _matches(c, kind, key) and (version is None or version.matches(c.version))
         ]
+        # The listing above is this transform's output: already scrubbed.
         return cast("_C", max(matching, key=version_sort_key)) if matching else None
 
     @override
