@@ -587,3 +587,44 @@ class TestPrefabRenderers:
             await client.call_tool("enable_tools", {"groups": ["admin"]})
             listed = [r.name for r in await client.list_resources()]
         assert listed == ["Prefab Renderer (wire_funds_dashboard)"]
+
+    async def test_renderers_of_a_mounted_servers_hidden_tools_do_not_exist(
+        self, connect: Connect
+    ) -> None:
+        # A mounted server's renderers are listed under its namespace, named after the tool.
+        parent, child = FastMCP("parent"), FastMCP("child")
+
+        @child.tool(app=True)
+        def wire_funds_dashboard() -> str:
+            return "SECRET"
+
+        @child.tool(app=True)
+        def payroll_export_ui() -> str:
+            return "open"
+
+        parent.mount(child, namespace="kid")
+        install(parent, progressive(Group("admin", tools=["kid_wire_*"])))
+        hidden = hash_tool("", "wire_funds_dashboard")
+        async with connect(parent) as client:
+            listed = [(str(r.uri), r.name) for r in await client.list_resources()]
+            assert all("wire_funds" not in name and hidden not in uri for uri, name in listed)
+            assert any("payroll_export_ui" in name for _, name in listed)
+            answers = set()
+            for digest in (hidden, hash_tool("", "no_such_tool")):
+                for uri in (
+                    f"ui://kid/prefab/tool/{digest}/renderer.html",
+                    f"ui://prefab/tool/{digest}/renderer.html",
+                ):
+                    with pytest.raises(MCPError) as refused:
+                        await client.read_resource(uri)
+                    answers.add(
+                        (
+                            refused.value.error.code,
+                            refused.value.error.message.replace(uri, "<uri>"),
+                        )
+                    )
+            # A hidden tool's renderer answers exactly as one that never existed.
+            assert len(answers) == 1
+            await client.call_tool("enable_tools", {"groups": ["admin"]})
+            listed = [(str(r.uri), r.name) for r in await client.list_resources()]
+        assert any(hidden in uri for uri, _ in listed)

@@ -18,7 +18,6 @@ from fastmcp.exceptions import (
     NotFoundError,
     ToolError,
 )
-from fastmcp.server.providers.addressing import parse_hashed_resource_uri
 from typing_extensions import override
 
 from fastmcp_filtering._discovery import remedy
@@ -26,6 +25,7 @@ from fastmcp_filtering._hooks import ListHooks
 from fastmcp_filtering._policy import Hidden, unrestricted
 from fastmcp_filtering._progressive import call_hint
 from fastmcp_filtering._protocol import brief, invalid_params, request_info, requested_version
+from fastmcp_filtering._renderers import VisibleRenderers, is_renderer
 from fastmcp_filtering._transform import AccessTransform
 
 if TYPE_CHECKING:
@@ -74,8 +74,8 @@ class LayerMiddleware(ListHooks):
             return listed
         # FastMCP synthesizes a Prefab renderer resource for every Prefab tool from the
         # providers' storage, past every transform: keep only those of tools this client sees.
-        allowed = await _renderers_of_visible_tools(context)
-        return [c for c in listed if not _renderer(c) or str(getattr(c, "uri", "")) in allowed]
+        visible = await _visible_renderers(context)
+        return [c for c in listed if not _renderer(c) or visible.allows(str(getattr(c, "uri", "")))]
 
     @override
     async def on_call_tool(
@@ -107,9 +107,7 @@ class LayerMiddleware(ListHooks):
         call_next: CallNext[mt.ReadResourceRequestParams, ResourceResult],
     ) -> ResourceResult:
         uri = str(context.message.uri)
-        if parse_hashed_resource_uri(uri) is not None and uri not in (
-            await _renderers_of_visible_tools(context)
-        ):
+        if is_renderer(uri) and not (await _visible_renderers(context)).allows(uri):
             # A renderer FastMCP synthesizes for a tool this client cannot see: no such resource.
             raise NotFoundError(f"Unknown resource: {uri!r}")
         # Not check_resource_access: the read's own lookup is judged by the policy.
@@ -167,22 +165,12 @@ def _invalid(field: str) -> Callable[[str], Exception]:
 
 
 def _renderer(component: FastMCPComponent) -> bool:
-    return parse_hashed_resource_uri(str(getattr(component, "uri", ""))) is not None
+    return is_renderer(str(getattr(component, "uri", "")))
 
 
-async def _renderers_of_visible_tools(context: MiddlewareContext[Any]) -> set[str]:
-    """The Prefab renderer URIs of the tools this client can list (FastMCP writes each tool's
-    into its ``_meta.ui.resourceUri`` when it lists it)."""
+async def _visible_renderers(context: MiddlewareContext[Any]) -> VisibleRenderers:
     server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
-    if server is None:
-        return set()
-    uris: set[str] = set()
-    for tool in await server.list_tools():
-        ui = (tool.meta or {}).get("ui")
-        uri = ui.get("resourceUri") if isinstance(ui, Mapping) else None
-        if isinstance(uri, str):
-            uris.add(uri)
-    return uris
+    return VisibleRenderers([]) if server is None else await VisibleRenderers.of(server)
 
 
 def access_of(server: FastMCP) -> AccessTransform | None:
