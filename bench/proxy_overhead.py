@@ -6,6 +6,10 @@ FastMCP ``Client`` in the era under test, except ``direct``:
 
 - ``direct``: a client of the upstream itself, over stdio (the floor: no proxy);
 - ``bare proxy``: FastMCP's ``create_proxy`` of the upstream, nothing added;
+- ``bare + 4 tools``: the same bare proxy with four plain FastMCP tools added, each a
+  copy of one of ours' meta-tools (name, description, input and output schemas,
+  ``_meta``): FastMCP's own cost of the very listing ours returns, so the ratio
+  against it is what the stack adds for the same bytes on the wire;
 - ``ours``: ``build_proxy`` of ``examples/server-github.toml`` (7 groups, 2 tags, a
   ``risk`` concern with a mapping, search, progressive disclosure with ``call_tool``),
   with every group enabled at start and no concern default, so it lists every
@@ -14,7 +18,8 @@ FastMCP ``Client`` in the era under test, except ``direct``:
 Each backend starts its own stand-in; both proxies speak ``mode="auto"`` to it (the
 configuration's default). ``tools/list`` and ``tools/call get_issue`` are timed in
 interleaved rounds; the table shows medians and bests, and the ratio of bests against
-the bare proxy (target: within 1.1x) and against direct.
+the bare proxy (target: within 1.1x), against the bare proxy listing the same 30 tools
+(``vs same``), and against direct.
 
 ``--layers`` adds the typical configuration built up one layer at a time (groups, then
 tags, concerns, search; each on its own stand-in) to see what each costs.
@@ -36,8 +41,11 @@ from typing import Any
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 from fastmcp.server import create_proxy
+from fastmcp.tools import Tool
+from fastmcp.tools.base import ToolResult
 from list_overhead import _timed  # bench/ is the script's directory
 
+from fastmcp_filtering._declarations import META_TOOL_KEY
 from fastmcp_filtering.config import load_config
 from fastmcp_filtering.proxy import build_proxy
 
@@ -50,6 +58,33 @@ CALL = ("get_issue", {"owner": "o", "repo": "r", "issue_number": 1})
 
 def standin() -> StdioTransport:
     return StdioTransport(command=sys.executable, args=[str(STANDIN)])
+
+
+class PlainTool(Tool):
+    """A FastMCP tool with a given definition, standing in for a meta-tool in a listing."""
+
+    async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        return ToolResult(content="ok")
+
+
+async def same_listing(transport: StdioTransport, era: str) -> Any:
+    """FastMCP's bare proxy plus plain copies of ours' meta-tools: ours' listing, FastMCP's cost."""
+    async with Client(build_proxy(typical_config()), **ERAS[era]) as client:
+        listed = (await client.session.list_tools()).tools
+    proxy = create_proxy(transport, mode="auto")
+    for tool in listed:
+        if (tool.meta or {}).get(META_TOOL_KEY):
+            proxy.add_tool(
+                PlainTool(
+                    name=tool.name,
+                    title=tool.title,
+                    description=tool.description,
+                    parameters=tool.input_schema,
+                    output_schema=tool.output_schema,
+                    meta=tool.meta,
+                )
+            )
+    return proxy
 
 
 def typical_config() -> Any:
@@ -86,17 +121,18 @@ def layered_configs() -> dict[str, Any]:
 
 async def run(repeat: int, eras: list[str], *, layers: bool) -> None:
     header = (
-        f"{'era':<7} {'request':<10} {'variant':<13} {'listed':>6} {'median ms':>10} "
-        f"{'best ms':>8} {'vs bare':>8} {'vs direct':>9}"
+        f"{'era':<7} {'request':<10} {'variant':<14} {'listed':>6} {'median ms':>10} "
+        f"{'best ms':>8} {'vs bare':>8} {'vs same':>8} {'vs direct':>9}"
     )
     print(header)
     print("-" * len(header))
     for era in eras:
         async with contextlib.AsyncExitStack() as stack:
-            transports = [standin(), standin()]
+            transports = [standin(), standin(), standin()]
             clients = {
                 "direct": Client(transports[0], **ERAS[era]),
                 "bare proxy": Client(create_proxy(transports[1], mode="auto"), **ERAS[era]),
+                "bare + 4 tools": Client(await same_listing(transports[2], era), **ERAS[era]),
                 **{
                     label: Client(build_proxy(config), **ERAS[era])
                     for label, config in (layered_configs() if layers else {}).items()
@@ -135,12 +171,14 @@ async def run(repeat: int, eras: list[str], *, layers: bool) -> None:
             for label in clients:
                 median = statistics.median(times[(kind, label)])
                 print(
-                    f"{era:<7} {kind:<10} {label:<13} {listed[label]:>6} {median:>10.2f} "
+                    f"{era:<7} {kind:<10} {label:<14} {listed[label]:>6} {median:>10.2f} "
                     f"{best[label]:>8.2f} {best[label] / best['bare proxy']:>7.2f}x "
+                    f"{best[label] / best['bare + 4 tools']:>7.2f}x "
                     f"{best[label] / best['direct']:>8.2f}x"
                 )
         print()
-    print("ratios: best time against the bare proxy and against the upstream reached directly;")
+    print("ratios: best time against the bare proxy, against the bare proxy listing the same")
+    print("30 tools (ours' meta-tools as plain tools), and against the upstream reached directly;")
     print("on a shared machine the best of many runs is the least noisy estimate (as timeit);")
     print("variants run interleaved, round by round, in one process.")
 

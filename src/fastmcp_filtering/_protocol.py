@@ -100,13 +100,24 @@ def current_info() -> RequestInfo | None:
 
 def info_of(request: FastMCPRequestContext) -> RequestInfo:
     """The ``RequestInfo`` of one bound FastMCP request."""
+    global _LAST_INFO
+    last = _LAST_INFO
+    # Every layer asks, several times per request: the last answer is kept with the
+    # request it belongs to (held, so its identity cannot pass to another request).
+    if last is not None and last[0] is request:
+        return last[1]
     method, params = request_method_and_params(request)
-    return RequestInfo(
+    info = RequestInfo(
         method=method,
         params=params,
         protocol_version=request.protocol_version,
         connection=request_connection(request),
     )
+    _LAST_INFO = (request, info)
+    return info
+
+
+_LAST_INFO: tuple[FastMCPRequestContext, RequestInfo] | None = None
 
 
 _SHORT = reprlib.Repr()
