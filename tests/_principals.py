@@ -13,11 +13,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import mcp_types as mt
-from fastmcp.server.auth import AccessToken
+from fastmcp import FastMCP
+from fastmcp.server.auth import AccessToken, require_scopes
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 
+from fastmcp_filtering import Group
 from fastmcp_filtering._fastmcp import current_request, request_method_and_params
 
 TOKENS: dict[str, AccessToken] = {
@@ -87,3 +89,20 @@ def _client_name(context: MiddlewareContext[Any]) -> str | None:
     info = getattr(params, "clientInfo", None) or getattr(params, "client_info", None)
     name = getattr(info, "name", None)
     return name if isinstance(name, str) else None
+
+
+def guarded_server(name: str) -> tuple[FastMCP, Group]:
+    """A server whose clients are authenticated by name, with ``ping`` and ``drop_table``,
+    and an ``admin`` group (``drop_*``) only for tokens with ``github:admin``."""
+    mcp: FastMCP = FastMCP(name)
+    mcp.add_middleware(PrincipalByClientName())
+
+    @mcp.tool
+    def ping() -> str:
+        return "pong"
+
+    @mcp.tool
+    def drop_table() -> str:
+        return "dropped"
+
+    return mcp, Group("admin", tools=["drop_*"], access=require_scopes("github:admin"))

@@ -26,7 +26,7 @@ from fastmcp_filtering import (
 )
 from fastmcp_filtering.client import better_matches, call_method, groups_of, list_groups, list_tools
 
-from ._principals import PrincipalByClientName, as_principal
+from ._principals import PrincipalByClientName, as_principal, guarded_server
 from .conftest import Connect
 
 SAME_TENANT = AccessPolicy(claim="tenant", from_meta="tenant")
@@ -470,18 +470,7 @@ class TestUnauthenticated:
 
 class TestGroupAccessMiddleware:
     async def test_access_control_alone(self, connect: Connect) -> None:
-        mcp: FastMCP = FastMCP("alone")
-        mcp.add_middleware(PrincipalByClientName())
-
-        @mcp.tool
-        def ping() -> str:
-            return "pong"
-
-        @mcp.tool
-        def drop_table() -> str:
-            return "dropped"
-
-        admin = Group("admin", tools=["drop_*"], access=require_scopes("github:admin"))
+        mcp, admin = guarded_server("alone")
         install(mcp, GroupAccessMiddleware(groups=[admin]))
         async with connect(mcp, **as_principal("reader")) as reader:
             assert [t.name for t in await reader.list_tools()] == ["ping"]

@@ -26,7 +26,7 @@ from fastmcp_filtering import (
 )
 from fastmcp_filtering.client import call_method, list_tools
 
-from ._principals import PrincipalByClientName, as_principal
+from ._principals import PrincipalByClientName, as_principal, guarded_server
 from .conftest import ERAS, use
 
 GROUPS = [
@@ -264,18 +264,7 @@ class TestAddFiltering:
     async def test_access_checks_hold_whatever_the_stack_holds(
         self, layers: dict[str, Any], era: str
     ) -> None:
-        mcp = FastMCP("guarded")
-        mcp.add_middleware(PrincipalByClientName())
-
-        @mcp.tool
-        def ping() -> str:
-            return "pong"
-
-        @mcp.tool
-        def drop_table() -> str:
-            return "dropped"
-
-        admin = Group("admin", tools=["drop_*"], access=require_scopes("github:admin"))
+        mcp, admin = guarded_server("guarded")
         add_filtering(mcp, groups=[admin], **layers)
         async with Client(mcp, **ERAS[era], **as_principal("reader")) as reader:
             assert [t.name for t in await reader.list_tools()] == ["ping"]

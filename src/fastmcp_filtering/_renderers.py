@@ -43,14 +43,17 @@ def is_renderer(uri: str) -> bool:
 class VisibleRenderers:
     """The renderers of the tools one client can list: only these exist for it."""
 
-    __slots__ = ("_tools",)
+    __slots__ = ("_names",)
 
     def __init__(self, tools: list[tuple[str, str]]) -> None:
-        self._tools = tools
-        """Each listed tool's name and its renderer's hash."""
+        names: dict[str, list[str]] = {}
+        for name, digest in tools:
+            names.setdefault(digest, []).append(name)
+        self._names = names
+        """The listed tools' names, by their renderer's hash: one lookup per URI."""
 
     def __repr__(self) -> str:
-        return f"VisibleRenderers({[name for name, _ in self._tools]!r})"
+        return f"VisibleRenderers({sorted(n for ns in self._names.values() for n in ns)!r})"
 
     @classmethod
     async def of(cls, server: FastMCP) -> VisibleRenderers:
@@ -70,11 +73,12 @@ class VisibleRenderers:
         if parsed is None:
             return False
         namespaces, digest = parsed
+        names = self._names.get(digest, ())
         if not namespaces:
-            return any(h == digest for _, h in self._tools)
+            return bool(names)
         # Under a namespace: the listed tool is "<ns>_<name>" with the hash of <name>.
         prefix = namespaces.replace("/", "_") + "_"
         return any(
-            h == digest and name.startswith(prefix) and hash_tool("", name[len(prefix) :]) == h
-            for name, h in self._tools
+            name.startswith(prefix) and hash_tool("", name[len(prefix) :]) == digest
+            for name in names
         )
