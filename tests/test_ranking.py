@@ -104,6 +104,101 @@ class TestRules:
         assert not asks_for_a_list("read a file")
 
 
+FILLER = (
+    Document(name="send_email", description="Send an email to a recipient"),
+    Document(name="list_users", description="List the users of the workspace"),
+    Document(name="get_weather", description="Get the weather forecast for a city"),
+    Document(name="upload_file", description="Upload a file to the drive"),
+    Document(name="stop_job", description="Stop a running job"),
+)
+
+
+def rescored(index: SearchIndex, query: str, rules: Rules) -> dict[str, float]:
+    """The scores ``index``'s documents get under other ``rules``."""
+    other = SearchIndex(rules=rules)
+    for key in index:
+        other.upsert(key, index.document(key) or Document())
+    return dict(other.search(query))
+
+
+class TestLongRequests:
+    """Requests written out in full sentences, with the values they pass."""
+
+    PAGED = catalog(
+        *FILLER,
+        Document(
+            name="wiki_search",
+            description="Look a term up in the wiki",
+            params=(("term", "What to look for"),),
+        ),
+        Document(
+            name="search_items",
+            description="Search the item definitions",
+            params=(
+                ("query", "What to look for"),
+                ("page", "Page of results"),
+                ("pageSize", "Results per page"),
+                ("pageToken", "Token of the next page"),
+                ("pageOffset", "Where the page starts"),
+                ("pageNumber", "Number of the page"),
+                ("pageCursor", "Cursor of the page"),
+            ),
+        ),
+    )
+
+    def test_a_word_matching_many_longer_words_counts_once(self) -> None:
+        # "page" also begins pageSize, pageToken, pageOffset...: that is still one word.
+        query = "search the wiki for pages about dragons"
+        assert top(self.PAGED, query) == "wiki_search"
+        best = rescored(self.PAGED, query, Rules(name_coverage=0.0, near_matches="own_and_best"))
+        assert best["wiki_search"] > best["search_items"]
+        every = rescored(self.PAGED, query, Rules(name_coverage=0.0, near_matches="all"))
+        assert every["wiki_search"] < every["search_items"]
+
+    NOTES = catalog(
+        *FILLER,
+        Document(name="create_note", description="Create a note"),
+        Document(name="delete_note", description="Delete a note"),
+        Document(name="archive_note", description="Archive a note so it no longer shows"),
+    )
+
+    def test_a_quoted_value_is_not_what_the_request_asks(self) -> None:
+        query = 'Create a note titled "delete the archive" with the body "archive it all"'
+        scores = rescored(self.NOTES, query, Rules(quoted_weight=0.5))
+        assert max(scores, key=scores.__getitem__) == "create_note"
+        assert scores["delete_note"] < 0.75 * scores["create_note"]
+        plain = dict(self.NOTES.search(query))  # the default: quoted words count in full
+        assert plain["delete_note"] >= plain["create_note"]
+
+    def test_a_request_in_quotes_is_still_the_request(self) -> None:
+        quoting = SearchIndex(rules=Rules(quoted_weight=0.5))
+        for key in self.NOTES:
+            quoting.upsert(key, self.NOTES.document(key) or Document())
+        quoted = quoting.search('"delete my note"')
+        assert quoted == quoting.search("delete my note")
+        assert quoted[0][0] == "delete_note"
+
+    SERVICES = catalog(
+        *FILLER,
+        Document(name="NewsTool", description="Stay connected to world events"),
+        Document(
+            name="trending_topics",
+            description="Trending topics right now; it can also show the latest news posts",
+        ),
+    )
+
+    def test_a_request_that_says_a_tools_name_finds_it(self) -> None:
+        query = "what is new in the news now, and also the latest headlines"
+        assert top(self.SERVICES, query) == "NewsTool"
+        uncovered = rescored(self.SERVICES, query, Rules(name_coverage=0.0))
+        assert uncovered["NewsTool"] < uncovered["trending_topics"]
+
+    def test_news_is_not_new(self) -> None:
+        assert stem("news") != stem("new")
+        assert stem("series") == "series"
+        assert stem("notes") == stem("note")
+
+
 def server_tool(server: str, name: str, description: str) -> Document:
     # Served behind the proxy: one group per upstream, named after it.
     return Document(name=name, description=description, groups=(server,))

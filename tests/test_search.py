@@ -4,7 +4,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from fastmcp import FastMCP
+from fastmcp import Client, FastMCP
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools import Tool
 from fastmcp.tools.base import ToolResult
@@ -515,6 +515,18 @@ class TestSemantic:
             assert await ranked(client, "forecast") == ["get_weather"]
         tool_texts = [t for t in embedder.embedded[count:] if "Weather for a city" in t]
         assert len(tool_texts) == 1
+
+    async def test_prepare_embeds_the_catalog_before_any_search(self) -> None:
+        embedder = CountingEmbedder()
+        search = SearchMiddleware(groups=GROUPS, semantic=embedder)
+        server = make_server(search=search)
+        await search.prepare(server)
+        # Every tool was embedded ahead: the first search embeds only its query.
+        embedded = len(embedder.embedded)
+        assert embedded >= len(await server.list_tools(run_middleware=False)) - 4
+        async with Client(server) as client:
+            await ranked(client, "forecast")
+        assert len(embedder.embedded) == embedded + 1
 
     @pytest.mark.skipif(
         __import__("importlib").util.find_spec("onnxruntime") is None

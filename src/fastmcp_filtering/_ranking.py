@@ -6,11 +6,20 @@ import bisect
 import heapq
 import itertools
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
-from fastmcp_filtering._text import STOPWORDS, asks_for_a_list, is_reading, related, split, terms
+from fastmcp_filtering._text import (
+    STOPWORDS,
+    asks_for_a_list,
+    is_reading,
+    name_words,
+    related,
+    split,
+    terms,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
@@ -46,6 +55,20 @@ class Rules:
     list_weight: float = 0.5
     """Weight of ``list`` added to a request for many things of a kind ("show me my
     apps" wants ``apps_list``, not ``app_get``); 0: off."""
+    near_matches: Literal["all", "best", "own_and_best"] = "all"
+    """How the other words a query word matches count (typos, longer forms, related
+    verbs): ``all`` of them; one match per word, the ``best`` of the word itself and
+    the others; or the word itself plus the best of the others (``own_and_best``:
+    ``page`` also matching ``pagesize``, ``pageid`` and ``pager`` is one near match,
+    not three). ``all``: the data cannot tell the three apart (bench/search_quality.py)."""
+    quoted_weight: float = 1.0
+    """Weight of a word the request only says inside quotes or backticks: a value it
+    passes ("title it \"Weekly report\""), not what it asks to do; 1: off, the default,
+    as the data cannot tell it from 0.5."""
+    name_coverage: float = 0.5
+    """A tool's score grows by this share of it when the request says every word of the
+    tool's name (in part: in proportion); 0: off. A request that names a tool is the
+    strongest sign there is that it wants that tool."""
 
 
 DEFAULT_RULES = Rules()
@@ -91,6 +114,9 @@ class _Entry:
     params: Mapping[str, dict[str, int]]
     """Term counts per parameter name; shared between documents with the same parameters."""
     length: dict[str, int]
+    name_words: frozenset[str]
+    """The words of the name that say what the tool does (no stopwords, no whole
+    identifiers beside their parts), for ``Rules.name_coverage``."""
 
     def fields(self) -> tuple[dict[str, int], ...]:
         """The term counts of each field but ``params``, in ``FIELDS`` order."""
@@ -127,6 +153,8 @@ class SearchIndex:
         # term -> {key: saturated weighted, length-normalised term frequency}, computed at
         # indexing time so a query only adds up numbers.
         self._postings: dict[str, dict[str, float]] = {}
+        # word -> keys whose name has it (``_Entry.name_words``).
+        self._name_words: dict[str, set[str]] = {}
         self._total_length: Counter[str] = Counter()
         self._param_df: Counter[str] = Counter()
         # Sorted lazily, for prefix lookups: sorting on every new word would be quadratic.
@@ -197,8 +225,11 @@ class SearchIndex:
             groups,
             params,
             length,
+            name_words(document.name, stop),
         )
         self._entries[key] = entry
+        for word in entry.name_words:
+            self._name_words.setdefault(word, set()).add(key)
         self._complements.clear()
         total = self._total_length
         for field_name, field_length in length.items():
@@ -253,6 +284,11 @@ class SearchIndex:
         if entry is None:
             return
         self._complements.clear()
+        for word in entry.name_words:
+            holders = self._name_words[word]
+            holders.discard(key)
+            if not holders:
+                del self._name_words[word]
         self._total_length.subtract(entry.length)
         self._param_df.subtract(entry.params.keys())
         self._changes += 1
@@ -353,6 +389,18 @@ class SearchIndex:
         known, its typo neighbours and its longer forms never depend on documents
         outside ``within`` (a client must not learn the words of what it cannot see).
         """
+        weighted: dict[str, float] = {}
+        for matches in self._matches(query, within)[0]:
+            for term, weight in matches.items():
+                weighted[term] = max(weighted.get(term, 0.0), weight)
+        return weighted
+
+    def _matches(
+        self, query: str, within: Collection[str] | None
+    ) -> tuple[list[dict[str, float]], set[str]]:
+        """The index terms the query matches, in groups that each count by their best
+        term (see ``Rules.near_matches``), and the terms the query says: its own words,
+        their typo neighbours and related verbs, not the longer words they begin."""
 
         def live(term: str) -> bool:
             posting = self._postings.get(term)
@@ -360,35 +408,58 @@ class SearchIndex:
                 return False
             return within is None or any(key in within for key in posting)
 
-        weighted: dict[str, float] = {}
-
-        def add(term: str, weight: float) -> None:
-            weighted[term] = max(weighted.get(term, 0.0), weight)
-
         rules = self._rules
         # A query of common words only ("show me") still means something: keep them then.
         words = terms(query, stopwords=rules.stopwords) or terms(query, keep_stopwords=True)
         many = bool(rules.list_weight) and asks_for_a_list(query)
+        groups: list[dict[str, float]] = []
+        said: set[str] = set()
+        values = _quoted_only(query, rules.stopwords) if rules.quoted_weight != 1.0 else set()
         for word in dict.fromkeys(words):
-            if live(word):
-                add(word, 1.0)
-            elif len(word) >= 3:
-                for near in _first(self._near(word), live):
-                    add(near, _FUZZY_WEIGHT)
-            if len(word) >= 3:
-                for longer in _first(self._prefixed(word), live):
-                    add(longer, _PREFIX_WEIGHT)
+            start = len(groups)
+            near: dict[str, float] = {}
+
+            def add(term: str, weight: float, near: dict[str, float] = near) -> None:
+                near[term] = max(near.get(term, 0.0), weight)
+
+            known = live(word)
+            if not known and len(word) >= 3:
+                for typo in _first(self._near(word), live):
+                    add(typo, _FUZZY_WEIGHT)
+                    said.add(typo)
             if rules.related_weight and not (many and is_reading(word)):
                 # "show me my apps" asks for a list, not for the get tool "show" relates to.
                 for other in related(word):
                     if live(other):
                         add(other, rules.related_weight)
+                        said.add(other)
+            if len(word) >= 3:
+                for longer in _first(self._prefixed(word), live):
+                    add(longer, _PREFIX_WEIGHT)
+            if known:
+                said.add(word)
+                near.pop(word, None)
+                if rules.near_matches == "best":
+                    near[word] = 1.0
+                else:
+                    groups.append({word: 1.0})
+            if rules.near_matches == "all":
+                groups.extend({term: weight} for term, weight in near.items())
+            elif near:
+                groups.append(near)
+            if word in values:
+                # A value the request passes ("title it \"Weekly report\"") says little of
+                # what it asks to do.
+                for group in groups[start:]:
+                    for term in group:
+                        group[term] *= rules.quoted_weight
         if rules.compounds:
             for first, second in itertools.pairwise(words):
                 joined = first + second
                 if live(joined):
-                    add(joined, 1.0)
-        return weighted
+                    groups.append({joined: 1.0})
+                    said.add(joined)
+        return _claimed(groups), said
 
     def search(
         self,
@@ -434,42 +505,106 @@ class SearchIndex:
         if not count:
             return {}
         scores: dict[str, float] = {}
-        expanded = self.expand(query, candidates)
+        matched, said = self._matches(query, candidates)
         # "show me my apps" prefers the list tool among what matches, and matches nothing alone.
         boost = (
-            {"list": self._rules.list_weight}
-            if self._rules.list_weight and "list" not in expanded and asks_for_a_list(query)
-            else {}
+            self._rules.list_weight
+            if self._rules.list_weight
+            and not any("list" in m for m in matched)
+            and asks_for_a_list(query)
+            else 0.0
         )
-        get = scores.get
-        for terms_, only_matched in ((expanded, False), (boost, True)):
-            for term, term_weight in terms_.items():
-                posting = self._postings.get(term)
-                if not posting:
-                    continue
-                keys: Collection[str] = posting
-                if within is not None:
-                    keys = [k for k in posting if k in within]
-                elif any(k in posting for k in left_out):
-                    keys = [k for k in posting if k not in left_out]
-                idf = math.log(1.0 + (count - len(keys) + 0.5) / (len(keys) + 0.5))
-                factor = term_weight * idf
-                # The hot loop of every search: postings hold saturated frequencies.
-                if only_matched:
-                    for key in keys:
-                        saturated = posting[key]
-                        if saturated and key in scores:
-                            scores[key] += factor * saturated
-                elif keys is posting:
-                    for key, saturated in posting.items():
-                        if saturated:
-                            scores[key] = get(key, 0.0) + factor * saturated
-                else:
-                    for key in keys:
-                        saturated = posting[key]
-                        if saturated:
-                            scores[key] = get(key, 0.0) + factor * saturated
+        for matches in matched:
+            if len(matches) == 1:
+                for term, term_weight in matches.items():
+                    self._add(scores, term, term_weight, count, within, left_out, best=False)
+            else:
+                # The near matches of one word: its best one counts.
+                best: dict[str, float] = {}
+                for term, term_weight in matches.items():
+                    self._add(best, term, term_weight, count, within, left_out, best=True)
+                get = scores.get
+                for key, value in best.items():
+                    scores[key] = get(key, 0.0) + value
+        if self._rules.name_coverage and scores:
+            self._cover(scores, said)
+        if boost:
+            posting = self._postings.get("list")
+            if posting:
+                idf = self._idf(posting, count, within, left_out)
+                for key, value in scores.items():
+                    saturated = posting.get(key)
+                    if saturated:
+                        scores[key] = value + boost * idf * saturated
         return scores
+
+    def _cover(self, scores: dict[str, float], said: set[str]) -> None:
+        """Raise the score of each tool by how much of its name the request says."""
+        covered: dict[str, int] = {}
+        for term in said:
+            for key in self._name_words.get(term, ()):
+                if key in scores:
+                    covered[key] = covered.get(key, 0) + 1
+        share = self._rules.name_coverage
+        entries = self._entries
+        for key, words in covered.items():
+            scores[key] *= 1.0 + share * words / len(entries[key].name_words)
+
+    def _keys(
+        self, posting: dict[str, float], within: Collection[str] | None, left_out: frozenset[str]
+    ) -> Collection[str]:
+        """The keys of ``posting`` a search counts."""
+        if within is not None:
+            return [k for k in posting if k in within]
+        if any(k in posting for k in left_out):
+            return [k for k in posting if k not in left_out]
+        return posting
+
+    def _idf(
+        self,
+        posting: dict[str, float],
+        count: int,
+        within: Collection[str] | None,
+        left_out: frozenset[str],
+    ) -> float:
+        matching = len(self._keys(posting, within, left_out))
+        return math.log(1.0 + (count - matching + 0.5) / (matching + 0.5))
+
+    def _add(
+        self,
+        scores: dict[str, float],
+        term: str,
+        term_weight: float,
+        count: int,
+        within: Collection[str] | None,
+        left_out: frozenset[str],
+        *,
+        best: bool,
+    ) -> None:
+        """Add ``term``'s contribution to each matching key's score (``best``: keep the
+        larger of it and what is there)."""
+        posting = self._postings.get(term)
+        if not posting:
+            return
+        keys = self._keys(posting, within, left_out)
+        idf = math.log(1.0 + (count - len(keys) + 0.5) / (len(keys) + 0.5))
+        factor = term_weight * idf
+        get = scores.get
+        # The hot loop of every search: postings hold saturated frequencies.
+        if best:
+            for key in keys:
+                value = factor * posting[key]
+                if value > get(key, 0.0):
+                    scores[key] = value
+        elif keys is posting:
+            for key, saturated in posting.items():
+                if saturated:
+                    scores[key] = get(key, 0.0) + factor * saturated
+        else:
+            for key in keys:
+                saturated = posting[key]
+                if saturated:
+                    scores[key] = get(key, 0.0) + factor * saturated
 
     def _left_out(self, within: Collection[str]) -> frozenset[str]:
         """The indexed keys not in ``within`` (all indexed), remembered per ``within`` object:
@@ -549,6 +684,34 @@ def _first(candidates: Iterable[str], keep: Callable[[str], bool]) -> list[str]:
             if len(out) == _MAX_EXPANSIONS:
                 break
     return out
+
+
+_QUOTED = re.compile(r'"([^"]{1,400})"|\u201c([^\u201d]{1,400})\u201d|`([^`]{1,400})`')
+
+
+def _quoted_only(query: str, stopwords: frozenset[str]) -> set[str]:
+    """The words ``query`` says inside quotes and nowhere else; none when everything is
+    quoted (a whole request in quotes is still the request)."""
+    if '"' not in query and "`" not in query and "\u201c" not in query:
+        return set()
+    outside = _QUOTED.sub(" ", query)
+    if not terms(outside, stopwords=stopwords):
+        return set()
+    inside = {w for m in _QUOTED.finditer(query) for w in terms(m.group(0), stopwords=stopwords)}
+    return inside - set(terms(outside, stopwords=stopwords))
+
+
+def _claimed(groups: list[dict[str, float]]) -> list[dict[str, float]]:
+    """Each term in one group only, the one that gives it the most weight: a term two
+    query words match ("show" and "fetch" both relate to ``get``) counts once."""
+    owner: dict[str, tuple[float, int]] = {}
+    for i, group in enumerate(groups):
+        for term, weight in group.items():
+            held = owner.get(term)
+            if held is None or weight > held[0]:
+                owner[term] = (weight, i)
+    kept = [{t: w for t, w in group.items() if owner[t][1] == i} for i, group in enumerate(groups)]
+    return [group for group in kept if group]
 
 
 def _deletions(word: str) -> set[str]:

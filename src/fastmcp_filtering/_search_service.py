@@ -162,6 +162,13 @@ class SearchService:
         if index.semantic is not None:
             await anyio.to_thread.run_sync(index.semantic.refresh)
 
+    async def embed(self) -> None:
+        """Embed what the tool index holds and is not embedded yet (with ``semantic``)."""
+        await self.settled()
+        semantic = self.index("tool").semantic
+        if semantic is not None and semantic.pending:
+            await anyio.to_thread.run_sync(semantic.refresh)
+
     # -- ranking --------------------------------------------------------------------------
 
     async def rank_keys(

@@ -7,7 +7,16 @@ import re
 import unicodedata
 from functools import lru_cache
 
-__all__ = ["STOPWORDS", "asks_for_a_list", "is_reading", "related", "split", "stem", "terms"]
+__all__ = [
+    "STOPWORDS",
+    "asks_for_a_list",
+    "is_reading",
+    "name_words",
+    "related",
+    "split",
+    "stem",
+    "terms",
+]
 
 # Scripts written without spaces: indexed as single characters and character pairs.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u0e00-\u0e7f"
@@ -29,6 +38,10 @@ Verbs are never stopwords, ``get`` included: in catalogs named ``x_get``,
 """
 
 
+# Words an -s does not make plural (Snowball English's invariant forms): "news" is not "new".
+_INVARIANT = frozenset({"news", "atlas", "cosmos", "bias", "andes", "always", "series", "species"})
+
+
 @lru_cache(maxsize=65_536)
 def stem(word: str) -> str:
     """A light English stemmer: plural, -ing, -ed, -ation and a final -e, so forms meet.
@@ -36,7 +49,7 @@ def stem(word: str) -> str:
     ``create``, ``creates``, ``created``, ``creating`` and ``creation`` all give
     ``creat``; words of three letters or fewer and non-Latin words are unchanged.
     """
-    if len(word) <= 3 or not word.isascii() or not word.isalpha():
+    if len(word) <= 3 or not word.isascii() or not word.isalpha() or word in _INVARIANT:
         return word
     for suffix, replacement in (("ational", "ate"), ("ation", "ate"), ("ies", "y"), ("ied", "y")):
         if word.endswith(suffix) and len(word) - len(suffix) >= 2:
@@ -197,10 +210,26 @@ _WORDS: dict[frozenset[str], dict[str, tuple[str, ...]]] = {}
 _MAX_WORDS = 100_000
 
 
-def _split_words(run: str, stopwords: frozenset[str], out: list[str]) -> None:
-    """Append the stemmed words of ``run``, split at case changes, to ``out``."""
+@lru_cache(maxsize=65_536)
+def name_words(name: str, stopwords: frozenset[str]) -> frozenset[str]:
+    """The distinct words of an identifier, as ``terms`` gives them, without the whole
+    words kept beside their parts: ``NewsTool`` is ``news`` and ``tool``."""
+    out: list[str] = []
+    for run in _RUN.findall(unicodedata.normalize("NFKC", name)):
+        if _CJK_RUN.match(run):
+            out.extend(run)
+        else:
+            _split_words(run, stopwords, out, whole=False)
+    return frozenset(out)
+
+
+def _split_words(
+    run: str, stopwords: frozenset[str], out: list[str], *, whole: bool = True
+) -> None:
+    """Append the stemmed words of ``run``, split at case changes, to ``out`` (``whole``:
+    with the whole run beside its parts)."""
     parts = _CAMEL.split(run)
-    if len(parts) > 1:
+    if whole and len(parts) > 1:
         # "GitHub" must meet "github": keep the whole word beside its parts.
         parts.append(run)
     for part in parts:

@@ -406,6 +406,9 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         """
         if await self._snapshots.snapshot(server) is None:
             await self._service.prepare(server)
+        else:
+            # The snapshot indexed the words; the meanings are embedded here, not at a search.
+            await self._service.embed()
 
     def _make_search_tool(self) -> Tool:
         middleware = self
