@@ -153,8 +153,8 @@ class SearchIndex:
         # term -> {key: saturated weighted, length-normalised term frequency}, computed at
         # indexing time so a query only adds up numbers.
         self._postings: dict[str, dict[str, float]] = {}
-        # word -> keys whose name has it (``_Entry.name_words``).
-        self._name_words: dict[str, set[str]] = {}
+        # word -> {key whose name has it: the share of that name's words it is}.
+        self._name_words: dict[str, dict[str, float]] = {}
         self._total_length: Counter[str] = Counter()
         self._param_df: Counter[str] = Counter()
         # Sorted lazily, for prefix lookups: sorting on every new word would be quadratic.
@@ -229,7 +229,7 @@ class SearchIndex:
         )
         self._entries[key] = entry
         for word in entry.name_words:
-            self._name_words.setdefault(word, set()).add(key)
+            self._name_words.setdefault(word, {})[key] = 1.0 / len(entry.name_words)
         self._complements.clear()
         total = self._total_length
         for field_name, field_length in length.items():
@@ -286,7 +286,7 @@ class SearchIndex:
         self._complements.clear()
         for word in entry.name_words:
             holders = self._name_words[word]
-            holders.discard(key)
+            holders.pop(key, None)
             if not holders:
                 del self._name_words[word]
         self._total_length.subtract(entry.length)
@@ -540,15 +540,19 @@ class SearchIndex:
 
     def _cover(self, scores: dict[str, float], said: set[str]) -> None:
         """Raise the score of each tool by how much of its name the request says."""
-        covered: dict[str, int] = {}
+        covered: dict[str, float] = {}
+        get = covered.get
         for term in said:
-            for key in self._name_words.get(term, ()):
-                if key in scores:
-                    covered[key] = covered.get(key, 0) + 1
+            holders = self._name_words.get(term)
+            if holders:
+                for key, part in holders.items():
+                    covered[key] = get(key, 0.0) + part
         share = self._rules.name_coverage
-        entries = self._entries
-        for key, words in covered.items():
-            scores[key] *= 1.0 + share * words / len(entries[key].name_words)
+        # Only what matched has a score: a name word outside ``within`` changes nothing.
+        for key, part in covered.items():
+            value = scores.get(key)
+            if value is not None:
+                scores[key] = value * (1.0 + share * part)
 
     def _keys(
         self, posting: dict[str, float], within: Collection[str] | None, left_out: frozenset[str]
