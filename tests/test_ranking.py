@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from fastmcp_filtering._ranking import Document, Rules, SearchIndex
 from fastmcp_filtering._text import asks_for_a_list, related, stem
 
@@ -265,3 +267,45 @@ class TestPlainRequestsToRealServers:
             "sum two numbers",
         ]:
             assert REFERENCE_SERVERS.search(query), query
+
+
+class TestWhatAClientCannotSee:
+    VISIBLE = (
+        *FILLER,
+        Document(name="read_news", description="Read the news of the day"),
+        Document(name="search_items", description="Search items", params=(("page", "Page"),)),
+        Document(name="note_create", description="Create a note"),
+    )
+    HIDDEN = (
+        Document(name="NewsPageTool", description="News pages", params=(("pageSize", "Size"),)),
+        Document(name="newsroom_pager", description="Pages the newsroom"),
+        Document(name="create_note_secret", description='Create a "secret" note'),
+    )
+    QUERIES = (
+        "read the news page",
+        "newsroom pager",
+        'create a note called "secret news page"',
+        "nwes pagesize",
+    )
+
+    @pytest.mark.parametrize(
+        "rules",
+        [
+            Rules(),
+            Rules(near_matches="best", quoted_weight=0.5),
+            Rules(near_matches="own_and_best", name_coverage=1.0),
+        ],
+    )
+    def test_hidden_tools_change_no_visible_ranking(self, rules: Rules) -> None:
+        alone = SearchIndex(rules=rules)
+        beside = SearchIndex(rules=rules)
+        for document in self.VISIBLE:
+            alone.upsert(document.name, document)
+            beside.upsert(document.name, document)
+        for document in self.HIDDEN:
+            beside.upsert(document.name, document)
+        visible = {d.name for d in self.VISIBLE}
+        for query in self.QUERIES:
+            # Their names, longer words and typo neighbours neither match nor cover a name.
+            expected = [key for key, _ in alone.search(query)]
+            assert [key for key, _ in beside.search(query, within=visible)] == expected

@@ -382,25 +382,17 @@ class SearchIndex:
 
     # -- queries ------------------------------------------------------------------------
 
-    def expand(self, query: str, within: Collection[str] | None = None) -> dict[str, float]:
-        """Index terms the query matches, with the weight each match counts for.
-
-        With ``within``, only the words of those documents count: whether a word is
-        known, its typo neighbours and its longer forms never depend on documents
-        outside ``within`` (a client must not learn the words of what it cannot see).
-        """
-        weighted: dict[str, float] = {}
-        for matches in self._matches(query, within)[0]:
-            for term, weight in matches.items():
-                weighted[term] = max(weighted.get(term, 0.0), weight)
-        return weighted
-
     def _matches(
         self, query: str, within: Collection[str] | None
     ) -> tuple[list[dict[str, float]], set[str]]:
         """The index terms the query matches, in groups that each count by their best
         term (see ``Rules.near_matches``), and the terms the query says: its own words,
-        their typo neighbours and related verbs, not the longer words they begin."""
+        their typo neighbours and related verbs, not the longer words they begin.
+
+        With ``within``, only the words of those documents count: whether a word is
+        known, its typo neighbours and its longer forms never depend on documents
+        outside ``within`` (a client must not learn the words of what it cannot see).
+        """
 
         def live(term: str) -> bool:
             posting = self._postings.get(term)
@@ -531,11 +523,11 @@ class SearchIndex:
         if boost:
             posting = self._postings.get("list")
             if posting:
-                idf = self._idf(posting, count, within, left_out)
-                for key, value in scores.items():
-                    saturated = posting.get(key)
-                    if saturated:
-                        scores[key] = value + boost * idf * saturated
+                factor = boost * _idf(count, len(self._keys(posting, within, left_out)))
+                # Only what matched otherwise: every key with a score is one ``within`` holds.
+                for key, saturated in posting.items():
+                    if saturated and key in scores:
+                        scores[key] += factor * saturated
         return scores
 
     def _cover(self, scores: dict[str, float], said: set[str]) -> None:
@@ -564,16 +556,6 @@ class SearchIndex:
             return [k for k in posting if k not in left_out]
         return posting
 
-    def _idf(
-        self,
-        posting: dict[str, float],
-        count: int,
-        within: Collection[str] | None,
-        left_out: frozenset[str],
-    ) -> float:
-        matching = len(self._keys(posting, within, left_out))
-        return math.log(1.0 + (count - matching + 0.5) / (matching + 0.5))
-
     def _add(
         self,
         scores: dict[str, float],
@@ -591,8 +573,7 @@ class SearchIndex:
         if not posting:
             return
         keys = self._keys(posting, within, left_out)
-        idf = math.log(1.0 + (count - len(keys) + 0.5) / (len(keys) + 0.5))
-        factor = term_weight * idf
+        factor = term_weight * _idf(count, len(keys))
         get = scores.get
         # The hot loop of every search: postings hold saturated frequencies.
         if best:
@@ -698,11 +679,16 @@ def _quoted_only(query: str, stopwords: frozenset[str]) -> set[str]:
     quoted (a whole request in quotes is still the request)."""
     if '"' not in query and "`" not in query and "\u201c" not in query:
         return set()
-    outside = _QUOTED.sub(" ", query)
-    if not terms(outside, stopwords=stopwords):
+    outside = set(terms(_QUOTED.sub(" ", query), stopwords=stopwords))
+    if not outside:
         return set()
     inside = {w for m in _QUOTED.finditer(query) for w in terms(m.group(0), stopwords=stopwords)}
-    return inside - set(terms(outside, stopwords=stopwords))
+    return inside - outside
+
+
+def _idf(count: int, matching: int) -> float:
+    """BM25's inverse document frequency of a term ``matching`` of ``count`` documents hold."""
+    return math.log(1.0 + (count - matching + 0.5) / (matching + 0.5))
 
 
 def _claimed(groups: list[dict[str, float]]) -> list[dict[str, float]]:

@@ -159,8 +159,7 @@ class SearchService:
         index = self.index("tool")
         index.merge(await self._all_tools(server), self.document, self.catalog.version)
         index.index.search("")  # posts the documents
-        if index.semantic is not None:
-            await anyio.to_thread.run_sync(index.semantic.refresh)
+        await self.embed()
 
     async def embed(self) -> None:
         """Embed what the tool index holds and is not embedded yet (with ``semantic``)."""

@@ -38,7 +38,8 @@ Verbs are never stopwords, ``get`` included: in catalogs named ``x_get``,
 """
 
 
-# Words an -s does not make plural (Snowball English's invariant forms): "news" is not "new".
+# Words an -s does not make plural (Snowball English's invariant forms, and "always",
+# "series", "species"): "news" is not "new".
 _INVARIANT = frozenset({"news", "atlas", "cosmos", "bias", "andes", "always", "series", "species"})
 
 
