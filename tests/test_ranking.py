@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fastmcp_filtering._ranking import Document, Rules, SearchIndex
-from fastmcp_filtering._text import asks_for_a_list, related, stem
+from fastmcp_filtering._text import STOPWORDS, asks_for_a_list, related, split, split_name, stem
 
 
 def catalog(*documents: Document) -> SearchIndex:
@@ -104,6 +104,26 @@ class TestRules:
         assert asks_for_a_list("which databases are there")
         assert not asks_for_a_list("delete old branches")
         assert not asks_for_a_list("read a file")
+
+
+class TestSplittingNames:
+    def test_terms_keep_whole_words_and_name_words_do_not(self) -> None:
+        assert split_name("GitHubIssue", STOPWORDS) == (
+            ("git", "hub", "issu", "githubissu"),
+            frozenset({"git", "hub", "issu"}),
+        )
+
+    def test_stopwords_are_terms_of_a_name_but_not_its_words(self) -> None:
+        terms, words = split_name("list_the_tools", STOPWORDS)
+        assert terms == split("list the tools", frozenset())
+        assert words == {"list"}
+
+    def test_other_scripts_split_as_ascii_does(self) -> None:
+        # Fullwidth letters are the same name once normalised, through the other path.
+        assert split_name("\uff27\uff49\uff54Hub_issue", STOPWORDS) == split_name(
+            "GitHub_issue", STOPWORDS
+        )
+        assert split("\uff27\uff49\uff54Hub issue", STOPWORDS) == split("GitHub issue", STOPWORDS)
 
 
 FILLER = (

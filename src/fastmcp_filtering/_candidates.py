@@ -180,6 +180,10 @@ class CatalogSnapshot:
 
     def _judge(self, policy: Policy) -> _State:
         """Judge every tool once for this state of the views, as the listing would."""
+        if policy.hides_nothing:
+            # No layer (search alone): every tool is visible, none to enable.
+            every_tag = frozenset().union(*(tool.tags for tool in self.tools))
+            return _State(list(range(len(self.tools))), [], every_tag)
         # Only a layer that can show what it hides makes anything discoverable.
         discovery = policy.as_discovery() if self._discovery else None
         injected = self._injected

@@ -141,6 +141,11 @@ class Policy:
         if memo is not None and self.state is not None:
             self._table = memo.table(self.state)
 
+    @property
+    def hides_nothing(self) -> bool:
+        """Whether no layer has a view: every component is visible."""
+        return not self._views
+
     def as_discovery(self) -> Policy:
         """This policy as discovery judges: what the client could enable itself counts as shown."""
         return Policy(self._views, self._memo, widened=True)

@@ -15,14 +15,14 @@ from fastmcp_filtering._text import (
     STOPWORDS,
     asks_for_a_list,
     is_reading,
-    name_words,
     related,
     split,
+    split_name,
     terms,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+    from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
 __all__ = ["DEFAULT_RULES", "DEFAULT_WEIGHTS", "Document", "Rules", "SearchIndex", "best_first"]
 
@@ -113,7 +113,8 @@ class _Entry:
     groups: dict[str, int]
     params: Mapping[str, dict[str, int]]
     """Term counts per parameter name; shared between documents with the same parameters."""
-    length: dict[str, int]
+    length: tuple[int, ...]
+    """The length of each field, in ``FIELDS`` order."""
     name_words: frozenset[str]
     """The words of the name that say what the tool does (no stopwords, no whole
     identifiers beside their parts), for ``Rules.name_coverage``."""
@@ -155,7 +156,7 @@ class SearchIndex:
         self._postings: dict[str, dict[str, float]] = {}
         # word -> {key whose name has it: the share of that name's words it is}.
         self._name_words: dict[str, dict[str, float]] = {}
-        self._total_length: Counter[str] = Counter()
+        self._total_length = [0] * len(FIELDS)
         self._param_df: Counter[str] = Counter()
         # Sorted lazily, for prefix lookups: sorting on every new word would be quadratic.
         self._vocabulary: list[str] = []
@@ -165,7 +166,7 @@ class SearchIndex:
         self._deletes: dict[str, set[str]] | None = None
         # Field length averages and boilerplate parameters, frozen between recomputations
         # so one upsert does not touch every posting.
-        self._averages: dict[str, float] = dict.fromkeys(FIELDS, 1.0)
+        self._norms = self._norms_for([1.0] * len(FIELDS))
         self._boilerplate: frozenset[str] = frozenset()
         self._changes = 0
         self._unposted: set[str] = set()
@@ -202,20 +203,20 @@ class SearchIndex:
                 return
             self.remove(key)
         stop = self._rules.stopwords
-        name = split(document.name, _NO_STOPWORDS)
+        name, words = split_name(document.name, stop)
         title = split(document.title, stop)
         description = split(document.description, stop)
         tags = self._repeated(document.tags, keep_stopwords=True)
         groups = self._repeated(document.groups, keep_stopwords=False)
         params, params_length = self._parameters(document.params)
-        length = {
-            "name": len(name),
-            "title": len(title),
-            "description": len(description),
-            "tags": sum(tags.values()),
-            "groups": sum(groups.values()),
-            "params": params_length,
-        }
+        length = (
+            len(name),
+            len(title),
+            len(description),
+            sum(tags.values()),
+            sum(groups.values()),
+            params_length,
+        )
         entry = _Entry(
             document,
             _count(name),
@@ -225,15 +226,15 @@ class SearchIndex:
             groups,
             params,
             length,
-            name_words(document.name, stop),
+            words,
         )
         self._entries[key] = entry
-        for word in entry.name_words:
-            self._name_words.setdefault(word, {})[key] = 1.0 / len(entry.name_words)
+        if entry.name_words:
+            share = 1.0 / len(entry.name_words)
+            for word in entry.name_words:
+                self._name_words.setdefault(word, {})[key] = share
         self._complements.clear()
-        total = self._total_length
-        for field_name, field_length in length.items():
-            total[field_name] += field_length
+        self._total_length = [t + n for t, n in zip(self._total_length, length, strict=True)]
         self._param_df.update(params.keys())
         # Posted at the next search: a bulk load then posts each document once, with the
         # averages of the whole catalog.
@@ -289,7 +290,7 @@ class SearchIndex:
             holders.pop(key, None)
             if not holders:
                 del self._name_words[word]
-        self._total_length.subtract(entry.length)
+        self._total_length = [t - n for t, n in zip(self._total_length, entry.length, strict=True)]
         self._param_df.subtract(entry.params.keys())
         self._changes += 1
         if key in self._unposted:
@@ -308,21 +309,24 @@ class SearchIndex:
         """Write ``entry``'s weighted term frequencies into the postings."""
         weighted: dict[str, float] = {}
         get = weighted.get
-        weights = self._weights
-        for name, counts in zip(FIELDS[:-1], entry.fields(), strict=True):
-            if not counts:
-                continue
-            field_weight = weights[name] / self._norm(entry, name)
-            for term, tf in counts.items():
-                weighted[term] = get(term, 0.0) + field_weight * tf
+        norms = self._norms
+        length = entry.length
+        # Every field but params (posted below, per parameter): ``fields()`` stops first.
+        fields = zip(norms, entry.fields(), length, strict=False)
+        for (weight, base, slope), counts, field_length in fields:
+            if counts:
+                factor = weight / (base + slope * field_length)
+                for term, tf in counts.items():
+                    weighted[term] = get(term, 0.0) + factor * tf
         if entry.params:
-            params_weight = weights["params"] / self._norm(entry, "params")
+            weight, base, slope = norms[-1]
+            params_weight = weight / (base + slope * length[-1])
             boilerplate = self._boilerplate
             for param, counts in entry.params.items():
                 # A boilerplate parameter still puts its words in the vocabulary, at no weight.
-                weight = 0.0 if param in boilerplate else params_weight
+                factor = 0.0 if param in boilerplate else params_weight
                 for term, tf in counts.items():
-                    weighted[term] = get(term, 0.0) + weight * tf
+                    weighted[term] = get(term, 0.0) + factor * tf
         postings = self._postings
         for term, weighted_tf in weighted.items():
             # BM25's saturation, once per posting rather than once per search.
@@ -334,9 +338,13 @@ class SearchIndex:
             else:
                 posting[key] = value
 
-    def _norm(self, entry: _Entry, name: str) -> float:
-        b = _B[name]
-        return 1.0 - b + b * entry.length[name] / self._averages[name]
+    def _norms_for(self, averages: list[float]) -> list[tuple[float, float, float]]:
+        """Per field in ``FIELDS`` order: its weight, and BM25's length normalisation
+        ``1 - b + b * length / average`` as the pair ``(1 - b, b / average)``."""
+        return [
+            (self._weights[f], 1.0 - _B[f], _B[f] / average)
+            for f, average in zip(FIELDS, averages, strict=True)
+        ]
 
     def _flush(self) -> None:
         """Post what changed since the last search, recomputing averages when many did."""
@@ -355,7 +363,7 @@ class SearchIndex:
         self._unposted.clear()
         if not count:
             return
-        self._averages = {f: max(self._total_length[f] / count, 1.0) for f in FIELDS}
+        self._norms = self._norms_for([max(total / count, 1.0) for total in self._total_length])
         self._boilerplate = (
             frozenset(p for p, df in self._param_df.items() if df / count > _BOILERPLATE_SHARE)
             if count >= _BOILERPLATE_MIN_TOOLS
@@ -651,10 +659,14 @@ def best_first(scores: Mapping[str, float], first: int) -> Iterator[str]:
         yield from (key for key, _score in sorted(scores.items(), key=_best_first))
 
 
-def _count(words: Iterable[str]) -> dict[str, int]:
+def _count(words: Sequence[str]) -> dict[str, int]:
     """How often each word occurs: a ``Counter`` without its per-call type checks, which
     cost more than the counting for the few words of a field (indexing 10,000 tools)."""
-    counts: dict[str, int] = {}
+    counts = dict.fromkeys(words, 1)
+    if len(counts) == len(words):
+        # Most fields say each word once.
+        return counts
+    counts = {}
     for word in words:
         counts[word] = counts.get(word, 0) + 1
     return counts

@@ -289,11 +289,6 @@ class Snapshots:
         )
         access = AccessTransform.of(server)
         layers = access.layers if access is not None else ()
-        index = service.index("tool")
-        fresh = index.version != service.catalog.version or index.unseen(tools) > _INCREMENTAL
-        if fresh:
-            # Many documents to describe: in a new index, which no search reads until done.
-            index = service.new_index()
         snapshot = CatalogSnapshot(
             stamp,
             tools,
@@ -301,12 +296,18 @@ class Snapshots:
             trusted=not has_auth,
             discovery=any(can_enable(layer) for layer in layers),
         )
+        index = service.index("tool")
+        version = service.catalog.version
+        fresh = index.version != version or index.unseen(snapshot.newest) > _INCREMENTAL
+        if fresh:
+            # Many documents to describe: in a new index, which no search reads until done.
+            index = service.new_index()
         if has_auth:
             # FastMCP judges each tool's own auth per request: search lists through it.
             return snapshot
 
         def build() -> None:
-            index.merge(snapshot.newest.values(), service.document, service.catalog.version)
+            index.merge(snapshot.newest, service.document, version)
             index.retain(snapshot.newest.keys())
             index.take_touched()
             index.index.search("")  # posts the documents

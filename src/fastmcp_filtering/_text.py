@@ -6,14 +6,15 @@ import itertools
 import re
 import unicodedata
 from functools import lru_cache
+from typing import TypeVar
 
 __all__ = [
     "STOPWORDS",
     "asks_for_a_list",
     "is_reading",
-    "name_words",
     "related",
     "split",
+    "split_name",
     "stem",
     "terms",
 ]
@@ -87,8 +88,12 @@ _NO_STOPWORDS: frozenset[str] = frozenset()
 
 
 def split(text: str, stopwords: frozenset[str]) -> tuple[str, ...]:
-    """``terms`` as the shared tuple (read only): indexing splits every field of every tool."""
-    return _terms(text, stopwords) if text else ()
+    """``terms`` as a tuple (shared: read only), for indexing, which splits every field of
+    every tool: most of those texts are met once, so ASCII text skips ``_terms``' cache
+    (its words are still cached)."""
+    if text.isascii():
+        return tuple(_ascii_words(text, stopwords))
+    return _terms(text, stopwords)
 
 
 # Verbs that ask for the same kind of action, whatever the catalog calls it. A request
@@ -168,21 +173,9 @@ def _terms(text: str, stopwords: frozenset[str]) -> tuple[str, ...]:
     Runs of CJK, kana, hangul or Thai become single characters plus adjacent
     pairs, since those scripts do not separate words with spaces.
     """
-    out: list[str] = []
     if text.isascii():
-        # Most text: no normalisation or other scripts to handle, and the same words
-        # recur across a catalog: each word's terms are worked out once.
-        cache = _WORDS.get(stopwords)
-        if cache is None or len(cache) >= _MAX_WORDS:
-            if len(_WORDS) >= 8:
-                _WORDS.clear()
-            cache = _WORDS[stopwords] = {}
-        for run in _ASCII_RUN.findall(text):
-            found = cache.get(run)
-            if found is None:
-                found = cache[run] = _ascii_terms(run, stopwords)
-            out += found
-        return tuple(out)
+        return tuple(_ascii_words(text, stopwords))
+    out: list[str] = []
     text = unicodedata.normalize("NFKC", text)
     for run in _RUN.findall(text):
         if _CJK_RUN.match(run):
@@ -194,7 +187,20 @@ def _terms(text: str, stopwords: frozenset[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _ascii_terms(run: str, stopwords: frozenset[str]) -> tuple[str, ...]:
+def _ascii_words(text: str, stopwords: frozenset[str]) -> list[str]:
+    """The terms of ASCII text (no normalisation or other scripts to handle): the same
+    words recur across a catalog, so each word's terms are worked out once."""
+    cache = _cache(_WORDS, stopwords)
+    out: list[str] = []
+    for run in _ASCII_RUN.findall(text):
+        found = cache.get(run)
+        if found is None:
+            found = cache[run] = _ascii_terms(run, stopwords)
+        out += found
+    return out
+
+
+def _ascii_terms(run: str, stopwords: frozenset[str], *, whole: bool = True) -> tuple[str, ...]:
     """The terms of one ASCII word: most are lowercase or capitalised, with no case
     boundary inside to split at."""
     tail = run[1:]
@@ -202,26 +208,58 @@ def _ascii_terms(run: str, stopwords: frozenset[str]) -> tuple[str, ...]:
         word = run.lower()
         return () if word in stopwords else (stem(word),)
     out: list[str] = []
-    _split_words(run, stopwords, out)
+    _split_words(run, stopwords, out, whole=whole)
     return tuple(out)
 
 
-# Terms of ASCII words, per set of stopwords.
+_V = TypeVar("_V")
+
+
+def _cache(caches: dict[frozenset[str], dict[str, _V]], stopwords: frozenset[str]) -> dict[str, _V]:
+    """The per-word cache for ``stopwords``, emptied when full."""
+    cache = caches.get(stopwords)
+    if cache is None or len(cache) >= _MAX_WORDS:
+        if len(caches) >= 8:
+            caches.clear()
+        cache = caches[stopwords] = {}
+    return cache
+
+
+# Per set of stopwords: the terms of ASCII words, and the (terms, name words) of ASCII
+# words in names.
 _WORDS: dict[frozenset[str], dict[str, tuple[str, ...]]] = {}
+_NAME_WORDS: dict[frozenset[str], dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {}
 _MAX_WORDS = 100_000
 
 
-@lru_cache(maxsize=65_536)
-def name_words(name: str, stopwords: frozenset[str]) -> frozenset[str]:
-    """The distinct words of an identifier, as ``terms`` gives them, without the whole
-    words kept beside their parts: ``NewsTool`` is ``news`` and ``tool``."""
-    out: list[str] = []
+def split_name(name: str, stopwords: frozenset[str]) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The terms of an identifier (``split`` keeping stopwords) and its distinct name
+    words: no stopwords, nor the whole words kept beside their parts (``GitHubIssue``
+    has the terms git, hub, issu and githubissu, the words git, hub and issu).
+
+    One pass over the name: indexing splits every tool's name.
+    """
+    if name.isascii():
+        cache = _cache(_NAME_WORDS, stopwords)
+        every: list[str] = []
+        words: list[str] = []
+        for run in _ASCII_RUN.findall(name):
+            found = cache.get(run)
+            if found is None:
+                found = cache[run] = (
+                    _ascii_terms(run, _NO_STOPWORDS),
+                    _ascii_terms(run, stopwords, whole=False),
+                )
+            every += found[0]
+            words += found[1]
+        return tuple(every), frozenset(words)
+    words = []
     for run in _RUN.findall(unicodedata.normalize("NFKC", name)):
         if _CJK_RUN.match(run):
-            out.extend(run)
+            words.extend(run)
         else:
-            _split_words(run, stopwords, out, whole=False)
-    return frozenset(out)
+            _split_words(run, stopwords, words, whole=False)
+    return split(name, _NO_STOPWORDS), frozenset(words)
 
 
 def _split_words(
