@@ -125,19 +125,29 @@ def build_server(tools: list[dict[str, Any]], variant: str) -> tuple[FastMCP, di
     return mcp, names
 
 
-def score(ranked: list[str], gold: list[str]) -> tuple[float, float, float, float]:
-    """Recall@1, Recall@5, nDCG@10 and reciprocal rank of one query."""
+def score(ranked: list[str], gold: list[str], any_of: bool = False) -> tuple[float, ...]:
+    """Recall@1, Recall@5, nDCG@10 and reciprocal rank of one query.
+
+    ``any_of`` (a set's ``"gold_match": "any"``: any one gold tool answers the request):
+    one hit is all the request needs, so R@k is Hit@k and nDCG's ideal is one relevant tool.
+    """
     seen: list[str] = []
     for name in ranked:
         if name not in seen:
             seen.append(name)
     top = seen[:K]
     gold_set = set(gold)
-    recall = [len(gold_set & set(top[:k])) / len(gold_set) for k in (1, 5)]
-    dcg = sum(1 / math.log2(i + 2) for i, name in enumerate(top) if name in gold_set)
-    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(gold_set), K)))
-    rr = next((1 / (i + 1) for i, name in enumerate(top) if name in gold_set), 0.0)
+    needed = 1 if any_of else len(gold_set)
+    recall = [min(len(gold_set & set(top[:k])), needed) / needed for k in (1, 5)]
+    hits = [i for i, name in enumerate(top) if name in gold_set][:needed]
+    dcg = sum(1 / math.log2(i + 2) for i in hits)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(needed, K)))
+    rr = 1 / (hits[0] + 1) if hits else 0.0
     return recall[0], recall[1], dcg / ideal, rr
+
+
+def score_query(ranked: list[str], query: dict[str, Any]) -> tuple[float, ...]:
+    return score(ranked, query["gold"], any_of=query.get("gold_match") == "any")
 
 
 async def evaluate(
@@ -166,7 +176,7 @@ async def evaluate(
                 return [names[t["name"]] for t in items if t["name"] in names]
 
         for q in queries:
-            for i, value in enumerate(score(await search(q["query"]), q["gold"])):
+            for i, value in enumerate(score_query(await search(q["query"]), q)):
                 totals[i] += value
     elapsed = time.perf_counter() - started
     return [100 * t / len(queries) for t in totals], elapsed
@@ -210,7 +220,7 @@ GRID: dict[str, list[Any]] = {
     "compounds": [False, True],
     "get is a stopword": [False, True],
     "near matches": ["all", "best", "own_and_best"],
-    "name coverage": [0.0, 0.5],
+    "name coverage": [0.0, 0.25, 0.5, 1.0],
     "quoted": [1.0, 0.5],
 }
 # What indexing depends on; the other choices only change how a query is matched, so
@@ -303,7 +313,7 @@ def grid_scores(
         totals = [0.0, 0.0, 0.0, 0.0]
         for q in queries:
             ranked = [names[key] for key, _ in index.search(q["query"][:1000], limit=K)]
-            for i, value in enumerate(score(ranked, q["gold"])):
+            for i, value in enumerate(score_query(ranked, q)):
                 totals[i] += value
         out.append([100 * t / len(queries) for t in totals])
     return out
