@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from mcp.server.context import HandlerResult, ServerRequestContext
 
     from fastmcp_filtering._catalog import ComponentKind
+    from fastmcp_filtering._search_service import SearchService
 
 __all__ = [
     "BETTER_MATCHES_META_KEY",
@@ -40,6 +41,7 @@ __all__ = [
     "can_enable",
     "candidates",
     "discoverable",
+    "rank_hits",
     "remedy",
     "report_better",
 ]
@@ -54,6 +56,21 @@ class Hit(Generic[_C]):
     component: _C
     enable: tuple[str, ...] = ()
     """Groups to enable first, parents first; empty when the client can use it now."""
+
+
+async def rank_hits(
+    service: SearchService,
+    kind: ComponentKind,
+    usable: Sequence[_C],
+    extra: Sequence[Hit[_C]],
+    query: str,
+) -> list[Hit[_C]]:
+    """``usable`` and the enable-able ``extra`` in one ranking for ``query``, best first."""
+    later = {id(h.component): h for h in extra}
+    ranked = await service.rank(
+        kind, [*usable, *(h.component for h in extra)], query, len(usable) + len(extra)
+    )
+    return [later.get(id(c)) or Hit(c) for c in ranked]
 
 
 async def discoverable(server: FastMCP, kind: ComponentKind, usable: Sequence[_C]) -> list[Hit[_C]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import reprlib
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -26,10 +27,12 @@ if TYPE_CHECKING:
     from mcp.server.connection import Connection
 
 __all__ = [
+    "MAX_QUERY_LENGTH",
     "REPLY_CONFIG",
     "RequestInfo",
     "add_capabilities",
     "brief",
+    "clean_query",
     "current_info",
     "custom_result",
     "info_of",
@@ -193,3 +196,26 @@ def add_capabilities(result: _ResultT, additions: Mapping[str, Any]) -> _ResultT
     return open_cls.model_construct(  # type: ignore[return-value]
         _fields_set=result.model_fields_set | {"capabilities"}, **fields
     )
+
+
+MAX_QUERY_LENGTH = 1000
+"""Longest query accepted, in characters."""
+
+
+def clean_query(raw: object, *, field: str) -> str:
+    """Validate a query: a string of at most ``MAX_QUERY_LENGTH`` characters, as plain text.
+
+    Control characters are read as spaces; the result is trimmed. No syntax is
+    interpreted: the query is only ever split into words.
+    """
+    if not isinstance(raw, str):
+        raise invalid_params(
+            f"{field} must be a string of plain words, got {type(raw).__name__}", field=field
+        )
+    if len(raw) > MAX_QUERY_LENGTH:
+        raise invalid_params(
+            f"{field} has {len(raw)} characters; at most {MAX_QUERY_LENGTH} are allowed",
+            field=field,
+        )
+    cleaned = "".join(" " if unicodedata.category(ch)[0] == "C" else ch for ch in raw)
+    return cleaned.strip()

@@ -2,44 +2,22 @@
 
 from __future__ import annotations
 
-import bisect
 import heapq
-import itertools
 import math
-import re
-from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from fastmcp_filtering._matching import match_query
+from fastmcp_filtering._postings import DEFAULT_WEIGHTS, FIELDS, Document, Postings
 from fastmcp_filtering._text import (
     STOPWORDS,
     asks_for_a_list,
-    is_reading,
-    related,
-    split,
-    split_name,
-    terms,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+    from collections.abc import Collection, Iterator, Mapping
 
 __all__ = ["DEFAULT_RULES", "DEFAULT_WEIGHTS", "Document", "Rules", "SearchIndex", "best_first"]
-
-FIELDS = ("name", "title", "description", "tags", "groups", "params")
-DEFAULT_WEIGHTS: Mapping[str, float] = {
-    "name": 4.0,
-    "title": 2.0,
-    "description": 1.0,
-    "tags": 1.0,
-    "groups": 0.5,
-    "params": 1.0,
-}
-"""How much a match in each field counts; the name says most about what a tool does."""
-
-# Length normalisation per field: names are short and all alike, descriptions vary.
-_B = {"name": 0.3, "title": 0.3, "description": 0.75, "tags": 0.0, "groups": 0.3, "params": 0.75}
-_K1 = 1.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,56 +50,9 @@ class Rules:
 
 
 DEFAULT_RULES = Rules()
-_FUZZY_WEIGHT = 0.6
-_PREFIX_WEIGHT = 0.4
-_MAX_EXPANSIONS = 12
-# A parameter that most tools share (tenant, retry options...) says nothing about any one tool.
-_BOILERPLATE_SHARE = 0.5
-_BOILERPLATE_MIN_TOOLS = 8
-# Term counts of repeated texts (parameters, tags, group texts) remembered per index.
-_MAX_COUNTED = 50_000
-_NONE: dict[str, int] = {}
 # Up to this many keys left out of a search are skipped one by one; more, filtered by.
 _FEW_LEFT_OUT = 64
 _MAX_COMPLEMENTS = 16
-_NONE_PARAMS: Mapping[str, dict[str, int]] = {}
-_NO_STOPWORDS: frozenset[str] = frozenset()
-
-
-@dataclass(frozen=True, slots=True)
-class Document:
-    """The searchable text of one component, split into fields."""
-
-    name: str = ""
-    title: str = ""
-    description: str = ""
-    tags: tuple[str, ...] = ()
-    groups: tuple[str, ...] = ()
-    params: tuple[tuple[str, str], ...] = ()
-    """(parameter name, its description) pairs."""
-
-
-@dataclass(slots=True)
-class _Entry:
-    """One document's term counts per field (few objects: indexing allocates one per tool)."""
-
-    document: Document
-    name: dict[str, int]
-    title: dict[str, int]
-    description: dict[str, int]
-    tags: dict[str, int]
-    groups: dict[str, int]
-    params: Mapping[str, dict[str, int]]
-    """Term counts per parameter name; shared between documents with the same parameters."""
-    length: tuple[int, ...]
-    """The length of each field, in ``FIELDS`` order."""
-    name_words: frozenset[str]
-    """The words of the name that say what the tool does (no stopwords, no whole
-    identifiers beside their parts), for ``Rules.name_coverage``."""
-
-    def fields(self) -> tuple[dict[str, int], ...]:
-        """The term counts of each field but ``params``, in ``FIELDS`` order."""
-        return (self.name, self.title, self.description, self.tags, self.groups)
 
 
 class SearchIndex:
@@ -150,32 +81,12 @@ class SearchIndex:
         unknown = set(self._weights) - set(FIELDS)
         if unknown:
             raise ValueError(f"unknown field weight(s) {sorted(unknown)}; fields are {FIELDS}")
-        self._entries: dict[str, _Entry] = {}
-        # term -> {key: saturated weighted, length-normalised term frequency}, computed at
-        # indexing time so a query only adds up numbers.
-        self._postings: dict[str, dict[str, float]] = {}
-        # word -> {key whose name has it: the share of that name's words it is}.
-        self._name_words: dict[str, dict[str, float]] = {}
-        self._total_length = [0] * len(FIELDS)
-        self._param_df: Counter[str] = Counter()
-        # Sorted lazily, for prefix lookups: sorting on every new word would be quadratic.
-        self._vocabulary: list[str] = []
-        self._vocabulary_dirty = False
-        # Deletion neighbourhoods for typo tolerance: built at the first unknown query word,
-        # then kept up to date (most catalogs are searched with known words first).
-        self._deletes: dict[str, set[str]] | None = None
-        # Field length averages and boilerplate parameters, frozen between recomputations
-        # so one upsert does not touch every posting.
-        self._norms = self._norms_for([1.0] * len(FIELDS))
-        self._boilerplate: frozenset[str] = frozenset()
-        self._changes = 0
-        self._unposted: set[str] = set()
-        self._counted: dict[tuple[object, ...], dict[str, int]] = {}
+        self._store = Postings(weights=self._weights, stopwords=rules.stopwords)
+        self._entries = self._store.entries
+        self._postings = self._store.postings
+        self._name_words = self._store.name_words
         # The keys each recent ``within`` leaves out; forgotten whenever the keys change.
         self._complements: dict[int, tuple[Collection[str], frozenset[str]]] = {}
-        self._parameter_sets: dict[
-            tuple[tuple[str, str], ...], tuple[Mapping[str, dict[str, int]], int]
-        ] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -197,196 +108,13 @@ class SearchIndex:
 
     def upsert(self, key: str, document: Document) -> None:
         """Index ``document`` under ``key``, replacing what was there."""
-        current = self._entries.get(key)
-        if current is not None:
-            if current.document == document:
-                return
-            self.remove(key)
-        stop = self._rules.stopwords
-        name, words = split_name(document.name, stop)
-        title = split(document.title, stop)
-        description = split(document.description, stop)
-        tags = self._repeated(document.tags, keep_stopwords=True)
-        groups = self._repeated(document.groups, keep_stopwords=False)
-        params, params_length = self._parameters(document.params)
-        length = (
-            len(name),
-            len(title),
-            len(description),
-            sum(tags.values()),
-            sum(groups.values()),
-            params_length,
-        )
-        entry = _Entry(
-            document,
-            _count(name),
-            _count(title),
-            _count(description),
-            tags,
-            groups,
-            params,
-            length,
-            words,
-        )
-        self._entries[key] = entry
-        if entry.name_words:
-            share = 1.0 / len(entry.name_words)
-            for word in entry.name_words:
-                self._name_words.setdefault(word, {})[key] = share
-        self._complements.clear()
-        self._total_length = [t + n for t, n in zip(self._total_length, length, strict=True)]
-        self._param_df.update(params.keys())
-        # Posted at the next search: a bulk load then posts each document once, with the
-        # averages of the whole catalog.
-        self._unposted.add(key)
-        self._changes += 1
-
-    def _repeated(self, texts: tuple[str, ...], *, keep_stopwords: bool) -> dict[str, int]:
-        """Term counts of tags or group texts: the same few tuples recur across a catalog."""
-        if not texts:
-            return _NONE
-        cache_key = (texts, keep_stopwords)
-        counts = self._counted.get(cache_key)
-        if counts is None:
-            stop = self._rules.stopwords
-            words = [
-                t for text in texts for t in split(text, _NO_STOPWORDS if keep_stopwords else stop)
-            ]
-            counts = self._remember(cache_key, _count(words))
-        return counts
-
-    def _parameters(
-        self, params: tuple[tuple[str, str], ...]
-    ) -> tuple[Mapping[str, dict[str, int]], int]:
-        """Term counts per parameter and their total: most catalogs repeat their parameters."""
-        if not params:
-            return _NONE_PARAMS, 0
-        found = self._parameter_sets.get(params)
-        if found is None:
-            stop = self._rules.stopwords
-            counts = {p: _count(split(p, _NO_STOPWORDS) + split(d, stop)) for p, d in params}
-            found = (counts, sum(sum(c.values()) for c in counts.values()))
-            if len(self._parameter_sets) >= _MAX_COUNTED:
-                self._parameter_sets.clear()
-            # Shared between entries and never changed: counts are read only once made.
-            self._parameter_sets[params] = found
-        return found
-
-    def _remember(self, cache_key: tuple[object, ...], counts: dict[str, int]) -> dict[str, int]:
-        # Shared between entries and never changed: counts are read only once made.
-        if len(self._counted) >= _MAX_COUNTED:
-            self._counted.clear()
-        self._counted[cache_key] = counts
-        return counts
+        if self._store.upsert(key, document):
+            self._complements.clear()
 
     def remove(self, key: str) -> None:
         """Forget ``key``; a no-op when it is not indexed."""
-        entry = self._entries.pop(key, None)
-        if entry is None:
-            return
-        self._complements.clear()
-        for word in entry.name_words:
-            holders = self._name_words[word]
-            holders.pop(key, None)
-            if not holders:
-                del self._name_words[word]
-        self._total_length = [t - n for t, n in zip(self._total_length, entry.length, strict=True)]
-        self._param_df.subtract(entry.params.keys())
-        self._changes += 1
-        if key in self._unposted:
-            self._unposted.discard(key)
-            return
-        for term in set().union(*entry.fields(), *entry.params.values()):
-            posting = self._postings.get(term)
-            if posting is None:
-                continue
-            posting.pop(key, None)
-            if not posting:
-                del self._postings[term]
-                self._drop_term(term)
-
-    def _post(self, key: str, entry: _Entry) -> None:
-        """Write ``entry``'s weighted term frequencies into the postings."""
-        weighted: dict[str, float] = {}
-        get = weighted.get
-        norms = self._norms
-        length = entry.length
-        # Every field but params (posted below, per parameter): ``fields()`` stops first.
-        fields = zip(norms, entry.fields(), length, strict=False)
-        for (weight, base, slope), counts, field_length in fields:
-            if counts:
-                factor = weight / (base + slope * field_length)
-                for term, tf in counts.items():
-                    weighted[term] = get(term, 0.0) + factor * tf
-        if entry.params:
-            weight, base, slope = norms[-1]
-            params_weight = weight / (base + slope * length[-1])
-            boilerplate = self._boilerplate
-            for param, counts in entry.params.items():
-                # A boilerplate parameter still puts its words in the vocabulary, at no weight.
-                factor = 0.0 if param in boilerplate else params_weight
-                for term, tf in counts.items():
-                    weighted[term] = get(term, 0.0) + factor * tf
-        postings = self._postings
-        for term, weighted_tf in weighted.items():
-            # BM25's saturation, once per posting rather than once per search.
-            value = weighted_tf / (_K1 + weighted_tf)
-            posting = postings.get(term)
-            if posting is None:
-                postings[term] = {key: value}
-                self._add_term(term)
-            else:
-                posting[key] = value
-
-    def _norms_for(self, averages: list[float]) -> list[tuple[float, float, float]]:
-        """Per field in ``FIELDS`` order: its weight, and BM25's length normalisation
-        ``1 - b + b * length / average`` as the pair ``(1 - b, b / average)``."""
-        return [
-            (self._weights[f], 1.0 - _B[f], _B[f] / average)
-            for f, average in zip(FIELDS, averages, strict=True)
-        ]
-
-    def _flush(self) -> None:
-        """Post what changed since the last search, recomputing averages when many did."""
-        count = len(self._entries)
-        if self._changes and (count < 64 or self._changes * 10 >= count):
-            # Most postings rest on outdated averages: cheaper to redo them all now.
-            self._refreeze()
-        elif self._unposted:
-            for key in self._unposted:
-                self._post(key, self._entries[key])
-        self._unposted.clear()
-
-    def _refreeze(self) -> None:
-        count = len(self._entries)
-        self._changes = 0
-        self._unposted.clear()
-        if not count:
-            return
-        self._norms = self._norms_for([max(total / count, 1.0) for total in self._total_length])
-        self._boilerplate = (
-            frozenset(p for p, df in self._param_df.items() if df / count > _BOILERPLATE_SHARE)
-            if count >= _BOILERPLATE_MIN_TOOLS
-            else frozenset()
-        )
-        for key, entry in self._entries.items():
-            self._post(key, entry)
-
-    def _add_term(self, term: str) -> None:
-        self._vocabulary_dirty = True
-        if self._deletes is not None:
-            for variant in _deletions(term):
-                self._deletes.setdefault(variant, set()).add(term)
-
-    def _drop_term(self, term: str) -> None:
-        self._vocabulary_dirty = True
-        if self._deletes is not None:
-            for variant in _deletions(term):
-                owners = self._deletes.get(variant)
-                if owners is not None:
-                    owners.discard(term)
-                    if not owners:
-                        del self._deletes[variant]
+        if self._store.remove(key):
+            self._complements.clear()
 
     # -- queries ------------------------------------------------------------------------
 
@@ -408,58 +136,7 @@ class SearchIndex:
                 return False
             return within is None or any(key in within for key in posting)
 
-        rules = self._rules
-        # A query of common words only ("show me") still means something: keep them then.
-        words = terms(query, stopwords=rules.stopwords) or terms(query, keep_stopwords=True)
-        many = bool(rules.list_weight) and asks_for_a_list(query)
-        groups: list[dict[str, float]] = []
-        said: set[str] = set()
-        values = _quoted_only(query, rules.stopwords) if rules.quoted_weight != 1.0 else set()
-        for word in dict.fromkeys(words):
-            start = len(groups)
-            near: dict[str, float] = {}
-
-            def add(term: str, weight: float, near: dict[str, float] = near) -> None:
-                near[term] = max(near.get(term, 0.0), weight)
-
-            known = live(word)
-            if not known and len(word) >= 3:
-                for typo in _first(self._near(word), live):
-                    add(typo, _FUZZY_WEIGHT)
-                    said.add(typo)
-            if rules.related_weight and not (many and is_reading(word)):
-                # "show me my apps" asks for a list, not for the get tool "show" relates to.
-                for other in related(word):
-                    if live(other):
-                        add(other, rules.related_weight)
-                        said.add(other)
-            if len(word) >= 3:
-                for longer in _first(self._prefixed(word), live):
-                    add(longer, _PREFIX_WEIGHT)
-            if known:
-                said.add(word)
-                near.pop(word, None)
-                if rules.near_matches == "best":
-                    near[word] = 1.0
-                else:
-                    groups.append({word: 1.0})
-            if rules.near_matches == "all":
-                groups.extend({term: weight} for term, weight in near.items())
-            elif near:
-                groups.append(near)
-            if word in values:
-                # A value the request passes ("title it \"Weekly report\"") says little of
-                # what it asks to do.
-                for group in groups[start:]:
-                    for term in group:
-                        group[term] *= rules.quoted_weight
-        if rules.compounds:
-            for first, second in itertools.pairwise(words):
-                joined = first + second
-                if live(joined):
-                    groups.append({joined: 1.0})
-                    said.add(joined)
-        return _claimed(groups), said
+        return match_query(query, self._rules, self._store.vocabulary, live)
 
     def search(
         self,
@@ -488,7 +165,7 @@ class SearchIndex:
         self, query: str, *, within: Collection[str] | None = None, indexed: bool = False
     ) -> dict[str, float]:
         """The score of every key that matches ``query``, unordered (see ``search``)."""
-        self._flush()
+        self._store.flush()
         candidates = within
         left_out: frozenset[str] = frozenset()
         if within is None:
@@ -612,33 +289,6 @@ class SearchIndex:
         self._complements[id(within)] = (within, left_out)
         return left_out
 
-    def _near(self, word: str) -> Iterable[str]:
-        """Vocabulary words one insertion, deletion, substitution or swap away, sorted."""
-        deletes = self._deletes
-        if deletes is None:
-            deletes = self._deletes = {}
-            for term in self._postings:
-                for variant in _deletions(term):
-                    deletes.setdefault(variant, set()).add(term)
-        found: set[str] = set()
-        for variant in (word, *_deletions(word)):
-            found |= deletes.get(variant, set())
-            if variant in self._postings:
-                found.add(variant)
-        found.discard(word)
-        return sorted(found)
-
-    def _prefixed(self, word: str) -> Iterable[str]:
-        """Vocabulary words that begin with ``word``, sorted."""
-        if self._vocabulary_dirty:
-            self._vocabulary = sorted(self._postings)
-            self._vocabulary_dirty = False
-        start = bisect.bisect_right(self._vocabulary, word)
-        for term in self._vocabulary[start:]:
-            if not term.startswith(word):
-                break
-            yield term
-
 
 def _best_first(item: tuple[str, float]) -> tuple[float, str]:
     """Sort key: the highest score first, ties by key."""
@@ -659,64 +309,6 @@ def best_first(scores: Mapping[str, float], first: int) -> Iterator[str]:
         yield from (key for key, _score in sorted(scores.items(), key=_best_first))
 
 
-def _count(words: Sequence[str]) -> dict[str, int]:
-    """How often each word occurs: a ``Counter`` without its per-call type checks, which
-    cost more than the counting for the few words of a field (indexing 10,000 tools)."""
-    counts = dict.fromkeys(words, 1)
-    if len(counts) == len(words):
-        # Most fields say each word once.
-        return counts
-    counts = {}
-    for word in words:
-        counts[word] = counts.get(word, 0) + 1
-    return counts
-
-
-def _first(candidates: Iterable[str], keep: Callable[[str], bool]) -> list[str]:
-    """The first ``_MAX_EXPANSIONS`` candidates that ``keep`` accepts."""
-    out: list[str] = []
-    for term in candidates:
-        if keep(term):
-            out.append(term)
-            if len(out) == _MAX_EXPANSIONS:
-                break
-    return out
-
-
-_QUOTED = re.compile(r'"([^"]{1,400})"|\u201c([^\u201d]{1,400})\u201d|`([^`]{1,400})`')
-
-
-def _quoted_only(query: str, stopwords: frozenset[str]) -> set[str]:
-    """The words ``query`` says inside quotes and nowhere else; none when everything is
-    quoted (a whole request in quotes is still the request)."""
-    if '"' not in query and "`" not in query and "\u201c" not in query:
-        return set()
-    outside = set(terms(_QUOTED.sub(" ", query), stopwords=stopwords))
-    if not outside:
-        return set()
-    inside = {w for m in _QUOTED.finditer(query) for w in terms(m.group(0), stopwords=stopwords)}
-    return inside - outside
-
-
 def _idf(count: int, matching: int) -> float:
     """BM25's inverse document frequency of a term ``matching`` of ``count`` documents hold."""
     return math.log(1.0 + (count - matching + 0.5) / (matching + 0.5))
-
-
-def _claimed(groups: list[dict[str, float]]) -> list[dict[str, float]]:
-    """Each term in one group only, the one that gives it the most weight: a term two
-    query words match ("show" and "fetch" both relate to ``get``) counts once."""
-    owner: dict[str, tuple[float, int]] = {}
-    for i, group in enumerate(groups):
-        for term, weight in group.items():
-            held = owner.get(term)
-            if held is None or weight > held[0]:
-                owner[term] = (weight, i)
-    kept = [{t: w for t, w in group.items() if owner[t][1] == i} for i, group in enumerate(groups)]
-    return [group for group in kept if group]
-
-
-def _deletions(word: str) -> set[str]:
-    if len(word) < 3:
-        return set()
-    return {word[:i] + word[i + 1 :] for i in range(len(word))}

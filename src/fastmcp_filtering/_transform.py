@@ -47,7 +47,7 @@ from typing_extensions import override
 
 from fastmcp_filtering._access import AccessLayer
 from fastmcp_filtering._declarations import GROUPS_META_KEY, same_kind
-from fastmcp_filtering._policy import Memo, Policy, PolicyLayer, load_policy
+from fastmcp_filtering._policy import ALLOW_ALL, Memo, Policy, PolicyLayer, load_policy
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from fastmcp.tools.base import Tool
     from fastmcp.utilities.components import FastMCPComponent
 
-__all__ = ["LISTERS", "AccessTransform"]
+__all__ = ["LISTERS", "AccessTransform", "current_policy"]
 
 _C = TypeVar("_C", bound="FastMCPComponent")
 
@@ -270,3 +270,10 @@ class AccessTransform(CatalogTransform):
         self, uri: str, call_next: GetResourceTemplateNext, *, version: VersionSpec | None = None
     ) -> ResourceTemplate | None:
         return await self._visible_version("template", uri, call_next, version)
+
+
+async def current_policy(server: FastMCP) -> Policy:
+    """This request's policy on ``server``, as its ``AccessTransform`` applies it (every
+    component visible on a server without one)."""
+    transform = AccessTransform.of(server)
+    return await transform.policy() if transform is not None else ALLOW_ALL

@@ -2,74 +2,49 @@
 
 from __future__ import annotations
 
-import unicodedata
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from fastmcp.server.context import Context  # noqa: TC002 - the meta-tool's signature needs it
 from fastmcp.server.middleware import Middleware
 from fastmcp.server.middleware.tool_injection import ToolInjectionMiddleware
-from fastmcp.tools import Tool
-from pydantic import BaseModel, Field
 from typing_extensions import override
 
 from fastmcp_filtering._catalog import LIST_METHOD, Catalog, ComponentKind
 from fastmcp_filtering._cursor import search_page
-from fastmcp_filtering._declarations import mark_meta_tool
-from fastmcp_filtering._discovery import (
-    BetterMatches,
-    Hit,
-    candidates,
-    discoverable,
-    remedy,
-    report_better,
-)
+from fastmcp_filtering._discovery import BetterMatches, discoverable, rank_hits, report_better
 from fastmcp_filtering._fastmcp import list_page_size, sdk_middleware
 from fastmcp_filtering._filter import narrow
 from fastmcp_filtering._hooks import ListHooks
-from fastmcp_filtering._policy import ALLOW_ALL, Policy, is_widened
+from fastmcp_filtering._policy import is_widened
 from fastmcp_filtering._protocol import (
-    REPLY_CONFIG,
+    MAX_QUERY_LENGTH,
     RequestInfo,
     add_capabilities,
+    clean_query,
     invalid_params,
     request_info,
 )
 from fastmcp_filtering._rate_limit import counted, is_search, rate_limit_key
 from fastmcp_filtering._search_service import SearchService
-from fastmcp_filtering._snapshot import Snapshots, request_trusts, shaped, through_chain
-from fastmcp_filtering._transform import AccessTransform
+from fastmcp_filtering._search_tool import SearchTool, SearchToolsResult
+from fastmcp_filtering._snapshot import Snapshots, request_trusts, through_chain
+from fastmcp_filtering._transform import current_policy
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
     from fastmcp import FastMCP
+    from fastmcp.server.context import Context
     from fastmcp.server.middleware import CallNext, MiddlewareContext
+    from fastmcp.tools import Tool
     from fastmcp.utilities.components import FastMCPComponent
 
     from fastmcp_filtering._declarations import Group, Tag
+    from fastmcp_filtering._discovery import Hit
     from fastmcp_filtering.semantic import Embedder
 
 __all__ = ["MAX_QUERY_LENGTH", "SearchMiddleware", "SearchToolsResult", "rate_limit_key"]
 
 _C = TypeVar("_C", bound="FastMCPComponent")
-
-MAX_QUERY_LENGTH = 1000
-"""Longest query accepted, in characters."""
-
-
-class SearchToolsResult(BaseModel):
-    """What the ``search_tools`` meta-tool returns: tool definitions, best match first."""
-
-    model_config = REPLY_CONFIG
-
-    query: str
-    tools: list[dict[str, Any]] = Field(
-        description=(
-            "Matching tools, most relevant first: tools you can call now as tools/list "
-            "lists them; tools of groups not enabled yet with their name, description and "
-            "available_after, the calls to make first"
-        )
-    )
 
 
 class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
@@ -149,7 +124,10 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
             self.catalog, weights=self._weights, embedder=semantic or None, max_results=max_results
         )
         self._snapshots = Snapshots(self._service, self)
-        super().__init__(tools=[self._make_search_tool()] if search_tool else [])
+        self._search_tool = SearchTool(
+            self._service, self._snapshots, self.catalog, max_results=max_results
+        )
+        super().__init__(tools=[self._search_tool.tool(search_tool)] if search_tool else [])
 
     def __repr__(self) -> str:
         return (
@@ -242,7 +220,7 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         if kind == "tool" and server is not None and context.fastmcp_context is not None:
             snapshot = await self._snapshots.current(server)
             if snapshot is not None and await request_trusts(snapshot, context.fastmcp_context):
-                selection = snapshot.selection(await _policy(server), tree, info, query)
+                selection = snapshot.selection(await current_policy(server), tree, info, query)
                 keys = await self._service.rank_keys(
                     query,
                     selection.within,
@@ -269,21 +247,11 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
             admitted = {id(c) for c in narrow(tree, info, kind, [h.component for h in extra])}
             extra = [h for h in extra if id(h.component) in admitted]
         found, page.next, better = _page(
-            await self._hits(kind, usable, extra, query), page.offset, size
+            await rank_hits(self._service, kind, usable, extra, query), page.offset, size
         )
         if server is not None:
             report_better(server, better[: self.max_results])
         return found
-
-    async def _hits(
-        self, kind: ComponentKind, usable: Sequence[_C], extra: Sequence[Hit[_C]], query: str
-    ) -> list[Hit[_C]]:
-        """``usable`` and ``extra`` in one ranking for ``query``, best first."""
-        later = {id(h.component): h for h in extra}
-        ranked = await self._service.rank(
-            kind, [*usable, *(h.component for h in extra)], query, len(usable) + len(extra)
-        )
-        return [later.get(id(c)) or Hit(c) for c in ranked]
 
     async def search_tools(
         self, server: FastMCP, query: str, *, limit: int | None = None
@@ -298,79 +266,9 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         return await self._service.rank("tool", listed, query, limit or self.max_results)
 
     async def discover(self, ctx: Context, query: str) -> list[dict[str, Any]]:
-        """What ``search_tools`` answers: callable and enable-able tools in one ranking.
-
-        A tool of a group the client has not enabled is listed with its name,
-        title and description and ``available_after``: the meta-tool calls that
-        make it callable (``enable_tools`` with the shortest path of groups,
-        parents first, after ``disable_tools`` when ``max_tools`` needs room).
-        Full definitions are given only for tools the client can call now.
-        """
-        server = ctx.fastmcp
-        found = await self._discovered(ctx, query)
-        if found is None:
-            usable: list[Tool]
-            extra: list[Hit[Tool]]
-            usable, extra = await candidates(server, "tool")
-            found = await self._offers(ctx, await self._hits("tool", usable, extra, query))
-        items: list[dict[str, Any]] = []
-        for tool, calls in found:
-            if calls is None:
-                items.append(
-                    tool.to_mcp_tool(name=tool.name).model_dump(
-                        by_alias=True, mode="json", exclude_none=True
-                    )
-                )
-                continue
-            item: dict[str, Any] = {"name": tool.name}
-            if tool.title:
-                item["title"] = tool.title
-            item["description"] = tool.description or ""
-            item["available_after"] = calls
-            items.append(item)
-        return items
-
-    async def _discovered(
-        self, ctx: Context, query: str
-    ) -> list[tuple[Tool, dict[str, Any] | None]] | None:
-        """``_offers`` from the catalog snapshot, callable tools as the middleware chain shapes
-        them; None when the snapshot cannot be used for this request."""
-        server = ctx.fastmcp
-        snapshot = await self._snapshots.current(server)
-        if snapshot is None or not await request_trusts(snapshot, ctx):
-            return None
-        selection = snapshot.selection(await _policy(server), self.catalog, None, query)
-        keys = await self._service.rank_keys(
-            query,
-            selection.within,
-            selection.versioned,
-            snapshot.component_of(selection),
-            first=2 * self.max_results + 16,
-        )
-        found = await self._offers(ctx, map(selection.hit, keys))
-        page = [tool for tool, calls in found if calls is None]
-        listed = await shaped(server, page)
-        if listed is None or [t.name for t in listed] != [t.name for t in page]:
-            return None
-        callable_ = iter(listed)
-        return [(next(callable_) if calls is None else tool, calls) for tool, calls in found]
-
-    async def _offers(
-        self, ctx: Context, hits: Iterable[Hit[Tool]]
-    ) -> list[tuple[Tool, dict[str, Any] | None]]:
-        """The best ``max_results`` of ``hits``: callable ones (None), and enable-able ones with
-        the calls that make them callable; one no call can make callable is left out."""
-        found: list[tuple[Tool, dict[str, Any] | None]] = []
-        for hit in hits:
-            calls = None
-            if hit.enable:
-                calls = await remedy(ctx, hit.enable)
-                if calls is None:
-                    continue
-            found.append((hit.component, calls))
-            if len(found) == self.max_results:
-                break
-        return found
+        """What ``search_tools`` answers for ``query``: callable and enable-able tools in one
+        ranking (see ``SearchTool.discover``)."""
+        return await self._search_tool.discover(ctx, query)
 
     @override
     async def on_message(
@@ -388,7 +286,7 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
     ) -> Any:
         limiter = self.rate_limit
         if limiter is None or not is_search(
-            context, self, self.search_tool, lambda raw: _clean_query(raw, field="query")
+            context, self, self.search_tool, lambda raw: clean_query(raw, field="query")
         ):
             return await call_next(context)
         with counted(context, self):
@@ -409,40 +307,6 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         else:
             # The snapshot indexed the words; the meanings are embedded here, not at a search.
             await self._service.embed()
-
-    def _make_search_tool(self) -> Tool:
-        middleware = self
-
-        async def search_tools(
-            query: Annotated[
-                str, Field(description="A few plain words saying what you want to do")
-            ],
-            ctx: Context,
-        ) -> SearchToolsResult:
-            """Find the tools for a task: returns the best matching tools, most relevant first."""
-            text = _clean_query(query, field="query")
-            found = await middleware.discover(ctx, text) if text else []
-            return SearchToolsResult(query=query, tools=found)
-
-        assert self.search_tool is not None
-        return mark_meta_tool(
-            Tool.from_function(
-                search_tools,
-                name=self.search_tool,
-                description=(
-                    "Search this server's tools by what you want to do (plain words, e.g. "
-                    "'open a pull request'). Returns the best matching tools, most relevant "
-                    "first; a tool you cannot call yet comes with available_after, the calls "
-                    "that make it available."
-                ),
-            )
-        )
-
-
-async def _policy(server: FastMCP) -> Policy:
-    """This request's policy on ``server``, as its ``AccessTransform`` applies it."""
-    transform = AccessTransform.of(server)
-    return await transform.policy() if transform is not None else ALLOW_ALL
 
 
 def _page(
@@ -482,23 +346,4 @@ def _requested_query(info: RequestInfo | None, kind: ComponentKind) -> str | Non
     raw = info.params.get("query")
     if raw is None:
         return None
-    return _clean_query(raw, field="query") or None
-
-
-def _clean_query(raw: object, *, field: str) -> str:
-    """Validate a query: a string of at most ``MAX_QUERY_LENGTH`` characters, as plain text.
-
-    Control characters are read as spaces; the result is trimmed. No syntax is
-    interpreted: the query is only ever split into words.
-    """
-    if not isinstance(raw, str):
-        raise invalid_params(
-            f"{field} must be a string of plain words, got {type(raw).__name__}", field=field
-        )
-    if len(raw) > MAX_QUERY_LENGTH:
-        raise invalid_params(
-            f"{field} has {len(raw)} characters; at most {MAX_QUERY_LENGTH} are allowed",
-            field=field,
-        )
-    cleaned = "".join(" " if unicodedata.category(ch)[0] == "C" else ch for ch in raw)
-    return cleaned.strip()
+    return clean_query(raw, field="query") or None
