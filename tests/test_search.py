@@ -334,6 +334,30 @@ class TestMetaTool:
             )
         assert result.is_error
 
+    async def test_max_results_changed_later_applies_to_both_ways_of_searching(
+        self, connect: Connect
+    ) -> None:
+        search = SearchMiddleware(groups=GROUPS, max_results=3)
+        server = make_server(search=search)
+        search.max_results = 1
+        async with connect(server) as client:
+            listed = await ranked(client, "open a pull request")
+            found = await client.call_tool("search_tools", {"query": "open a pull request"})
+        assert listed == ["create_pull_request"]
+        assert [t["name"] for t in found.structured_content["tools"]] == ["create_pull_request"]
+
+    async def test_answered_by_the_middlewares_discover(self, connect: Connect) -> None:
+        class Curated(SearchMiddleware):
+            async def discover(self, ctx: Any, query: str) -> list[dict[str, Any]]:
+                found = await super().discover(ctx, query)
+                return [t for t in found if t["name"] != "create_pull_request"]
+
+        async with connect(make_server(search=Curated(groups=GROUPS))) as client:
+            found = await client.call_tool("search_tools", {"query": "open a pull request"})
+        names = [t["name"] for t in found.structured_content["tools"]]
+        assert names
+        assert "create_pull_request" not in names
+
 
 class TestOtherLists:
     async def test_prompts_and_resources(self, connect: Connect) -> None:

@@ -15,7 +15,7 @@ from fastmcp_filtering._snapshot import request_trusts, shaped
 from fastmcp_filtering._transform import current_policy
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Awaitable, Callable, Iterable
 
     from fastmcp_filtering._catalog import Catalog
     from fastmcp_filtering._search_service import SearchService
@@ -49,30 +49,26 @@ class SearchTool:
 
     Example:
         ```python
-        search_tool = SearchTool(service, snapshots, catalog, max_results=10)
-        tool = search_tool.tool("search_tools")   # the meta-tool to inject
+        search_tool = SearchTool(service, snapshots, catalog)
+        # The meta-tool to inject, answered by the middleware's own discover(), which
+        # calls search_tool.discover(ctx, query, limit=self.max_results).
+        tool = search_tool.tool("search_tools", middleware.discover)
         ```
     """
 
-    def __init__(
-        self,
-        service: SearchService,
-        snapshots: Snapshots,
-        catalog: Catalog,
-        *,
-        max_results: int,
-    ) -> None:
+    def __init__(self, service: SearchService, snapshots: Snapshots, catalog: Catalog) -> None:
         self._service = service
         self._snapshots = snapshots
         self._catalog = catalog
-        self._max_results = max_results
 
     def __repr__(self) -> str:
-        return f"SearchTool(max_results={self._max_results!r})"
+        return f"SearchTool(catalog={self._catalog!r})"
 
-    def tool(self, name: str) -> Tool:
-        """The meta-tool, named ``name``, whose calls this answers."""
-        discover = self.discover
+    def tool(
+        self, name: str, discover: Callable[[Context, str], Awaitable[list[dict[str, Any]]]]
+    ) -> Tool:
+        """The meta-tool, named ``name``, whose calls ``discover`` answers (looked up at each
+        call, so that what it reads, such as the middleware's ``max_results``, is current)."""
 
         async def search_tools(
             query: Annotated[
@@ -98,8 +94,9 @@ class SearchTool:
             )
         )
 
-    async def discover(self, ctx: Context, query: str) -> list[dict[str, Any]]:
-        """What ``search_tools`` answers: callable and enable-able tools in one ranking.
+    async def discover(self, ctx: Context, query: str, *, limit: int) -> list[dict[str, Any]]:
+        """What ``search_tools`` answers: the best ``limit`` of the callable and enable-able
+        tools, in one ranking.
 
         A tool of a group the client has not enabled is listed with its name,
         title and description and ``available_after``: the meta-tool calls that
@@ -108,13 +105,13 @@ class SearchTool:
         Full definitions are given only for tools the client can call now.
         """
         server = ctx.fastmcp
-        found = await self._discovered(ctx, query)
+        found = await self._discovered(ctx, query, limit)
         if found is None:
             usable: list[Tool]
             extra: list[Hit[Tool]]
             usable, extra = await candidates(server, "tool")
             found = await self._offers(
-                ctx, await rank_hits(self._service, "tool", usable, extra, query)
+                ctx, await rank_hits(self._service, "tool", usable, extra, query), limit
             )
         items: list[dict[str, Any]] = []
         for tool, calls in found:
@@ -134,7 +131,7 @@ class SearchTool:
         return items
 
     async def _discovered(
-        self, ctx: Context, query: str
+        self, ctx: Context, query: str, limit: int
     ) -> list[tuple[Tool, dict[str, Any] | None]] | None:
         """``_offers`` from the catalog snapshot, callable tools as the middleware chain shapes
         them; None when the snapshot cannot be used for this request."""
@@ -148,9 +145,9 @@ class SearchTool:
             selection.within,
             selection.versioned,
             snapshot.component_of(selection),
-            first=2 * self._max_results + 16,
+            first=2 * limit + 16,
         )
-        found = await self._offers(ctx, map(selection.hit, keys))
+        found = await self._offers(ctx, map(selection.hit, keys), limit)
         page = [tool for tool, calls in found if calls is None]
         listed = await shaped(server, page)
         if listed is None or [t.name for t in listed] != [t.name for t in page]:
@@ -159,9 +156,9 @@ class SearchTool:
         return [(next(callable_) if calls is None else tool, calls) for tool, calls in found]
 
     async def _offers(
-        self, ctx: Context, hits: Iterable[Hit[Tool]]
+        self, ctx: Context, hits: Iterable[Hit[Tool]], limit: int
     ) -> list[tuple[Tool, dict[str, Any] | None]]:
-        """The best ``max_results`` of ``hits``: callable ones (None), and enable-able ones with
+        """The best ``limit`` of ``hits``: callable ones (None), and enable-able ones with
         the calls that make them callable; one no call can make callable is left out."""
         found: list[tuple[Tool, dict[str, Any] | None]] = []
         for hit in hits:
@@ -171,6 +168,6 @@ class SearchTool:
                 if calls is None:
                     continue
             found.append((hit.component, calls))
-            if len(found) == self._max_results:
+            if len(found) == limit:
                 break
         return found

@@ -124,10 +124,10 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
             self.catalog, weights=self._weights, embedder=semantic or None, max_results=max_results
         )
         self._snapshots = Snapshots(self._service, self)
-        self._search_tool = SearchTool(
-            self._service, self._snapshots, self.catalog, max_results=max_results
+        self._search_tool = SearchTool(self._service, self._snapshots, self.catalog)
+        super().__init__(
+            tools=[self._search_tool.tool(search_tool, self.discover)] if search_tool else []
         )
-        super().__init__(tools=[self._search_tool.tool(search_tool)] if search_tool else [])
 
     def __repr__(self) -> str:
         return (
@@ -268,7 +268,7 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
     async def discover(self, ctx: Context, query: str) -> list[dict[str, Any]]:
         """What ``search_tools`` answers for ``query``: callable and enable-able tools in one
         ranking (see ``SearchTool.discover``)."""
-        return await self._search_tool.discover(ctx, query)
+        return await self._search_tool.discover(ctx, query, limit=self.max_results)
 
     @override
     async def on_message(
