@@ -7,6 +7,9 @@ server). Every labelled request is sent through an in-memory ``Client``:
 
 - ``ours``: ``tools/list`` with ``query`` (SearchMiddleware, lexical default);
 - ``ours + semantic``: the same with ``semantic=True`` (the ``[semantic]`` extra, if installed);
+- ``ours + wordllama``, ``ours + ensemble``: the other semantic options,
+  ``WordLlamaEmbedder()`` and ``EnsembleEmbedder(MiniLMEmbedder(), WordLlamaEmbedder())``
+  (with the ``[semantic-wordllama]`` extra too);
 - ``ours, no groups``: the same without the per-server groups (names, descriptions,
   parameters only: the same text FastMCP's BM25 sees);
 - ``fastmcp bm25``: FastMCP's ``BM25SearchTransform`` through its ``search_tools`` tool;
@@ -51,8 +54,25 @@ from fastmcp_filtering.search import SearchMiddleware
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "tool-retrieval"
 K = 10
 VARIANTS = ["ours", "ours, no groups", "fastmcp bm25"]
+SEMANTIC_VARIANTS = ["ours + semantic", "ours + wordllama", "ours + ensemble"]
 if importlib.util.find_spec("onnxruntime") is not None:
     VARIANTS.insert(1, "ours + semantic")
+    if importlib.util.find_spec("wordllama") is not None:
+        VARIANTS[2:2] = ["ours + wordllama", "ours + ensemble"]
+
+
+def embedder_for(variant: str) -> Any:
+    """What ``SearchMiddleware(semantic=...)`` gets for ``variant``."""
+    if variant == "ours + semantic":
+        return True
+    from fastmcp_filtering.semantic import EnsembleEmbedder, MiniLMEmbedder, WordLlamaEmbedder
+
+    if variant == "ours + wordllama":
+        return WordLlamaEmbedder()
+    if variant == "ours + ensemble":
+        return EnsembleEmbedder(MiniLMEmbedder(), WordLlamaEmbedder())
+    return False
+
 
 # The figures the data set's README gives for standard methods (R@1, R@5, nDCG@10).
 REFERENCE = {
@@ -117,7 +137,7 @@ def build_server(tools: list[dict[str, Any]], variant: str) -> tuple[FastMCP, di
             else []
         )
         search = SearchMiddleware(
-            groups=groups, max_results=K, search_tool=None, semantic=variant.endswith("semantic")
+            groups=groups, max_results=K, search_tool=None, semantic=embedder_for(variant)
         )
         install(mcp, search)
     else:
@@ -474,7 +494,7 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=1000, help="queries per set at most (0: all)")
     names = list(plan(DEFAULT_DATA))
     parser.add_argument("--sets", nargs="+", default=names, choices=names)
-    parser.add_argument("--no-semantic", action="store_true", help="skip the semantic variant")
+    parser.add_argument("--no-semantic", action="store_true", help="skip the semantic variants")
     parser.add_argument(
         "--grid-only", action="store_true", help="only the leave-one-set-out table, no server runs"
     )
@@ -482,8 +502,8 @@ def main() -> None:
         "--no-grid", action="store_true", help="only the server runs, no leave-one-set-out"
     )
     args = parser.parse_args()
-    if args.no_semantic and "ours + semantic" in VARIANTS:
-        VARIANTS.remove("ours + semantic")
+    if args.no_semantic:
+        VARIANTS[:] = [v for v in VARIANTS if v not in SEMANTIC_VARIANTS]
     asyncio.run(
         run(args.data, args.sample or None, args.sets, args.grid_only, loso=not args.no_grid)
     )
