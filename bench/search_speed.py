@@ -40,7 +40,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import jsonschema  # noqa: F401 - imported by the client on first use; keep it out of "first"
 from fastmcp import Client, FastMCP
@@ -188,8 +188,18 @@ async def once(call: Callable[[str], Awaitable[Any]], query: str) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-class Peer:
+class Peer(Protocol):
     """A connected client as the bench drives it: a full listing, a search, an empty list."""
+
+    async def list_all(self) -> Any: ...
+
+    async def search(self, query: str) -> Any: ...
+
+    async def floor(self) -> Any: ...
+
+
+class ClientPeer:
+    """FastMCP's ``Client`` (in memory or over stdio)."""
 
     def __init__(self, client: Client[Any], variant: str) -> None:
         self._client = client
@@ -214,7 +224,7 @@ ENVELOPE = {
 }
 
 
-class WirePeer(Peer):
+class WirePeer:
     """A bare JSON-RPC client on the server's stdin and stdout (2026-07-28, stateless):
     a request line out, its answer line in and parsed, nothing validated."""
 
@@ -260,7 +270,7 @@ class WirePeer(Peer):
 async def connect(transport: str, size: int, variant: str) -> AsyncIterator[Peer]:
     if transport == "memory":
         async with Client(build(synthetic_tools(size), variant)) as client:
-            yield Peer(client, variant)
+            yield ClientPeer(client, variant)
         return
     # The server in its own process, as an agent's host starts it; it imports this
     # checkout (PYTHONPATH) like the client does.
@@ -268,7 +278,7 @@ async def connect(transport: str, size: int, variant: str) -> AsyncIterator[Peer
     if transport == "stdio":
         command = StdioTransport(command=sys.executable, args=args, env=dict(os.environ))
         async with Client(command, init_timeout=600, timeout=600) as client:
-            yield Peer(client, variant)
+            yield ClientPeer(client, variant)
         return
     process = await asyncio.create_subprocess_exec(
         sys.executable,

@@ -82,6 +82,7 @@ class SearchIndex:
         if unknown:
             raise ValueError(f"unknown field weight(s) {sorted(unknown)}; fields are {FIELDS}")
         self._store = Postings(weights=self._weights, stopwords=rules.stopwords)
+        # The store's own dicts (never replaced), read here without a hop on every search.
         self._entries = self._store.entries
         self._postings = self._store.postings
         self._name_words = self._store.name_words
