@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -42,3 +43,32 @@ def use(server: FastMCP, *middlewares: Any) -> None:
             install(server, middleware)
         else:
             server.add_middleware(middleware)
+
+
+SETUPS = ("install", "add_middleware")
+"""How a server gets the package's middlewares: ``install``/``add_filtering`` set it up at
+once; ``mcp.add_middleware`` (FastMCP's way) leaves setting up to the first message."""
+
+
+def add_the_fastmcp_way(server: FastMCP, *middlewares: ListHooks) -> None:
+    """``install`` as a FastMCP user writes it: ``mcp.add_middleware`` for each, nothing else."""
+    for middleware in middlewares:
+        server.add_middleware(middleware)
+
+
+@pytest.fixture(params=SETUPS, ids=list(SETUPS))
+def setup_way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test with servers set up by ``install`` and again by ``mcp.add_middleware`` only.
+
+    Under ``add_middleware`` every ``install`` the tests and ``add_filtering`` call
+    becomes plain ``mcp.add_middleware`` calls (``add_filtering`` adds its
+    ``filtering_stack`` that way).
+    """
+    if request.param == "add_middleware":
+        real = install  # this module's own name is replaced too (for use())
+        for module in list(sys.modules.values()):
+            name = getattr(module, "__name__", "")
+            owned = name == "tests" or name.startswith(("tests.", "fastmcp_filtering"))
+            if owned and getattr(module, "install", None) is real:
+                monkeypatch.setattr(module, "install", add_the_fastmcp_way)
+    return str(request.param)

@@ -29,6 +29,9 @@ from fastmcp_filtering.client import better_matches, call_method, groups_of, lis
 from ._principals import PrincipalByClientName, as_principal, guarded_server
 from .conftest import Connect
 
+# Every test here runs on servers set up by install and by mcp.add_middleware alone.
+pytestmark = pytest.mark.usefixtures("setup_way")
+
 SAME_TENANT = AccessPolicy(claim="tenant", from_meta="tenant")
 
 GROUPS = [

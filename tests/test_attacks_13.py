@@ -18,6 +18,9 @@ from .conftest import Connect, use
 from .test_concerns import FlakyStore, handshake, make_server, names
 from .test_search import every_page
 
+# Every test here runs on servers set up by install and by mcp.add_middleware alone.
+pytestmark = pytest.mark.usefixtures("setup_way")
+
 
 def _report_tools(prefix: str, count: int) -> list[Tool]:
     def report(x: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -44,6 +45,11 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
         cwd=Path(__file__).parent,
         env={**os.environ, **SRC},
     )
+
+
+def own_warnings(stderr: str) -> list[str]:
+    """Warnings a subprocess printed that this package's own code raised."""
+    return re.findall(r"fastmcp_filtering/\S+\.py:\d+: \w*Warning.*", stderr)
 
 
 def partial_config(tmp_path: Path) -> Path:
@@ -309,11 +315,13 @@ class TestInit:
         out.parent.mkdir()
         made = run("init", "-o", str(out), "python", "../examples/upstream_standin.py")
         assert made.returncode == 0, made.stderr
+        assert own_warnings(made.stderr) == []
         upstream = tomllib.loads(out.read_text())["upstreams"][0]
         # The arguments were relative to where init ran (tests/), not to the file.
         assert (out.parent / upstream["cwd"]).resolve() == Path(__file__).parent
         checked = run("check", str(out))
         assert checked.returncode == 0, checked.stdout
+        assert own_warnings(checked.stderr) == []
         assert "tools in no group (0)" in checked.stdout
         assert f"26 tools in 5 groups written to {out}" in made.stdout
         entry = json.loads(made.stdout[made.stdout.index("{") :])

@@ -902,14 +902,15 @@ class TestServerDeclarations:
         def encrypt_data() -> str:
             return "x"
 
-        install(mcp, ConcernMiddleware(concerns=[Concern("security", values=["high", "low"])]))
+        middleware = ConcernMiddleware(concerns=[Concern("security", values=["high", "low"])])
+        install(mcp, middleware)
         async with Client(mcp, mode="legacy") as client:
             # Serving goes on; the component with the bad declaration is hidden, loudly.
             assert await client.list_tools() == []
             with pytest.raises(ToolError, match="concern values for it are invalid"):
                 await client.call_tool("encrypt_data", {})
         with pytest.raises(ValueError, match="uses concern 'securty', which is not declared"):
-            await mcp.middleware[-1].check(mcp)  # type: ignore[attr-defined]
+            await middleware.check(mcp)
 
     def test_repr(self) -> None:
         middleware = ConcernMiddleware(

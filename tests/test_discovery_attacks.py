@@ -37,6 +37,9 @@ from .conftest import ERAS, Connect, use
 from .test_discovery import GROUPS, Stub, brief, search, tool
 from .test_layers import HideSecret
 
+# Every test here runs on servers set up by install and by mcp.add_middleware alone.
+pytestmark = pytest.mark.usefixtures("setup_way")
+
 GROUPS_KEY = "io.modelcontextprotocol/groups"
 META_TOOLS = {"search_tools", "enable_tools", "disable_tools"}
 

@@ -42,6 +42,9 @@ from fastmcp_filtering.proxy import build_proxy
 
 from .conftest import ERAS, Connect
 
+# Every test here runs on servers set up by install and by mcp.add_middleware alone.
+pytestmark = pytest.mark.usefixtures("setup_way")
+
 UPSTREAM = Path(__file__).with_name("_marked_upstream.py")
 
 

@@ -11,10 +11,14 @@ from fastmcp.utilities.components import FastMCPComponent
 from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering import install
+from fastmcp_filtering._hooks import set_up_on
 from fastmcp_filtering._layers import LayerMiddleware
 from fastmcp_filtering._policy import ClientRequest, Hidden, LayerView, PolicyLayer, unrestricted
 
 from .conftest import Connect
+
+# Every test here runs on servers set up by install and by mcp.add_middleware alone.
+pytestmark = pytest.mark.usefixtures("setup_way")
 
 
 class _Judge:
@@ -101,8 +105,14 @@ class TestPolicyLayer:
                 await client.read_resource("vault://x/key")
             assert (await client.call_tool("proxy", {"name": "status"})).data == "ok"
 
-    async def test_outside_a_request_nothing_is_shown_unless_unrestricted(self) -> None:
+    async def test_outside_a_request_nothing_is_shown_unless_unrestricted(
+        self, setup_way: str
+    ) -> None:
         server = make_server()
+        if setup_way == "add_middleware":
+            # The first message through the middleware (here the server's own) sets it up.
+            assert len(await server.list_tools(run_middleware=False)) == 3
+            await server.list_tools()
         # No request, no client to show anything to: fail closed.
         assert await server.list_tools(run_middleware=False) == []
         assert await server.get_tool("status") is None
@@ -110,19 +120,26 @@ class TestPolicyLayer:
             listed = await server.list_tools(run_middleware=False)
         assert sorted(t.name for t in listed) == ["launch", "proxy", "status"]
 
-    async def test_a_middleware_added_without_install_refuses_to_serve(
-        self, connect: Connect
+    @pytest.mark.parametrize("how", ["add_middleware", "constructor"])
+    async def test_added_the_fastmcp_way_it_hides_from_the_first_request(
+        self, connect: Connect, how: str
     ) -> None:
-        mcp = FastMCP("forgot")
+        layer = HideLayer(hide_secret)
+        mcp = FastMCP("plain", middleware=[layer] if how == "constructor" else None)
+        if how == "add_middleware":
+            mcp.add_middleware(layer)
 
         @mcp.tool(tags={"secret"})
         def launch() -> str:
             return "launched"
 
-        mcp.add_middleware(HideLayer(hide_secret))
-        with pytest.raises(MCPError, match=r"fastmcp_filtering\.install"):
-            async with connect(mcp) as client:
-                await client.list_tools()
+        assert set_up_on(mcp) == ()
+        async with connect(mcp) as client:
+            # Set up by the handshake, the first message it sees.
+            with pytest.raises(ToolError, match="ask for clearance"):
+                await client.call_tool("launch", {})
+            assert await client.list_tools() == []
+        assert set_up_on(mcp) == (layer,)
 
 
 def HideSecret() -> HideLayer:

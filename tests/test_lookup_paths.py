@@ -37,6 +37,9 @@ from fastmcp_filtering.client import call_method, list_tags, list_tools
 
 from .conftest import Connect
 
+# Every test here runs on servers set up by install and by mcp.add_middleware alone.
+pytestmark = pytest.mark.usefixtures("setup_way")
+
 SECRET = "SECRET"
 HASHED = f"{hash_tool('vault', 'secret_app_tool')}_secret_app_tool"
 
@@ -260,8 +263,15 @@ class TestEveryPath:
         wanted = "secret_tool" if path in ("tools/list query", "search_tools") else SECRET
         assert wanted in answer, answer[:300]
 
-    async def test_a_programmatic_lookup_outside_a_request_finds_nothing(self) -> None:
+    async def test_a_programmatic_lookup_outside_a_request_finds_nothing(
+        self, setup_way: str
+    ) -> None:
         server = make_server()
+        if setup_way == "add_middleware":
+            # Not set up until a message reaches the middleware: the server's own code sees
+            # what it registered, as without the package (install() sets up at once).
+            assert await server.get_tool("secret_tool") is not None
+            await server.list_tools()
         assert await server.get_tool("secret_tool") is None
         assert await server.get_tool("versioned") is None
         assert await server.get_prompt("secret_prompt") is None

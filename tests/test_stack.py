@@ -22,6 +22,7 @@ from fastmcp_filtering import (
     SearchMiddleware,
     Tag,
     add_filtering,
+    filtering_stack,
     in_group,
 )
 from fastmcp_filtering.client import call_method, list_tools
@@ -230,7 +231,8 @@ class TestAddFiltering:
             ConcernMiddleware,
             ProgressiveDisclosureMiddleware,
         ]
-        assert mcp.middleware[-4:] == added
+        # In the server's chain in that order, each followed by what setting it up added.
+        assert [m for m in mcp.middleware if m in added] == added
         assert stack.filter is not None
         assert stack.filter.catalog is stack.catalog
         assert stack.search is not None
@@ -261,6 +263,7 @@ class TestAddFiltering:
         ids=["no layer", "concerns only"],
     )
     @pytest.mark.parametrize("era", list(ERAS))
+    @pytest.mark.usefixtures("setup_way")
     async def test_access_checks_hold_whatever_the_stack_holds(
         self, layers: dict[str, Any], era: str
     ) -> None:
@@ -275,6 +278,31 @@ class TestAddFiltering:
                 "drop_table",
                 "ping",
             ]
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_a_stack_given_to_the_constructor_holds_from_the_first_request(
+        self, era: str
+    ) -> None:
+        admin = Group("admin", tools=["drop_*"], access=require_scopes("github:admin"))
+        stack = filtering_stack(groups=[admin], progressive=True)
+        mcp = FastMCP("ctor", middleware=[PrincipalByClientName(), *stack])
+        mcp.tool(lambda: "pong", name="ping")
+        mcp.tool(lambda: "dropped", name="drop_table")
+        async with Client(mcp, **ERAS[era], **as_principal("reader")) as reader:
+            with pytest.raises(ToolError, match="Unknown tool"):
+                await reader.call_tool("drop_table", {})
+            assert "drop_table" not in [t.name for t in await reader.list_tools()]
+        async with Client(mcp, **ERAS[era], **as_principal("admin")) as admin_client:
+            await admin_client.call_tool("enable_tools", {"groups": ["admin"]})
+            dropped = await admin_client.call_tool("drop_table", {})
+            assert dropped.content[0].text == "dropped"  # type: ignore[union-attr]
+
+    def test_filtering_stack_adds_nothing_and_add_filtering_adds_it(self) -> None:
+        assert list(filtering_stack(groups=GROUPS)) != []
+        mcp = FastMCP("d")
+        before = list(mcp.middleware)
+        stack = add_filtering(mcp, groups=GROUPS)
+        assert [m for m in mcp.middleware if m not in before][: len(list(stack))] == list(stack)
 
     def test_defaults_add_filter_and_search_only(self) -> None:
         stack = add_filtering(FastMCP("d"), groups=GROUPS)

@@ -29,7 +29,13 @@ from fastmcp_filtering.progressive import (
     ProgressiveDisclosureMiddleware,
 )
 from fastmcp_filtering.search import SearchMiddleware, SearchToolsResult, rate_limit_key
-from fastmcp_filtering.stack import FilteringStack, add_filtering, install
+from fastmcp_filtering.stack import (
+    FilteringStack,
+    StackOptions,
+    add_filtering,
+    filtering_stack,
+    install,
+)
 from fastmcp_filtering.suggest import SuggestedConfig, suggest_config
 
 __all__ = [
@@ -48,10 +54,12 @@ __all__ = [
     "ProgressiveDisclosureMiddleware",
     "SearchMiddleware",
     "SearchToolsResult",
+    "StackOptions",
     "SuggestedConfig",
     "Tag",
     "add_filtering",
     "concerns",
+    "filtering_stack",
     "in_group",
     "install",
     "rate_limit_key",

@@ -40,6 +40,8 @@ ANNOTATION_TAGS: dict[str, tuple[str, bool, str]] = {
     "open-world": ("openWorldHint", True, "openWorldHint: reaches beyond the server (the web)"),
 }
 
+_MISSING = object()
+
 _HINTS = {
     "readOnlyHint": "read_only_hint",
     "destructiveHint": "destructive_hint",
@@ -62,7 +64,11 @@ def hints(annotations: object) -> dict[str, bool]:
         if isinstance(annotations, Mapping):
             value = annotations.get(wire, annotations.get(python))
         else:
-            value = getattr(annotations, python, getattr(annotations, wire, None))
+            # The wire spelling is a deprecated alias on the SDK's model: read it only
+            # from objects that lack the Python one, so no warning is raised for them.
+            value = getattr(annotations, python, _MISSING)
+            if value is _MISSING:
+                value = getattr(annotations, wire, None)
         if isinstance(value, bool):
             found[wire] = value
     # A destructive hint means nothing on a read-only tool (the MCP spec).

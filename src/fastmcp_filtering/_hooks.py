@@ -5,17 +5,17 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import mcp_types as mt
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
-from mcp.shared.exceptions import MCPError
 from typing_extensions import override
 
-from fastmcp_filtering._cursor import install_cursor_scope
+from fastmcp_filtering._cursor import LIST_METHODS, install_cursor_scope
+from fastmcp_filtering._fastmcp import current_request, request_method_and_params
 from fastmcp_filtering._tasks import install_task_guard
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
+    import mcp_types as mt
     from fastmcp import FastMCP
     from fastmcp.prompts.base import Prompt
     from fastmcp.resources.base import Resource
@@ -25,14 +25,12 @@ if TYPE_CHECKING:
 
     from fastmcp_filtering._catalog import ComponentKind
 
-__all__ = ["ListHooks", "set_up_on"]
+__all__ = ["ListHooks", "set_up", "set_up_on"]
 
 _C = TypeVar("_C", bound="FastMCPComponent")
 _R = TypeVar("_R")
 
-# Answered even by a middleware that was not set up, so the client connects and hears why.
-_HANDSHAKE = frozenset({"initialize", "server/discover", "notifications/initialized", "ping"})
-# The middlewares set up on each server (by install): one that was not refuses to serve.
+# The package's middlewares set up on each server so far, in order.
 _SET_UP: weakref.WeakKeyDictionary[FastMCP, list[Middleware]] = weakref.WeakKeyDictionary()
 
 
@@ -41,22 +39,71 @@ def set_up_on(server: FastMCP) -> tuple[Middleware, ...]:
     return tuple(_SET_UP.get(server, ()))
 
 
+def set_up(server: FastMCP) -> list[Middleware]:
+    """Set up every middleware of the package in ``server.middleware`` that is not set up yet.
+
+    Each is set up once per server, in the server's order. Returns the FastMCP
+    middlewares that setting up appended to the server (the task guard, an
+    access middleware), which a request already under way has not passed through.
+
+    Example:
+        ```python
+        mcp.add_middleware(FilterMiddleware(groups=groups))
+        set_up(mcp)  # what the first request would otherwise do
+        ```
+    """
+    done = _SET_UP.setdefault(server, [])
+    before = list(server.middleware)
+    for middleware in before:
+        if isinstance(middleware, ListHooks) and not any(middleware is d for d in done):
+            middleware.setup(server)
+    return [m for m in server.middleware if not any(m is b for b in before)]
+
+
+def _list_params() -> Mapping[str, Any] | None:
+    """The raw params of the wire list request being served; None for any other message."""
+    request = current_request()
+    if request is None:
+        return None
+    method, params = request_method_and_params(request)
+    return params if method in LIST_METHODS else None
+
+
+def _through(
+    middlewares: Sequence[Middleware], call_next: CallNext[Any, Any]
+) -> CallNext[Any, Any]:
+    """``call_next`` behind ``middlewares`` (outermost first), as FastMCP chains them."""
+    chain = call_next
+    for middleware in reversed(middlewares):
+
+        async def step(
+            context: MiddlewareContext[Any],
+            middleware: Middleware = middleware,
+            call_next: CallNext[Any, Any] = chain,
+        ) -> Any:
+            return await middleware(context, call_next)
+
+        chain = step
+    return chain
+
+
 class ListHooks(Middleware):
     """Routes tools, prompts, resources and templates lists to one ``on_list``.
 
     ``initialize`` and ``server/discover`` results pass through one ``announce``,
     where a middleware adds its capabilities and instructions in both eras.
 
-    ``setup`` runs once per server, when ``fastmcp_filtering.install`` (or
-    ``add_filtering``) adds the middleware: it binds pagination cursors to the
-    parameters that shape a listing, since every middleware of the package
-    narrows or reorders lists, and installs the server's ``TaskGuard``
-    (``_tasks.py``). A middleware added with ``mcp.add_middleware``
-    alone refuses every request with the fix, rather than serve unset up.
+    ``setup`` runs once per server: when ``install`` or ``add_filtering`` adds
+    the middleware, or, for one added with ``mcp.add_middleware`` or
+    ``FastMCP(middleware=[...])``, when the first message reaches it (before
+    anything of that message is looked up; the middlewares setting up adds
+    also see that message). It binds pagination cursors to the parameters
+    that shape a listing, since every middleware of the package narrows or
+    reorders lists, and installs the server's ``TaskGuard`` (``_tasks.py``).
     """
 
     def setup(self, server: FastMCP) -> None:
-        """Prepare ``server`` for this middleware; called once, before it serves."""
+        """Prepare ``server`` for this middleware; called once per server, by ``set_up``."""
         install_cursor_scope(server)
         # Background tasks name a task id, not a tool: the guard judges the task's tool.
         install_task_guard(server)
@@ -97,23 +144,16 @@ class ListHooks(Middleware):
         return await call_next(context)
 
     @override
-    async def on_message(
-        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
-    ) -> Any:
-        if (
-            context.method not in _HANDSHAKE
-            and context.fastmcp_context is not None
-            and not any(m is self for m in _SET_UP.get(context.fastmcp_context.fastmcp, ()))
-        ):
-            raise MCPError(
-                code=mt.INTERNAL_ERROR,
-                message=(
-                    f"{type(self).__name__} was added to this server without being set up; "
-                    "the server's author should add it with fastmcp_filtering.install(mcp, "
-                    "middleware) or add_filtering(mcp, ...) instead of mcp.add_middleware()"
-                ),
-            )
-        return await call_next(context)
+    async def __call__(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
+        fastmcp_context = context.fastmcp_context
+        if fastmcp_context is not None:
+            server = fastmcp_context.fastmcp
+            if not any(m is self for m in _SET_UP.get(server, ())):
+                # First sight of the server (added with mcp.add_middleware): set it up before
+                # this message goes on, and let it pass what setting up added.
+                install_cursor_scope(server, pending=_list_params())
+                call_next = _through(set_up(server), call_next)
+        return await super().__call__(context, call_next)
 
     @override
     async def on_list_tools(
