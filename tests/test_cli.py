@@ -205,6 +205,43 @@ class TestCheck:
         groups = {g["name"]: g["tools"] for g in report["groups"]}
         assert groups["issues"] == ["a_create_issue", "a_get_issue", "a_update_issue"]
 
+    def test_an_upstream_announcing_a_list_change_leaves_check_quiet(self, tmp_path: Path) -> None:
+        # check lists outside any client's request: there is no one to relay the change to.
+        script = tmp_path / "announcing.py"
+        script.write_text(ANNOUNCING_UPSTREAM, encoding="utf-8")
+        path = tmp_path / "announcing.toml"
+        path.write_text(
+            f"[[upstreams]]\ncommand = {json.dumps(sys.executable)}\n"
+            f"args = [{json.dumps(str(script))}]\n",
+            encoding="utf-8",
+        )
+        done = run("check", str(path), "--json", "--quiet")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert json.loads(done.stdout)["tools"] == ["ping"]
+        assert done.stderr == ""
+
+
+# An upstream that announces tools/list_changed whenever its tools are listed.
+ANNOUNCING_UPSTREAM = """\
+import mcp_types as mt
+from fastmcp import FastMCP
+from fastmcp.server.middleware import Middleware
+
+class Announce(Middleware):
+    async def on_list_tools(self, context, call_next):
+        if context.fastmcp_context is not None:
+            await context.fastmcp_context.send_notification(mt.ToolListChangedNotification())
+        return await call_next(context)
+
+mcp = FastMCP("announcing", middleware=[Announce()])
+
+@mcp.tool
+def ping() -> str:
+    return "pong"
+
+mcp.run(show_banner=False)
+"""
+
 
 class TestServe:
     @pytest.mark.parametrize("era", list(ERAS))

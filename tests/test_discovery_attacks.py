@@ -31,9 +31,10 @@ from fastmcp_filtering._discovery import BETTER_MATCHES_META_KEY
 from fastmcp_filtering.client import call_method
 from fastmcp_filtering.concerns import Concern
 from fastmcp_filtering.search import SearchMiddleware
+from fastmcp_filtering.semantic import INSTALL_HINT
 
 from ._faults_stores import FaultyStore
-from .conftest import ERAS, Connect, use
+from .conftest import ERAS, Connect, need, use
 from .test_discovery import GROUPS, Stub, brief, search, tool
 from .test_layers import HideSecret
 
@@ -784,6 +785,8 @@ class TestOtherStacks:
                     assert await listed(client, params) == await listed(reference, params)
 
     async def test_a_semantic_ranking_changes_no_answer(self, connect: Connect) -> None:
+        need("a semantic ranking", "numpy", hint=INSTALL_HINT)
+
         def build(rocket: bool) -> FastMCP:
             mcp = FastMCP("semantic")
             for stub in base_tools(extra=[tool(*ROCKET, tags={"secret"})] if rocket else []):

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 from fastmcp import Client, Context, FastMCP
+from fastmcp.apps.app import FastMCPApp
 from fastmcp.prompts import Prompt
+from fastmcp.server.providers.addressing import hash_tool
 from fastmcp.utilities.tests import asgi_server
 
 from fastmcp_filtering._fastmcp import (
@@ -19,6 +21,7 @@ from fastmcp_filtering._fastmcp import (
     client_identity,
     current_request,
     list_page_size,
+    renderer_alias_hash,
     request_connection,
     request_method_and_params,
     sdk_middleware,
@@ -192,3 +195,32 @@ class TestCatalogGeneration:
         mcp = FastMCP("odd")
         mcp.local_provider._components = ()  # type: ignore[assignment]
         assert catalog_generation(mcp.local_provider) is None
+
+
+class TestRendererAliasHash:
+    """``prefab_synthesis._get_tool_hash``: the per-tool renderer URI FastMCP reads."""
+
+    async def test_the_per_tool_uri_of_each_listed_prefab_tool_is_readable(
+        self, connect: Connect
+    ) -> None:
+        mcp = FastMCP("prefab")
+
+        @mcp.tool(app=True)
+        def dashboard() -> str:
+            return "x"
+
+        app = FastMCPApp("deploys")
+
+        @app.ui()
+        def deploy_ui() -> str:
+            return "x"
+
+        mcp.add_provider(app)
+        aliases = {t.name: renderer_alias_hash(t) for t in await mcp.list_tools()}
+        assert aliases == {
+            "dashboard": hash_tool("", "dashboard"),
+            "deploy_ui": hash_tool("deploys", "deploy_ui"),
+        }
+        async with connect(mcp) as client:
+            for digest in aliases.values():
+                assert await client.read_resource(f"ui://prefab/tool/{digest}/renderer.html")

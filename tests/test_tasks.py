@@ -22,7 +22,6 @@ from fastmcp.exceptions import ToolError
 from fastmcp.server.auth import require_scopes
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp.utilities.tests import asgi_server
-from fastmcp_tasks import TasksExtension, ToolTask, call_tool_task
 from mcp.shared.exceptions import MCPError
 from typing_extensions import override
 
@@ -42,6 +41,15 @@ from fastmcp_filtering.client import call_method, concerns_meta
 
 from ._faults_stores import OUR_PREFIX, FaultyStore
 from .conftest import Connect, use
+
+try:
+    from fastmcp_tasks import TasksExtension, ToolTask, call_tool_task
+except ImportError as missing:
+    # fastmcp[tasks] installs it; it is published for some FastMCP versions only (none for 4.2).
+    pytest.skip(
+        f"FastMCP's tasks extension (fastmcp-tasks) is not importable: {missing}",
+        allow_module_level=True,
+    )
 
 SECRET = "SECRET"
 GROUPS = [Group("public"), Group("admin")]

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from fastmcp.server.context import Context
     from fastmcp.server.dependencies import FastMCPRequestContext
     from fastmcp.server.providers import LocalProvider
+    from fastmcp.tools.base import Tool
     from mcp.server.connection import Connection
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "client_identity",
     "current_request",
     "list_page_size",
+    "renderer_alias_hash",
     "request_connection",
     "request_method_and_params",
     "sdk_middleware",
@@ -231,3 +233,22 @@ def catalog_generation(provider: LocalProvider) -> int | None:
     counted = _CountedComponents(storage)
     provider._components = counted
     return counted.generation
+
+
+def renderer_alias_hash(tool: Tool) -> str | None:
+    """The hash in ``tool``'s per-tool Prefab renderer URI; None when FastMCP has no such URI.
+
+    Private: ``prefab_synthesis._get_tool_hash``, how FastMCP names the renderer
+    ``ui://prefab/tool/<hash>/renderer.html`` of a tool (its stored hash, or one
+    of its app and name). FastMCP 4.1 lists those URIs. From 4.2 a tool names a
+    renderer shared by configuration (``ui://prefab/renderer/<sha256>/...``) and
+    the per-tool URI stays readable as an alias: a client may read it only for a
+    tool it sees, so the package needs the alias of each listed tool. Without the
+    function (FastMCP renamed it) no alias is known, and none is readable.
+    """
+    try:
+        from fastmcp.server.providers.prefab_synthesis import _get_tool_hash
+    except ImportError:
+        return None
+    digest = _get_tool_hash(tool)
+    return digest if isinstance(digest, str) else None

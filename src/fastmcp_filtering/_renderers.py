@@ -1,12 +1,18 @@
 """FastMCP's Prefab renderer resources, and which of them a client may know of.
 
-FastMCP synthesizes a renderer resource (``ui://prefab/tool/<hash>/renderer.html``)
-for every Prefab app tool, from the providers' storage and past every transform,
-so the policy never judges it: a renderer follows its tool. A tool names its
-renderer in ``_meta.ui.resourceUri`` when it is listed. A mounted server's
-renderers are listed under its namespace (``ui://<namespace>/prefab/tool/<hash>/
-renderer.html``) while its tools, renamed ``<namespace>_<name>``, still name the
-plain URI; the hash is of the tool's name inside the mounted server.
+FastMCP synthesizes the renderer resources of Prefab app tools from the
+providers' storage, where the policy does not judge them: a renderer follows
+the tools that name it. A listed tool names its renderer in
+``_meta.ui.resourceUri``. There are two forms:
+
+- per tool, ``ui://prefab/tool/<hash>/renderer.html``: what FastMCP 4.1 lists;
+  FastMCP 4.2 lists none but still reads them (an alias of a tool's renderer);
+- shared, ``ui://prefab/renderer/<sha256>/renderer.html``: from FastMCP 4.2,
+  one per renderer configuration, named by every tool that has it.
+
+A mounted server's renderers are listed under its namespace
+(``ui://<namespace>/prefab/...``) while its tools, renamed ``<namespace>_<name>``,
+name the plain URI; a per-tool hash is of the tool's name inside the mounted server.
 """
 
 from __future__ import annotations
@@ -17,22 +23,29 @@ from typing import TYPE_CHECKING
 
 from fastmcp.server.providers.addressing import hash_tool
 
+from fastmcp_filtering._fastmcp import renderer_alias_hash
+
 if TYPE_CHECKING:
     from fastmcp import FastMCP
 
 __all__ = ["VisibleRenderers", "is_renderer"]
 
 _RENDERER = re.compile(
-    r"ui://(?P<namespaces>(?:[^/]+/)*?)prefab/tool/(?P<hash>[0-9a-f]{12})/renderer\.html"
+    r"ui://(?P<namespaces>(?:[^/]+/)*?)prefab/"
+    r"(?:tool/(?P<tool>[0-9a-f]{12})|renderer/(?P<shared>[0-9a-f]{64}))/renderer\.html"
 )
 
 
-def _parse(uri: str) -> tuple[str, str] | None:
-    """The namespace path (``"outer/inner"``, or ``""``) and hash of a renderer URI."""
+def _parse(uri: str) -> tuple[str, str, bool] | None:
+    """The namespace path (``"outer/inner"``, or ``""``), the digest of a renderer URI, and
+    whether it is the per-tool form."""
     match = _RENDERER.fullmatch(uri)
     if match is None:
         return None
-    return match["namespaces"].rstrip("/"), match["hash"]
+    namespaces = match["namespaces"].rstrip("/")
+    if match["tool"] is not None:
+        return namespaces, match["tool"], True
+    return namespaces, match["shared"], False
 
 
 def is_renderer(uri: str) -> bool:
@@ -50,7 +63,7 @@ class VisibleRenderers:
         for name, digest in tools:
             names.setdefault(digest, []).append(name)
         self._names = names
-        """The listed tools' names, by their renderer's hash: one lookup per URI."""
+        """The listed tools' names, by their renderers' digests: one lookup per URI."""
 
     def __repr__(self) -> str:
         return f"VisibleRenderers({sorted(n for ns in self._names.values() for n in ns)!r})"
@@ -63,8 +76,13 @@ class VisibleRenderers:
             ui = (tool.meta or {}).get("ui")
             uri = ui.get("resourceUri") if isinstance(ui, Mapping) else None
             parsed = _parse(uri) if isinstance(uri, str) else None
-            if parsed is not None:
-                tools.append((tool.name, parsed[1]))
+            if parsed is None:
+                continue
+            tools.append((tool.name, parsed[1]))
+            alias = None if parsed[2] else renderer_alias_hash(tool)
+            if alias is not None:
+                # The per-tool URI FastMCP 4.2 still reads for a tool naming a shared one.
+                tools.append((tool.name, alias))
         return cls(tools)
 
     def allows(self, uri: str) -> bool:
@@ -72,13 +90,14 @@ class VisibleRenderers:
         parsed = _parse(uri)
         if parsed is None:
             return False
-        namespaces, digest = parsed
+        namespaces, digest, per_tool = parsed
         names = self._names.get(digest, ())
         if not namespaces:
             return bool(names)
-        # Under a namespace: the listed tool is "<ns>_<name>" with the hash of <name>.
+        # Under a namespace: a listed tool "<ns>_<name>" names it; a per-tool hash is of <name>.
         prefix = namespaces.replace("/", "_") + "_"
         return any(
-            name.startswith(prefix) and hash_tool("", name[len(prefix) :]) == digest
+            name.startswith(prefix)
+            and (not per_tool or hash_tool("", name[len(prefix) :]) == digest)
             for name in names
         )

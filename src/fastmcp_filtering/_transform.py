@@ -8,8 +8,9 @@ every path FastMCP has. The paths, each covered by ``tests/test_lookup_paths.py`
   (``FastMCP.list_*``), and so ``tags/list``, search and the meta-tools' replies;
 - ``tools/call`` by name (``FastMCP.get_tool``), with ``_meta.fastmcp.version``,
   and FastMCP's fallback to a lower version when the highest is disabled;
-- ``tools/call`` by hashed name ``<hash>_<name>`` (``get_tool_by_hash`` looks the
-  tool up again through ``get_tool``);
+- ``tools/call`` by hashed name, ``<hash>_<name>`` before FastMCP 4.2 and
+  ``__<hash>_<name>`` since (``get_tool_by_hash`` looks the tool up again through
+  ``get_tool``);
 - nested ``ctx.fastmcp.call_tool`` / ``read_resource`` / ``render_prompt`` inside a
   tool, which judge the version they will run, not the outer request's;
 - ``PromptsAsTools`` and ``ResourcesAsTools`` (their tools look up through the server);

@@ -21,6 +21,7 @@ from fastmcp.exceptions import NotFoundError
 from fastmcp.server import create_proxy
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.server.providers import ProxyProvider
+from fastmcp.server.providers.proxy import ProxyClient
 from mcp.shared.exceptions import MCPError
 from typing_extensions import override
 
@@ -109,13 +110,29 @@ class UpstreamHealth:
             logger.info("upstream %r answers again", label)
 
 
-def client_factory(transport: ClientTransport, mode: str | None) -> ClientFactoryT:
+def client_factory(
+    transport: ClientTransport, mode: str | None, *, relay: bool = True
+) -> ClientFactoryT:
     """FastMCP's per-request proxy client factory for ``transport`` (``mode`` None mirrors).
 
     ``create_proxy`` builds it (the public way; the factory that mirrors each
     request's era is FastMCP's own); the proxy server it comes with is dropped.
+    With ``relay=False`` the upstream's notifications are passed to no client:
+    ``check`` lists the upstreams outside any client's request, where FastMCP
+    4.2's proxy, relaying an upstream's ``list_changed``, finds no session and
+    logs a traceback for each.
     """
-    return create_proxy(transport, mode=mode).client_factory
+    if relay:
+        return create_proxy(transport, mode=mode).client_factory
+    options: dict[str, Any] = {"message_handler": _relay_nothing}
+    if mode is not None:
+        options["mode"] = mode
+    backend = ProxyClient(transport, **options)
+    return create_proxy(backend).client_factory
+
+
+async def _relay_nothing(message: Any) -> None:
+    """A proxy client's message handler with no client to relay to."""
 
 
 class UpstreamProvider(ProxyProvider):

@@ -124,7 +124,9 @@ async def check(
     meta_names = _meta_names(config)
     # Each upstream that fails is recorded (health) and left out, whatever serve would do;
     # the report names it, so it is not logged too.
-    proxy = _build(config, on_upstream_error="warn", upstream_log=upstream_log, log_failures=False)
+    proxy = _build(
+        config, on_upstream_error="warn", upstream_log=upstream_log, log_failures=False, relay=False
+    )
     try:
         # The whole catalog, as the operator configured it, not as one client sees it.
         with unrestricted():

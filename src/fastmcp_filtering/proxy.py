@@ -178,8 +178,10 @@ def _build(
     on_upstream_error: Literal["raise", "warn"] | None = None,
     upstream_log: Path | TextIO | None = None,
     log_failures: bool = True,
+    relay: bool = True,
 ) -> _Proxy:
-    """The proxy, the transports it owns and its upstreams' health."""
+    """The proxy, the transports it owns and its upstreams' health (``relay=False``: the
+    upstreams' notifications reach no client, for a proxy no client uses)."""
     # Behind [auth] the client's Authorization header is its token for this proxy.
     forward = config.auth is None
     transports = [
@@ -210,7 +212,7 @@ def _build(
     providers = []
     for upstream, transport in zip(config.upstreams, transports, strict=True):
         provider = UpstreamProvider(
-            client_factory(transport, _MODES[upstream.mode]),
+            client_factory(transport, _MODES[upstream.mode], relay=relay),
             label=upstream.label,
             health=health,
             on_error=strategy,
