@@ -21,6 +21,7 @@ from fastmcp_filtering._fastmcp import (
     client_identity,
     current_request,
     list_page_size,
+    mounted_servers,
     renderer_alias_hash,
     request_connection,
     request_method_and_params,
@@ -130,6 +131,15 @@ class TestServerInternals:
             first = await client.list_tools_mcp()
         assert len(first.tools) == 2
         assert first.next_cursor is not None
+
+    def test_mounted_servers_are_found_however_they_are_mounted(self) -> None:
+        parent = FastMCP("parent")
+        plain, spaced, renamed = FastMCP("plain"), FastMCP("spaced"), FastMCP("renamed")
+        parent.mount(plain)
+        parent.mount(spaced, namespace="ops")
+        parent.mount(renamed, namespace="x", tool_names={"a": "b"})
+        assert mounted_servers(parent) == [plain, spaced, renamed]
+        assert mounted_servers(plain) == []
 
     async def test_the_state_store_round_trips(self) -> None:
         from fastmcp.server.server import StateValue

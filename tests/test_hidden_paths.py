@@ -270,6 +270,24 @@ class TestFailedLookup:
                 assert "ran" not in str(result.content)
 
 
+class TestMountedServersFirstRequest:
+    """A mounted server's policy holds on the parent's first request, however each is set up."""
+
+    async def test_a_call_by_name_answers_as_for_nothing(self, connect: Connect) -> None:
+        child = FastMCP("child")
+        child.add_tool(in_group("admin")(Tool.from_function(lambda: "wiped", name="wipe")))
+        install(child, progressive(Group("admin")))
+        parent = FastMCP("parent")
+        install(parent, FilterMiddleware(groups=[Group("ops")]))
+        parent.mount(child, namespace="ops")
+        async with connect(parent) as client:
+            hidden = await client.call_tool_mcp("ops_wipe", {})
+            missing = await client.call_tool_mcp("ops_nothing", {})
+        assert hidden.is_error
+        assert hidden.content[0].text == "Unknown tool: 'ops_wipe'"  # type: ignore[union-attr]
+        assert missing.content[0].text == "Unknown tool: 'ops_nothing'"  # type: ignore[union-attr]
+
+
 class _HideEverythingDangerous(Middleware):
     async def on_request(
         self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]

@@ -27,6 +27,7 @@ __all__ = [
     "client_identity",
     "current_request",
     "list_page_size",
+    "mounted_servers",
     "renderer_alias_hash",
     "request_connection",
     "request_method_and_params",
@@ -175,6 +176,29 @@ def sdk_middleware(server: FastMCP) -> list[Any]:
     """
     middleware: list[Any] = server._mcp_server.middleware
     return middleware
+
+
+def mounted_servers(server: FastMCP) -> list[FastMCP]:
+    """The servers mounted into ``server`` (``server.mount(child)``), directly.
+
+    Private: ``_WrappedProvider._inner``. ``mount`` with a namespace or tool
+    renames wraps the child's ``FastMCPProvider`` in a provider that applies
+    them, and only the wrapped one is in ``server.providers``. A mounted
+    server's own middleware is set up with its parent's, since the parent's
+    lookups by name reach the child through its transforms, not its middleware.
+    """
+    from fastmcp.server.providers.fastmcp_provider import FastMCPProvider
+
+    found: list[FastMCP] = []
+    for provider in server.providers:
+        while not isinstance(provider, FastMCPProvider):
+            inner = getattr(provider, "_inner", None)
+            if inner is None:
+                break
+            provider = inner
+        if isinstance(provider, FastMCPProvider):
+            found.append(provider.server)
+    return found
 
 
 class _CountedComponents(dict[str, Any]):

@@ -9,7 +9,11 @@ from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from typing_extensions import override
 
 from fastmcp_filtering._cursor import LIST_METHODS, install_cursor_scope
-from fastmcp_filtering._fastmcp import current_request, request_method_and_params
+from fastmcp_filtering._fastmcp import (
+    current_request,
+    mounted_servers,
+    request_method_and_params,
+)
 from fastmcp_filtering._tasks import install_task_guard
 
 if TYPE_CHECKING:
@@ -57,6 +61,10 @@ def set_up(server: FastMCP) -> list[Middleware]:
     for middleware in before:
         if isinstance(middleware, ListHooks) and not any(middleware is d for d in done):
             middleware.setup(server)
+    # The parent looks a mounted server's components up by name through its transforms
+    # alone: the mounted server's policy must be in place before the parent's first lookup.
+    for child in mounted_servers(server):
+        set_up(child)
     return [m for m in server.middleware if not any(m is b for b in before)]
 
 
