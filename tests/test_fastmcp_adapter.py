@@ -13,6 +13,7 @@ import pytest
 from fastmcp import Client, Context, FastMCP
 from fastmcp.apps.app import FastMCPApp
 from fastmcp.prompts import Prompt
+from fastmcp.server.middleware.tool_injection import ToolInjectionMiddleware
 from fastmcp.server.providers.addressing import hash_tool
 from fastmcp.utilities.tests import asgi_server
 
@@ -26,6 +27,7 @@ from fastmcp_filtering._fastmcp import (
     request_connection,
     request_method_and_params,
     sdk_middleware,
+    serving_server,
     state_store,
 )
 
@@ -131,6 +133,24 @@ class TestServerInternals:
             first = await client.list_tools_mcp()
         assert len(first.tools) == 2
         assert first.next_cursor is not None
+
+    async def test_a_starting_server_asks_tool_injection_middleware_with_itself_current(
+        self,
+    ) -> None:
+        seen: list[tuple[FastMCP | None, bool]] = []
+
+        class Probe(ToolInjectionMiddleware):
+            @property
+            def injected_tools(self) -> list[Any]:
+                seen.append((serving_server(), current_request() is None))
+                return []
+
+        mcp = FastMCP("starting")
+        mcp.add_middleware(Probe([]))
+        async with asgi_server(mcp, stateless_http=True):
+            # Started, and no request yet: asked once, with the server current.
+            assert (mcp, True) in seen
+        assert serving_server() is None
 
     def test_mounted_servers_are_found_however_they_are_mounted(self) -> None:
         parent = FastMCP("parent")

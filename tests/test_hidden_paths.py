@@ -5,6 +5,7 @@ One class per case of issue 10, each in both protocol eras where the case applie
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +19,9 @@ from fastmcp import Client, Context, FastMCP
 from fastmcp.apps.app import FastMCPApp
 from fastmcp.apps.config import AppConfig, ResourceCSP
 from fastmcp.exceptions import ToolError
+from fastmcp.server.auth import require_scopes
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from fastmcp.server.middleware.authorization import AuthMiddleware
 from fastmcp.server.providers.addressing import hash_tool, hashed_backend_name
 from fastmcp.server.providers.base import Provider
 from fastmcp.server.transforms import PromptsAsTools
@@ -273,12 +276,16 @@ class TestFailedLookup:
 class TestMountedServersFirstRequest:
     """A mounted server's policy holds on the parent's first request, however each is set up."""
 
-    async def test_a_call_by_name_answers_as_for_nothing(self, connect: Connect) -> None:
+    @pytest.mark.parametrize("parent_filters", [True, False])
+    async def test_a_call_by_name_answers_as_for_nothing(
+        self, connect: Connect, parent_filters: bool
+    ) -> None:
         child = FastMCP("child")
         child.add_tool(in_group("admin")(Tool.from_function(lambda: "wiped", name="wipe")))
         install(child, progressive(Group("admin")))
         parent = FastMCP("parent")
-        install(parent, FilterMiddleware(groups=[Group("ops")]))
+        if parent_filters:
+            install(parent, FilterMiddleware(groups=[Group("ops")]))
         parent.mount(child, namespace="ops")
         async with connect(parent) as client:
             hidden = await client.call_tool_mcp("ops_wipe", {})
@@ -373,6 +380,33 @@ class TestFirstFilteredPage:
             assert first.next_cursor is not None
             second = await list_tools(client, groups=["letters"], cursor=first.next_cursor)
             assert [t.name for t in second.tools] == ["tool_c", "tool_d"]
+
+
+class TestAMiddlewareAheadOfTheStack:
+    """A middleware ahead of the package's that looks components up (FastMCP's AuthMiddleware)
+    finds hidden ones as absent ones from the first message of a fresh process."""
+
+    async def test_the_first_call_of_a_hidden_tool_answers_as_for_nothing(self) -> None:
+        mcp = FastMCP("guarded", middleware=[AuthMiddleware(auth=require_scopes("api"))])
+        mcp.add_tool(in_group("admin")(Tool.from_function(lambda: "gone", name="delete_all")))
+        install(mcp, progressive(Group("admin")))
+        headers = {
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2026-07-28",
+            "mcp-method": "tools/call",
+        }
+        answers: list[str] = []
+        async with asgi_server(mcp, stateless_http=True) as server:
+            transport = httpx.ASGITransport(app=server.app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+                for name in ("delete_all", "never_was"):
+                    params = {"name": name, "arguments": {}, "_meta": _ENVELOPE}
+                    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+                    sent = {**headers, "mcp-name": name}
+                    reply = (await http.post("/mcp", json=body, headers=sent)).json()
+                    answers.append(json.dumps(reply).replace(name, "NAME"))
+        assert answers[0] == answers[1], answers
+        assert "not found or not authorized" in answers[0]
 
 
 class TestClientChosenSessionIds:

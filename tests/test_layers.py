@@ -8,6 +8,7 @@ import pytest
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.utilities.components import FastMCPComponent
+from fastmcp.utilities.tests import asgi_server
 from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering import install
@@ -140,6 +141,12 @@ class TestPolicyLayer:
                 await client.call_tool("launch", {})
             assert await client.list_tools() == []
         assert set_up_on(mcp) == (layer,)
+
+    async def test_added_the_fastmcp_way_it_is_set_up_when_the_server_starts(self) -> None:
+        layer = HideLayer(hide_secret)
+        mcp = FastMCP("plain", middleware=[layer])
+        async with asgi_server(mcp, stateless_http=True):
+            assert set_up_on(mcp) == (layer,)
 
 
 def HideSecret() -> HideLayer:

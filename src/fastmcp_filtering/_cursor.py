@@ -99,9 +99,6 @@ class CursorScope:
     def __init__(self, server: FastMCP) -> None:
         # Weak: the server holds this middleware.
         self._server = weakref.ref(server)
-        self.unbound: set[str] = set()
-        """Scopes of listings served before the scope was installed, whose bare cursors
-        (FastMCP's own) went out unwrapped: a bare cursor is accepted with them."""
 
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
@@ -113,8 +110,7 @@ class CursorScope:
         cursor = params.get("cursor")
         page = SearchPage(server=self._server()) if params.get("query") is not None else None
         if isinstance(cursor, str):
-            bare_ok = scope in self.unbound and not cursor.startswith(_PREFIX)
-            inner = cursor if bare_ok else _unwrap(cursor, scope)
+            inner = _unwrap(cursor, scope)
             offset = _search_offset(inner) if page is not None else None
             if offset is not None and page is not None:
                 # The search pages this listing itself; FastMCP's paging starts from the top.
@@ -175,20 +171,10 @@ def _search_offset(inner: str) -> int | None:
     return offset
 
 
-def install_cursor_scope(server: FastMCP, pending: Mapping[str, Any] | None = None) -> None:
-    """Install ``CursorScope`` on ``server``'s SDK dispatch once.
-
-    ``pending`` is the raw params of a list request already past the SDK
-    dispatch (the message that set the server up): its page cursor goes out
-    unwrapped, so the scope accepts it back bare with the same parameters.
-    """
+def install_cursor_scope(server: FastMCP) -> None:
+    """Install ``CursorScope`` on ``server``'s SDK dispatch once."""
     if server in _installed:
         return
     _installed.add(server)
-    scope = CursorScope(server)
-    if pending is not None:
-        issued = _scope_of(pending)
-        if issued:
-            scope.unbound.add(issued)
     # Outermost, so it sees the wire params before validation and the final result.
-    sdk_middleware(server).insert(0, scope)
+    sdk_middleware(server).insert(0, CursorScope(server))

@@ -32,6 +32,7 @@ __all__ = [
     "request_connection",
     "request_method_and_params",
     "sdk_middleware",
+    "serving_server",
     "state_store",
 ]
 
@@ -176,6 +177,23 @@ def sdk_middleware(server: FastMCP) -> list[Any]:
     """
     middleware: list[Any] = server._mcp_server.middleware
     return middleware
+
+
+def serving_server() -> FastMCP | None:
+    r"""The server whose lifespan or request is running, or None outside both.
+
+    Public (``get_server()``), but relied on at one moment FastMCP does not
+    document: when a server starts, it asks its ``ToolInjectionMiddleware``\ s for
+    their tools (to find task tools) with itself as the current server. That is
+    the one moment a middleware added with ``mcp.add_middleware`` sees its
+    server before any message; ``tests/test_fastmcp_adapter.py`` checks it.
+    """
+    from fastmcp.server.dependencies import get_server
+
+    try:
+        return get_server()
+    except RuntimeError:
+        return None
 
 
 def mounted_servers(server: FastMCP) -> list[FastMCP]:

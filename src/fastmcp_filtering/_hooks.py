@@ -5,25 +5,25 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from fastmcp.server.middleware.tool_injection import ToolInjectionMiddleware
 from typing_extensions import override
 
-from fastmcp_filtering._cursor import LIST_METHODS, install_cursor_scope
+from fastmcp_filtering._cursor import install_cursor_scope
 from fastmcp_filtering._fastmcp import (
-    current_request,
     mounted_servers,
-    request_method_and_params,
+    serving_server,
 )
 from fastmcp_filtering._tasks import install_task_guard
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
     import mcp_types as mt
     from fastmcp import FastMCP
     from fastmcp.prompts.base import Prompt
     from fastmcp.resources.base import Resource
     from fastmcp.resources.template import ResourceTemplate
+    from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
     from fastmcp.tools.base import Tool
     from fastmcp.utilities.components import FastMCPComponent
 
@@ -68,13 +68,24 @@ def set_up(server: FastMCP) -> list[Middleware]:
     return [m for m in server.middleware if not any(m is b for b in before)]
 
 
-def _list_params() -> Mapping[str, Any] | None:
-    """The raw params of the wire list request being served; None for any other message."""
-    request = current_request()
-    if request is None:
-        return None
-    method, params = request_method_and_params(request)
-    return params if method in LIST_METHODS else None
+_SEEN: weakref.WeakSet[ListHooks] = weakref.WeakSet()
+
+
+def _seen_by_fastmcp(middleware: ListHooks) -> None:
+    """Set up the server FastMCP asks ``middleware`` for its tools on, the first time.
+
+    FastMCP asks every ``ToolInjectionMiddleware`` of a server for its tools when
+    the server starts (to find task tools, before it serves anything) and at
+    each tool lookup, with the server in ``get_server()``: a middleware added
+    with ``mcp.add_middleware`` sets its server up there, before any message.
+    """
+    if middleware in _SEEN:
+        return
+    server = serving_server()
+    if server is None:
+        return
+    _SEEN.add(middleware)
+    set_up(server)
 
 
 def _through(
@@ -95,7 +106,7 @@ def _through(
     return chain
 
 
-class ListHooks(Middleware):
+class ListHooks(ToolInjectionMiddleware):
     """Routes tools, prompts, resources and templates lists to one ``on_list``.
 
     ``initialize`` and ``server/discover`` results pass through one ``announce``,
@@ -109,6 +120,21 @@ class ListHooks(Middleware):
     that shape a listing, since every middleware of the package narrows or
     reorders lists, and installs the server's ``TaskGuard`` (``_tasks.py``).
     """
+
+    def meta_tools(self) -> dict[str, Tool]:
+        """The tools this middleware adds to the server, by name (none unless overridden)."""
+        return {}
+
+    @property
+    @override
+    def injected_tools(self) -> Sequence[Tool]:
+        _seen_by_fastmcp(self)
+        return list(self.meta_tools().values())
+
+    @override
+    def get_injected_tool(self, name: str) -> Tool | None:
+        _seen_by_fastmcp(self)
+        return self.meta_tools().get(name)
 
     def setup(self, server: FastMCP) -> None:
         """Prepare ``server`` for this middleware; called once per server, by ``set_up``."""
@@ -159,7 +185,6 @@ class ListHooks(Middleware):
             if not any(m is self for m in _SET_UP.get(server, ())):
                 # First sight of the server (added with mcp.add_middleware): set it up before
                 # this message goes on, and let it pass what setting up added.
-                install_cursor_scope(server, pending=_list_params())
                 call_next = _through(set_up(server), call_next)
         return await super().__call__(context, call_next)
 

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from fastmcp.server.context import Context  # noqa: TC002 - meta-tool signatures resolve it
 from fastmcp.server.dependencies import get_context
-from fastmcp.server.middleware.tool_injection import ToolInjectionMiddleware
 from fastmcp.tools.base import Tool, ToolResult
 from typing_extensions import override
 
@@ -27,7 +26,7 @@ from fastmcp_filtering._protocol import request_info
 from fastmcp_filtering._state import client_key
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable
 
     from fastmcp import FastMCP
     from fastmcp.server.middleware import CallNext, MiddlewareContext
@@ -73,7 +72,7 @@ _CALL_SCHEMA: dict[str, Any] = {
 }
 
 
-class ProgressiveDisclosureMiddleware(LayerMiddleware, ToolInjectionMiddleware):
+class ProgressiveDisclosureMiddleware(LayerMiddleware):
     """Show an agent the meta-tools and the tools of the groups it enabled, per client.
 
     Adds ``enable_tools(groups=[...])`` and ``disable_tools(groups=[...])`` (and,
@@ -172,7 +171,6 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware, ToolInjectionMiddleware):
             include_schemas=self.include_schemas,
             offer_roots=available_groups == "all",
         )
-        ToolInjectionMiddleware.__init__(self, [])
 
     def _validate_initial(self, initial_groups: Iterable[str]) -> tuple[str, ...]:
         if isinstance(initial_groups, str):
@@ -247,16 +245,8 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware, ToolInjectionMiddleware):
 
     # -- meta-tools ----------------------------------------------------------------------
 
-    @property
     @override
-    def injected_tools(self) -> Sequence[Tool]:
-        return list(self._meta_tools().values())
-
-    @override
-    def get_injected_tool(self, name: str) -> Tool | None:
-        return self._meta_tools().get(name)
-
-    def _meta_tools(self) -> dict[str, Tool]:
+    def meta_tools(self) -> dict[str, Tool]:
         """The meta-tools, rebuilt only when the group declarations change (stable bytes)."""
         if self._built is not None and self._built[0] == self.catalog.version:
             return self._built[1]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from fastmcp.server.middleware import Middleware
-from fastmcp.server.middleware.tool_injection import ToolInjectionMiddleware
 from typing_extensions import override
 
 from fastmcp_filtering._catalog import LIST_METHOD, Catalog, ComponentKind
@@ -47,7 +46,7 @@ __all__ = ["MAX_QUERY_LENGTH", "SearchMiddleware", "SearchToolsResult", "rate_li
 _C = TypeVar("_C", bound="FastMCPComponent")
 
 
-class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
+class SearchMiddleware(ListHooks):
     """Rank tools (and prompts and resources) for a plain-text ``query`` on their list request.
 
     ``tools/list`` with ``params.query`` returns the matching tools, most relevant
@@ -125,8 +124,8 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
         )
         self._snapshots = Snapshots(self._service, self)
         self._search_tool = SearchTool(self._service, self._snapshots, self.catalog)
-        super().__init__(
-            tools=[self._search_tool.tool(search_tool, self.discover)] if search_tool else []
+        self._meta_tools = (
+            {search_tool: self._search_tool.tool(search_tool, self.discover)} if search_tool else {}
         )
 
     def __repr__(self) -> str:
@@ -134,6 +133,10 @@ class SearchMiddleware(ListHooks, ToolInjectionMiddleware):
             f"SearchMiddleware(max_results={self.max_results!r}, "
             f"search_tool={self.search_tool!r}, catalog={self.catalog!r})"
         )
+
+    @override
+    def meta_tools(self) -> dict[str, Tool]:
+        return self._meta_tools
 
     @override
     def setup(self, server: FastMCP) -> None:
