@@ -295,6 +295,8 @@ class CatalogView:
 class AccessLayer(PolicyLayer):
     """Conceals the members of the groups a principal may not use, inside FastMCP's lookup."""
 
+    changes_with_client = False
+
     def __init__(self, access: GroupAccess) -> None:
         self.access = access
 

@@ -28,7 +28,7 @@ import logging
 from abc import ABC, abstractmethod
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from fastmcp_filtering._fastmcp import current_request
 from fastmcp_filtering._protocol import RequestInfo, info_of
@@ -100,6 +100,10 @@ class ClientRequest:
 
 class PolicyLayer(ABC):
     """One layer of the access policy: loads one client's view for one request."""
+
+    changes_with_client: ClassVar[bool] = True
+    """Whether the client's own calls can change its view (a cached answer would outlive
+    them: cacheable answers get ``ttlMs: 0``); False for one fixed per principal."""
 
     @abstractmethod
     async def view(self, client: ClientRequest) -> LayerView:

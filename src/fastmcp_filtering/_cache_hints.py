@@ -1,0 +1,93 @@
+"""Cache hints (SEP-2549) that stay true for answers the policy shapes per client.
+
+FastMCP fills ``ttlMs`` and ``cacheScope`` on every cacheable result from
+``FastMCP(cache_ttl=..., cache_scope=...)``, one value for the whole server. On
+a server whose ``AccessTransform`` has policy layers, every cacheable answer
+depends on who asks (a list, a search, a read that is refused to others, the
+discovery answer), so:
+
+- ``cacheScope`` is ``"private"``: a cache shared between clients must not
+  serve one principal's answer to another;
+- ``ttlMs`` is 0 when a layer's view can change by the client's own calls
+  (``enable_tools``, ``disable_tools``, ``concerns/update``): the 2026-07-28 era
+  has no ``list_changed`` to correct a kept answer. Access control alone
+  (``PolicyLayer.changes_with_client`` false) keeps the server's TTL: the same
+  principal gets the same answer until the catalog changes, as FastMCP assumes.
+
+A server with no layer (groups, tags and search only: answers that depend on
+the request's own parameters) keeps the server's hints, as does every answer
+without one.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from fastmcp_filtering._fastmcp import sdk_middleware
+
+if TYPE_CHECKING:
+    from fastmcp import FastMCP
+    from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+
+    from fastmcp_filtering._transform import AccessTransform
+
+__all__ = ["CacheHints", "install_cache_hints"]
+
+CACHEABLE_METHODS = frozenset(
+    {
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "server/discover",
+    }
+)
+"""SEP-2549's cacheable methods: the results FastMCP gives the server's hints."""
+
+_installed: weakref.WeakSet[FastMCP] = weakref.WeakSet()
+
+
+class CacheHints:
+    """SDK-level middleware that makes a cacheable result's hints true for its client.
+
+    It sits outermost, where the result is already the wire mapping with the
+    server's hints filled in.
+    """
+
+    def __init__(self, transform: AccessTransform) -> None:
+        self._transform = transform
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        result = await call_next(ctx)
+        if ctx.method not in CACHEABLE_METHODS or not self._transform.layers:
+            return result
+        unkept = any(layer.changes_with_client for layer in self._transform.layers)
+        if isinstance(result, dict):
+            hinted: dict[str, Any] = {**result, "cacheScope": "private"}
+            if unkept:
+                hinted["ttlMs"] = 0
+            return hinted
+        if isinstance(result, BaseModel) and {"ttl_ms", "cache_scope"} <= set(
+            type(result).model_fields
+        ):
+            # server/discover, as FastMCP's handshake returns it before serializing.
+            update: dict[str, Any] = {"cache_scope": "private"}
+            if unkept:
+                update["ttl_ms"] = 0
+            return result.model_copy(update=update)
+        return result
+
+
+def install_cache_hints(server: FastMCP, transform: AccessTransform) -> None:
+    """Install ``CacheHints`` on ``server``'s SDK dispatch once, for its ``transform``'s layers."""
+    if server in _installed:
+        return
+    _installed.add(server)
+    # Outermost, so it sees the wire result with the server's hints filled in.
+    sdk_middleware(server).insert(0, CacheHints(transform))
