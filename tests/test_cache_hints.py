@@ -16,7 +16,15 @@ from fastmcp.tools import Tool
 from fastmcp.utilities.tests import asgi_server
 from inline_snapshot import snapshot
 
-from fastmcp_filtering import Concern, Group, add_filtering, concerns, in_group
+from fastmcp_filtering import (
+    Concern,
+    Group,
+    add_filtering,
+    concerns,
+    filtering_stack,
+    in_group,
+    install,
+)
 from fastmcp_filtering.client import call_method
 from fastmcp_filtering.config import FilteringConfig
 from fastmcp_filtering.proxy import build_proxy
@@ -128,6 +136,30 @@ class TestEveryCacheableAnswer:
             found = await hints(client)
         assert found.pop("groups/list") == (None, None)
         assert set(found.values()) == {(300_000, "public")}
+
+
+class TestMountedServers:
+    @pytest.mark.parametrize("how", ["install", "add_middleware"])
+    async def test_a_parent_without_layers_holds_a_mounted_servers_shaped_answers(
+        self, how: str
+    ) -> None:
+        child = FastMCP("child")
+        child.add_tool(in_group("basic")(_tool("hello")))
+        child.add_tool(in_group("admin")(_tool("wipe")))
+        stack = filtering_stack(
+            groups=[Group("basic"), Group("admin")], progressive={"initial_groups": ["basic"]}
+        )
+        if how == "install":
+            install(child, *stack)
+        else:
+            for middleware in stack:
+                child.add_middleware(middleware)
+        parent = FastMCP("parent", cache_ttl=300, cache_scope="public")
+        parent.mount(child, namespace="c")
+        async with Client(parent) as client:
+            listed = await call_method(client, "tools/list")
+        assert "c_wipe" not in [t["name"] for t in listed["tools"]]
+        assert (listed["ttlMs"], listed["cacheScope"]) == (0, "private")
 
 
 class TestAccessControl:

@@ -14,9 +14,10 @@ discovery answer), so:
   (``PolicyLayer.changes_with_client`` false) keeps the server's TTL: the same
   principal gets the same answer until the catalog changes, as FastMCP assumes.
 
-A server with no layer (groups, tags and search only: answers that depend on
-the request's own parameters) keeps the server's hints, as does every answer
-without one.
+The layers that count are the server's and those of every server mounted
+into it, whose answers are part of its own. A server with no layer (groups,
+tags and search only: answers that depend on the request's own parameters)
+keeps the server's hints.
 """
 
 from __future__ import annotations
@@ -26,13 +27,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from fastmcp_filtering._fastmcp import sdk_middleware
+from fastmcp_filtering._fastmcp import mounted_servers, sdk_middleware
+from fastmcp_filtering._transform import AccessTransform
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
-    from fastmcp_filtering._transform import AccessTransform
+    from fastmcp_filtering._policy import PolicyLayer
 
 __all__ = ["CacheHints", "install_cache_hints"]
 
@@ -58,16 +60,19 @@ class CacheHints:
     server's hints filled in.
     """
 
-    def __init__(self, transform: AccessTransform) -> None:
-        self._transform = transform
+    def __init__(self, server: FastMCP) -> None:
+        # Weak: the server holds this middleware.
+        self._server = weakref.ref(server)
 
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
         result = await call_next(ctx)
-        if ctx.method not in CACHEABLE_METHODS or not self._transform.layers:
+        server = self._server()
+        layers = _layers(server) if server is not None else []
+        if ctx.method not in CACHEABLE_METHODS or not layers:
             return result
-        unkept = any(layer.changes_with_client for layer in self._transform.layers)
+        unkept = any(layer.changes_with_client for layer in layers)
         if isinstance(result, dict):
             hinted: dict[str, Any] = {**result, "cacheScope": "private"}
             if unkept:
@@ -84,10 +89,19 @@ class CacheHints:
         return result
 
 
-def install_cache_hints(server: FastMCP, transform: AccessTransform) -> None:
-    """Install ``CacheHints`` on ``server``'s SDK dispatch once, for its ``transform``'s layers."""
+def _layers(server: FastMCP) -> list[PolicyLayer]:
+    """The policy layers of ``server`` and of every server mounted into it."""
+    transform = AccessTransform.of(server)
+    found = list(transform.layers) if transform is not None else []
+    for child in mounted_servers(server):
+        found += _layers(child)
+    return found
+
+
+def install_cache_hints(server: FastMCP) -> None:
+    """Install ``CacheHints`` on ``server``'s SDK dispatch once."""
     if server in _installed:
         return
     _installed.add(server)
     # Outermost, so it sees the wire result with the server's hints filled in.
-    sdk_middleware(server).insert(0, CacheHints(transform))
+    sdk_middleware(server).insert(0, CacheHints(server))

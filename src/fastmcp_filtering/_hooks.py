@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from fastmcp.server.middleware.tool_injection import ToolInjectionMiddleware
 from typing_extensions import override
 
+from fastmcp_filtering._cache_hints import install_cache_hints
 from fastmcp_filtering._cursor import install_cursor_scope
 from fastmcp_filtering._fastmcp import (
     mounted_servers,
@@ -65,6 +66,8 @@ def set_up(server: FastMCP) -> list[Middleware]:
     # alone: the mounted server's policy must be in place before the parent's first lookup.
     for child in mounted_servers(server):
         set_up(child)
+    # Its answers may hold a mounted server's shaped ones, whatever its own middlewares.
+    install_cache_hints(server)
     return [m for m in server.middleware if not any(m is b for b in before)]
 
 

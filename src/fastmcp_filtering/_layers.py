@@ -20,7 +20,6 @@ from fastmcp.exceptions import (
 )
 from typing_extensions import override
 
-from fastmcp_filtering._cache_hints import install_cache_hints
 from fastmcp_filtering._discovery import remedy
 from fastmcp_filtering._hooks import ListHooks
 from fastmcp_filtering._policy import Hidden, unrestricted
@@ -61,9 +60,7 @@ class LayerMiddleware(ListHooks):
     @override
     def setup(self, server: FastMCP) -> None:
         super().setup(server)
-        transform = AccessTransform.ensure(server)
-        transform.add_layer(self.policy_layer)
-        install_cache_hints(server, transform)
+        AccessTransform.ensure(server).add_layer(self.policy_layer)
 
     @override
     async def on_list(
