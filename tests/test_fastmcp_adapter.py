@@ -14,7 +14,9 @@ from fastmcp import Client, Context, FastMCP
 from fastmcp.apps.app import FastMCPApp
 from fastmcp.prompts import Prompt
 from fastmcp.server.middleware.tool_injection import ToolInjectionMiddleware
+from fastmcp.server.providers import LocalProvider
 from fastmcp.server.providers.addressing import hash_tool
+from fastmcp.tools import Tool
 from fastmcp.utilities.tests import asgi_server
 
 from fastmcp_filtering._fastmcp import (
@@ -22,6 +24,7 @@ from fastmcp_filtering._fastmcp import (
     client_identity,
     current_request,
     list_page_size,
+    lists_its_storage,
     mounted_servers,
     renderer_alias_hash,
     request_connection,
@@ -254,3 +257,44 @@ class TestRendererAliasHash:
         async with connect(mcp) as client:
             for digest in aliases.values():
                 assert await client.read_resource(f"ui://prefab/tool/{digest}/renderer.html")
+
+
+class TestListsItsStorage:
+    """``LocalProvider._list_tools``, ``_get_tool``, ``_get_tool_by_hash``: the readers of its
+    storage, which a subclass of FastMCP's or one's own may override."""
+
+    def test_the_readers_exist(self) -> None:
+        from fastmcp_filtering._fastmcp import _TOOL_READERS
+
+        for name in _TOOL_READERS:
+            assert callable(getattr(LocalProvider, name, None)), name
+
+    async def test_a_servers_own_provider_lists_its_storage(self) -> None:
+        # FastMCP 4.2 gives each server a LocalProvider subclass of its own.
+        mcp = FastMCP("own")
+        mcp.tool(lambda: "a", name="a")
+        provider = mcp.local_provider
+        assert lists_its_storage(provider)
+        stored = [c for c in provider._components.values() if isinstance(c, Tool)]
+        assert [t.name for t in await provider.list_tools()] == [t.name for t in stored]
+
+    def test_a_subclass_that_only_registers_differently(self) -> None:
+        class Noting(LocalProvider):
+            def add_tool(self, tool: Any) -> Tool:
+                return super().add_tool(tool)
+
+        assert lists_its_storage(Noting())
+
+    @pytest.mark.parametrize("reader", ["_list_tools", "list_tools", "get_tool", "_get_tool"])
+    def test_a_subclass_with_a_reader_of_its_own(self, reader: str) -> None:
+        async def elsewhere(self: LocalProvider, *args: Any) -> Any:
+            return None
+
+        live = type("Live", (type(FastMCP("x").local_provider),), {reader: elsewhere})
+        assert not lists_its_storage(object.__new__(live))
+
+    def test_other_providers(self) -> None:
+        from fastmcp.server.providers import FastMCPProvider
+
+        assert not lists_its_storage(FastMCPProvider(FastMCP("child")))
+        assert not lists_its_storage(object())

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from fastmcp import Context, FastMCP
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from fastmcp.server.providers import LocalProvider
 from fastmcp.tools import Tool
 
 from fastmcp_filtering import Group, install
@@ -189,13 +190,15 @@ class TestTheCatalogIsReadOnce:
     ) -> None:
         server = make_server()
         listed: list[int] = []
-        original = type(server.local_provider)._list_tools
+        original = LocalProvider._list_tools
 
         async def counting(provider: Any) -> Sequence[Tool]:
             listed.append(1)
             return await original(provider)
 
-        monkeypatch.setattr(type(server.local_provider), "_list_tools", counting)
+        # On the class that defines it: a server's provider may be a subclass (FastMCP
+        # 4.2's is), and one overriding the reader is listed live, never snapshotted.
+        monkeypatch.setattr(LocalProvider, "_list_tools", counting)
         async with connect(server) as client:
             await search("send email")(server, client)
             before = len(listed)
@@ -221,6 +224,20 @@ class TestWhereTheSnapshotIsNotTrusted:
             server.add_middleware(HideEmail())
             assert "send-email" not in await names(client, "send email")
             assert isinstance(server.middleware[-1], Prefilled)
+
+    async def test_a_local_provider_listing_beyond_its_storage(self, connect: Connect) -> None:
+        server = make_server()
+        arrived: list[Tool] = []
+
+        class Live(type(server.local_provider)):  # type: ignore[misc]
+            async def _list_tools(self) -> Sequence[Tool]:
+                return [*await super()._list_tools(), *arrived]
+
+        server.local_provider.__class__ = Live
+        async with connect(server) as client:
+            assert await names(client, "weather forecast") == []
+            arrived.append(stub("get_weather", "Weather forecast for a city"))
+            assert await names(client, "weather forecast") == ["get_weather"]
 
     async def test_a_server_mounted_later_is_searched(self, connect: Connect) -> None:
         server = make_server()

@@ -13,12 +13,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from fastmcp.server.dependencies import fastmcp_request_ctx
+from fastmcp.server.providers import LocalProvider
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
     from fastmcp.server.context import Context
     from fastmcp.server.dependencies import FastMCPRequestContext
-    from fastmcp.server.providers import LocalProvider
     from fastmcp.tools.base import Tool
     from mcp.server.connection import Connection
 
@@ -27,6 +27,7 @@ __all__ = [
     "client_identity",
     "current_request",
     "list_page_size",
+    "lists_its_storage",
     "mounted_servers",
     "renderer_alias_hash",
     "request_connection",
@@ -294,3 +295,35 @@ def renderer_alias_hash(tool: Tool) -> str | None:
         return None
     digest = _get_tool_hash(tool)
     return digest if isinstance(digest, str) else None
+
+
+# What FastMCP calls on a provider to list its tools or look one up.
+_TOOL_READERS = (
+    "list_tools",
+    "_list_tools",
+    "get_tool",
+    "_get_tool",
+    "get_tool_by_hash",
+    "_get_tool_by_hash",
+)
+
+
+def lists_its_storage(provider: object) -> bool:
+    """Whether ``provider`` lists and looks up exactly the tools its storage holds, as
+    ``LocalProvider`` does: it is one, and its class overrides none of the readers.
+
+    Private: ``LocalProvider._list_tools``, ``_get_tool`` and ``_get_tool_by_hash``,
+    the readers of ``_components``. FastMCP may give a server a subclass of its own
+    (4.2 adds one that mirrors each registered tool's schema into a cache): one that
+    only adds to what registering does still lists what ``catalog_generation``
+    counts, while one that reads elsewhere could list anything, any time.
+    """
+    if not isinstance(provider, LocalProvider):
+        return False
+    cls = type(provider)
+    # A reader FastMCP renamed could be overridden unseen: nothing is trusted then.
+    if any(getattr(LocalProvider, name, None) is None for name in _TOOL_READERS):
+        return False
+    return all(
+        getattr(cls, name, None) is getattr(LocalProvider, name, None) for name in _TOOL_READERS
+    )

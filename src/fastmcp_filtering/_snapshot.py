@@ -12,7 +12,8 @@ the policy's layers. What a client may use is then this request's policy
 ``AccessTransform`` gives inside FastMCP's lookup, applied to the snapshot.
 
 The snapshot is trusted only when nothing else could change a listing: a
-``LocalProvider`` alone (no mounted server, no proxy), transforms FastMCP
+``LocalProvider`` alone (no mounted server, no proxy; a subclass only when it lists
+what its storage holds, ``lists_its_storage``), transforms FastMCP
 applies the same way to every request, middleware whose listings the package
 knows, no component ``auth``, no per-session visibility rules. Otherwise search
 lists through the chain as before. The page a search ranks is handed to the
@@ -31,14 +32,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from fastmcp.server.middleware import Middleware
-from fastmcp.server.providers import LocalProvider
 from fastmcp.server.transforms import Namespace, ToolTransform, VersionFilter, Visibility
 from fastmcp.server.transforms.visibility import get_session_transforms
 from typing_extensions import override
 
 from fastmcp_filtering._candidates import CatalogSnapshot
 from fastmcp_filtering._discovery import can_enable
-from fastmcp_filtering._fastmcp import catalog_generation
+from fastmcp_filtering._fastmcp import catalog_generation, lists_its_storage
 from fastmcp_filtering._policy import unrestricted
 from fastmcp_filtering._transform import AccessTransform
 
@@ -137,7 +137,7 @@ def fingerprint(server: FastMCP, search: Middleware) -> tuple[object, ...] | Non
     depend on something else (the snapshot cannot be trusted)."""
     local = server.local_provider
     providers = tuple(server.providers)
-    if type(local) is not LocalProvider or providers != (local,):
+    if not lists_its_storage(local) or providers != (local,):
         return None
     generation = catalog_generation(local)
     middleware = tuple(server.middleware)
