@@ -117,11 +117,13 @@ class ListHooks(ToolInjectionMiddleware):
 
     ``setup`` runs once per server: when ``install`` or ``add_filtering`` adds
     the middleware, or, for one added with ``mcp.add_middleware`` or
-    ``FastMCP(middleware=[...])``, when the first message reaches it (before
-    anything of that message is looked up; the middlewares setting up adds
-    also see that message). It binds pagination cursors to the parameters
-    that shape a listing, since every middleware of the package narrows or
-    reorders lists, and installs the server's ``TaskGuard`` (``_tasks.py``).
+    ``FastMCP(middleware=[...])``, when the server starts (FastMCP asks it, a
+    ``ToolInjectionMiddleware``, for its tools) or else when the first message
+    reaches it (before anything of that message is looked up; the middlewares
+    setting up adds also see that message). It binds pagination cursors to the
+    parameters that shape a listing, since every middleware of the package
+    narrows or reorders lists, and installs the server's ``TaskGuard``
+    (``_tasks.py``). ``meta_tools`` are the tools it adds to the server.
     """
 
     def meta_tools(self) -> dict[str, Tool]:
