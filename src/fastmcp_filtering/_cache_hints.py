@@ -23,18 +23,21 @@ keeps the server's hints.
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pydantic import BaseModel
 
 from fastmcp_filtering._fastmcp import mounted_servers, sdk_middleware
-from fastmcp_filtering._transform import AccessTransform
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from fastmcp import FastMCP
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
     from fastmcp_filtering._policy import PolicyLayer
+
+    OwnLayers: TypeAlias = Callable[[FastMCP], Sequence[PolicyLayer]]
 
 __all__ = ["CacheHints", "install_cache_hints"]
 
@@ -60,16 +63,17 @@ class CacheHints:
     server's hints filled in.
     """
 
-    def __init__(self, server: FastMCP) -> None:
+    def __init__(self, server: FastMCP, own_layers: OwnLayers) -> None:
         # Weak: the server holds this middleware.
         self._server = weakref.ref(server)
+        self._own_layers = own_layers
 
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
         result = await call_next(ctx)
         server = self._server()
-        layers = _layers(server) if server is not None else []
+        layers = _layers(server, self._own_layers) if server is not None else []
         if ctx.method not in CACHEABLE_METHODS or not layers:
             return result
         unkept = any(layer.changes_with_client for layer in layers)
@@ -89,19 +93,21 @@ class CacheHints:
         return result
 
 
-def _layers(server: FastMCP) -> list[PolicyLayer]:
+def _layers(server: FastMCP, own_layers: OwnLayers) -> list[PolicyLayer]:
     """The policy layers of ``server`` and of every server mounted into it."""
-    transform = AccessTransform.of(server)
-    found = list(transform.layers) if transform is not None else []
+    found = list(own_layers(server))
     for child in mounted_servers(server):
-        found += _layers(child)
+        found += _layers(child, own_layers)
     return found
 
 
-def install_cache_hints(server: FastMCP) -> None:
-    """Install ``CacheHints`` on ``server``'s SDK dispatch once."""
+def install_cache_hints(server: FastMCP, own_layers: OwnLayers) -> None:
+    """Install ``CacheHints`` on ``server``'s SDK dispatch once.
+
+    ``own_layers`` gives a server's own policy layers (those of its ``AccessTransform``).
+    """
     if server in _installed:
         return
     _installed.add(server)
     # Outermost, so it sees the wire result with the server's hints filled in.
-    sdk_middleware(server).insert(0, CacheHints(server))
+    sdk_middleware(server).insert(0, CacheHints(server, own_layers))

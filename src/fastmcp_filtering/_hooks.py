@@ -15,6 +15,7 @@ from fastmcp_filtering._fastmcp import (
     serving_server,
 )
 from fastmcp_filtering._tasks import install_task_guard
+from fastmcp_filtering._transform import AccessTransform
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from fastmcp.utilities.components import FastMCPComponent
 
     from fastmcp_filtering._catalog import ComponentKind
+    from fastmcp_filtering._policy import PolicyLayer
 
 __all__ = ["ListHooks", "set_up", "set_up_on"]
 
@@ -67,8 +69,14 @@ def set_up(server: FastMCP) -> list[Middleware]:
     for child in mounted_servers(server):
         set_up(child)
     # Its answers may hold a mounted server's shaped ones, whatever its own middlewares.
-    install_cache_hints(server)
+    install_cache_hints(server, _own_layers)
     return [m for m in server.middleware if not any(m is b for b in before)]
+
+
+def _own_layers(server: FastMCP) -> Sequence[PolicyLayer]:
+    """The policy layers of ``server``'s own ``AccessTransform`` (none without one)."""
+    transform = AccessTransform.of(server)
+    return transform.layers if transform is not None else ()
 
 
 _SEEN: weakref.WeakSet[ListHooks] = weakref.WeakSet()
