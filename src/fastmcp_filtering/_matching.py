@@ -4,17 +4,47 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
-from fastmcp_filtering._text import asks_for_a_list, is_reading, related, terms
+from fastmcp_filtering._text import STOPWORDS, asks_for_a_list, is_reading, related, terms
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-    from fastmcp_filtering._ranking import Rules
     from fastmcp_filtering._vocabulary import Vocabulary
 
-__all__ = ["match_query"]
+__all__ = ["Rules", "match_query"]
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """How queries and documents become terms; each rule can be turned off to measure it."""
+
+    stopwords: frozenset[str] = STOPWORDS
+    related_weight: float = 0.5
+    """Weight of a verb that asks for the same action (``remove`` finds ``delete``); 0: off."""
+    compounds: bool = True
+    """Two adjacent query words also match their concatenation (``function app`` finds
+    ``functionapp``), as identifiers run words together."""
+    list_weight: float = 0.5
+    """Weight of ``list`` added to a request for many things of a kind ("show me my
+    apps" wants ``apps_list``, not ``app_get``); 0: off."""
+    near_matches: Literal["all", "best", "own_and_best"] = "all"
+    """How the other words a query word matches count (typos, longer forms, related
+    verbs): ``all`` of them; one match per word, the ``best`` of the word itself and
+    the others; or the word itself plus the best of the others (``own_and_best``:
+    ``page`` also matching ``pagesize``, ``pageid`` and ``pager`` is one near match,
+    not three). ``all``: the data cannot tell the three apart (bench/search_quality.py)."""
+    quoted_weight: float = 1.0
+    """Weight of a word the request only says inside quotes or backticks: a value it
+    passes ("title it \"Weekly report\""), not what it asks to do; 1: off, the default,
+    as the data cannot tell it from 0.5."""
+    name_coverage: float = 0.5
+    """A tool's score grows by this share of it when the request says every word of the
+    tool's name (in part: in proportion); 0: off. A request that names a tool is the
+    strongest sign there is that it wants that tool."""
+
 
 _FUZZY_WEIGHT = 0.6
 _PREFIX_WEIGHT = 0.4
