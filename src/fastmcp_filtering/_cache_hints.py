@@ -72,9 +72,12 @@ class CacheHints:
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
         result = await call_next(ctx)
+        if ctx.method not in CACHEABLE_METHODS:
+            # Most requests (every tools/call) carry no hint: no walk over the layers.
+            return result
         server = self._server()
         layers = _layers(server, self._own_layers) if server is not None else []
-        if ctx.method not in CACHEABLE_METHODS or not layers:
+        if not layers:
             return result
         unkept = any(layer.changes_with_client for layer in layers)
         if isinstance(result, dict):
