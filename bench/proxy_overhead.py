@@ -45,9 +45,9 @@ from fastmcp.tools import Tool
 from fastmcp.tools.base import ToolResult
 from list_overhead import _timed  # bench/ is the script's directory
 
-from fastmcp_filtering._declarations import META_TOOL_KEY
-from fastmcp_filtering.config import load_config
-from fastmcp_filtering.proxy import build_proxy
+from fastmcp_filtering.core.declarations import META_TOOL_KEY
+from fastmcp_filtering.gateway.config import load_config
+from fastmcp_filtering.gateway.proxy import build_proxy
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "server-github.toml"

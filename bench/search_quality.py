@@ -40,16 +40,16 @@ from fastmcp.tools import Tool
 from fastmcp.tools.base import ToolResult
 
 from fastmcp_filtering import Group, in_group, install
-from fastmcp_filtering._ranking import (
+from fastmcp_filtering.client import list_tools
+from fastmcp_filtering.middleware.search import SearchMiddleware
+from fastmcp_filtering.retrieval.ranking import (
     DEFAULT_RULES,
     DEFAULT_WEIGHTS,
     Document,
     Rules,
     SearchIndex,
 )
-from fastmcp_filtering._text import STOPWORDS
-from fastmcp_filtering.client import list_tools
-from fastmcp_filtering.search import SearchMiddleware
+from fastmcp_filtering.retrieval.text import STOPWORDS
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "tool-retrieval"
 K = 10
@@ -65,7 +65,11 @@ def embedder_for(variant: str) -> Any:
     """What ``SearchMiddleware(semantic=...)`` gets for ``variant``."""
     if variant == "ours + semantic":
         return True
-    from fastmcp_filtering.semantic import EnsembleEmbedder, MiniLMEmbedder, WordLlamaEmbedder
+    from fastmcp_filtering.retrieval.embedders import (
+        EnsembleEmbedder,
+        MiniLMEmbedder,
+        WordLlamaEmbedder,
+    )
 
     if variant == "ours + wordllama":
         return WordLlamaEmbedder()

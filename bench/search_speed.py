@@ -51,7 +51,7 @@ from fastmcp.tools.base import ToolResult
 
 from fastmcp_filtering import install
 from fastmcp_filtering.client import list_tools
-from fastmcp_filtering.search import SearchMiddleware
+from fastmcp_filtering.middleware.search import SearchMiddleware
 
 VERBS = [
     "create",

@@ -47,14 +47,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from fastmcp_filtering._ranking import Document
-from fastmcp_filtering._semantic_index import EmbeddingIndex, document_text
-from fastmcp_filtering.semantic import (
+from fastmcp_filtering.retrieval.embedders import (
     Embedder,
     EnsembleEmbedder,
     MiniLMEmbedder,
     WordLlamaEmbedder,
 )
+from fastmcp_filtering.retrieval.ranking import Document
+from fastmcp_filtering.retrieval.semantic_index import EmbeddingIndex, document_text
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "tool-retrieval"
 LOCAL = Path(__file__).resolve().parent / "datasets"

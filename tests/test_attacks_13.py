@@ -8,11 +8,11 @@ from fastmcp.tools import Tool
 from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering import FilterMiddleware, Group, SearchMiddleware
-from fastmcp_filtering._concern_policy import STATE_NAMESPACE
-from fastmcp_filtering._cursor import _PREFIX, _scope_of
-from fastmcp_filtering._declarations import CONCERNS_META_ALIAS, CONCERNS_META_KEY
-from fastmcp_filtering._state import save_state
 from fastmcp_filtering.client import call_method, list_tools, update_concerns
+from fastmcp_filtering.core.cursor import _PREFIX, _scope_of
+from fastmcp_filtering.core.declarations import CONCERNS_META_ALIAS, CONCERNS_META_KEY
+from fastmcp_filtering.core.state import save_state
+from fastmcp_filtering.policy.concerns import STATE_NAMESPACE
 
 from .conftest import Connect, use
 from .test_concerns import FlakyStore, handshake, make_server, names

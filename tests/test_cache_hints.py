@@ -26,8 +26,8 @@ from fastmcp_filtering import (
     install,
 )
 from fastmcp_filtering.client import call_method
-from fastmcp_filtering.config import FilteringConfig
-from fastmcp_filtering.proxy import build_proxy
+from fastmcp_filtering.gateway.config import FilteringConfig
+from fastmcp_filtering.gateway.proxy import build_proxy
 
 from ._principals import PrincipalByClientName, as_principal, guarded_server
 
@@ -209,9 +209,9 @@ class TestTheGateway:
 
 
 def test_a_layer_says_whether_the_clients_own_calls_change_it() -> None:
-    from fastmcp_filtering._access import AccessLayer
-    from fastmcp_filtering._concern_policy import ConcernLayer
-    from fastmcp_filtering._progressive_layer import ProgressiveLayer
+    from fastmcp_filtering.policy.access import AccessLayer
+    from fastmcp_filtering.policy.concerns import ConcernLayer
+    from fastmcp_filtering.policy.progressive import ProgressiveLayer
 
     assert AccessLayer.changes_with_client is False
     assert ConcernLayer.changes_with_client is True

@@ -22,10 +22,10 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 from fastmcp.exceptions import ToolError
 
-from fastmcp_filtering.cli import CheckReport, check, main
 from fastmcp_filtering.client import list_groups, list_tools
-from fastmcp_filtering.config import load_config
-from fastmcp_filtering.proxy import build_proxy
+from fastmcp_filtering.gateway.cli import CheckReport, check, main
+from fastmcp_filtering.gateway.config import load_config
+from fastmcp_filtering.gateway.proxy import build_proxy
 
 from ._servers import free_port, wait_for_http
 from .conftest import ERAS

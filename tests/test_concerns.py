@@ -26,9 +26,6 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict
 
 from fastmcp_filtering import FilterMiddleware, Group, install
-from fastmcp_filtering._concerns import MAX_CONFIG_ENTRIES
-from fastmcp_filtering._cursor import _scope_of
-from fastmcp_filtering._declarations import CONCERNS_META_ALIAS, GROUPS_META_KEY
 from fastmcp_filtering.client import (
     CONCERNS_META_KEY,
     WARNINGS_META_KEY,
@@ -38,7 +35,10 @@ from fastmcp_filtering.client import (
     list_tools,
     update_concerns,
 )
-from fastmcp_filtering.concerns import Concern, ConcernMiddleware, concerns
+from fastmcp_filtering.core.concerns import MAX_CONFIG_ENTRIES
+from fastmcp_filtering.core.cursor import _scope_of
+from fastmcp_filtering.core.declarations import CONCERNS_META_ALIAS, GROUPS_META_KEY
+from fastmcp_filtering.middleware.concerns import Concern, ConcernMiddleware, concerns
 
 from ._servers import serve_http
 from .conftest import ERAS, Connect, use

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from fastmcp_filtering import Concern, Group, Tag
-from fastmcp_filtering.config import ConfigError, FilteringConfig, load_config
+from fastmcp_filtering.gateway.config import ConfigError, FilteringConfig, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_CONFIG = ROOT / "examples" / "server-github.toml"

@@ -17,8 +17,8 @@ from inline_snapshot import snapshot
 from joserfc import jwk
 from key_value.aio.wrappers.timeout import TimeoutWrapper
 
-from fastmcp_filtering.cli import main
-from fastmcp_filtering.config import FilteringConfig, load_config
+from fastmcp_filtering.gateway.cli import main
+from fastmcp_filtering.gateway.config import FilteringConfig, load_config
 
 from ._progressive_servers import redis_server
 from ._servers import free_port

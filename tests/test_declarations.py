@@ -5,7 +5,7 @@ from fastmcp import FastMCP
 from fastmcp.tools import Tool
 
 from fastmcp_filtering import GROUPS_META_KEY, Group, Tag, in_group
-from fastmcp_filtering._declarations import declared_groups_of
+from fastmcp_filtering.core.declarations import declared_groups_of
 
 
 class TestGroup:

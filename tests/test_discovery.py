@@ -10,9 +10,9 @@ from fastmcp.tools.base import ToolResult
 from inline_snapshot import snapshot
 
 from fastmcp_filtering import Group, ProgressiveDisclosureMiddleware, in_group
-from fastmcp_filtering._discovery import BETTER_MATCHES_META_KEY
 from fastmcp_filtering.client import better_matches, call_method, list_tools
-from fastmcp_filtering.search import SearchMiddleware
+from fastmcp_filtering.middleware.discovery import BETTER_MATCHES_META_KEY
+from fastmcp_filtering.middleware.search import SearchMiddleware
 
 from .conftest import Connect, use
 from .test_layers import HideSecret
@@ -232,9 +232,9 @@ class TestMetaToolsAreNotRanked:
 
 class TestOnlyWhatEnablingCanShow:
     def test_a_client_that_cannot_enable_groups_is_offered_nothing(self) -> None:
-        from fastmcp_filtering._catalog import Catalog
-        from fastmcp_filtering._progressive_layer import Enabled, EnabledStore, ProgressiveLayer
-        from fastmcp_filtering._progressive_layer import _View as View
+        from fastmcp_filtering.core.catalog import Catalog
+        from fastmcp_filtering.policy.progressive import Enabled, EnabledStore, ProgressiveLayer
+        from fastmcp_filtering.policy.progressive import _View as View
 
         catalog = Catalog(groups=GROUPS)
         layer = ProgressiveLayer(

@@ -26,12 +26,12 @@ from fastmcp_filtering import (
     ProgressiveDisclosureMiddleware,
     install,
 )
-from fastmcp_filtering._concerns import REQUEST_META_KEY
-from fastmcp_filtering._discovery import BETTER_MATCHES_META_KEY
 from fastmcp_filtering.client import call_method
-from fastmcp_filtering.concerns import Concern
-from fastmcp_filtering.search import SearchMiddleware
-from fastmcp_filtering.semantic import INSTALL_HINT
+from fastmcp_filtering.core.concerns import REQUEST_META_KEY
+from fastmcp_filtering.middleware.concerns import Concern
+from fastmcp_filtering.middleware.discovery import BETTER_MATCHES_META_KEY
+from fastmcp_filtering.middleware.search import SearchMiddleware
+from fastmcp_filtering.retrieval.embedders import INSTALL_HINT
 
 from ._faults_stores import FaultyStore
 from .conftest import ERAS, Connect, need, use

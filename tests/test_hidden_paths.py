@@ -42,8 +42,8 @@ from fastmcp_filtering import (
     unrestricted,
 )
 from fastmcp_filtering.client import call_method, concerns_meta, list_tools
-from fastmcp_filtering.config import FilteringConfig
-from fastmcp_filtering.proxy import build_proxy
+from fastmcp_filtering.gateway.config import FilteringConfig
+from fastmcp_filtering.gateway.proxy import build_proxy
 
 from .conftest import ERAS, Connect
 

@@ -12,9 +12,15 @@ from fastmcp.utilities.tests import asgi_server
 from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering import install
-from fastmcp_filtering._hooks import set_up_on
-from fastmcp_filtering._layers import LayerMiddleware
-from fastmcp_filtering._policy import ClientRequest, Hidden, LayerView, PolicyLayer, unrestricted
+from fastmcp_filtering.middleware.hooks import set_up_on
+from fastmcp_filtering.middleware.layers import LayerMiddleware
+from fastmcp_filtering.policy.decision import (
+    ClientRequest,
+    Hidden,
+    LayerView,
+    PolicyLayer,
+    unrestricted,
+)
 
 from .conftest import Connect
 

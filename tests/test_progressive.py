@@ -15,7 +15,7 @@ from key_value.aio.stores.memory import MemoryStore
 from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering import Catalog, Group, in_group, install, unrestricted
-from fastmcp_filtering.progressive import ProgressiveDisclosureMiddleware
+from fastmcp_filtering.middleware.progressive import ProgressiveDisclosureMiddleware
 
 from .conftest import Connect, use
 from .test_layers import HideLayer

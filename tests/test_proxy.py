@@ -30,9 +30,9 @@ from fastmcp_filtering.client import (
     list_tags,
     list_tools,
 )
-from fastmcp_filtering.config import FilteringConfig, load_config
-from fastmcp_filtering.proxy import ConfigAnnotations, build_proxy
-from fastmcp_filtering.search import SearchMiddleware
+from fastmcp_filtering.gateway.config import FilteringConfig, load_config
+from fastmcp_filtering.gateway.proxy import ConfigAnnotations, build_proxy
+from fastmcp_filtering.middleware.search import SearchMiddleware
 
 from ._servers import free_port, stop, wait_for_http
 from .conftest import ERAS

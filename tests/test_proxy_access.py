@@ -11,8 +11,8 @@ from fastmcp import Client
 from fastmcp.exceptions import ToolError
 
 from fastmcp_filtering.client import list_groups
-from fastmcp_filtering.config import ConfigError, load_config
-from fastmcp_filtering.proxy import build_proxy
+from fastmcp_filtering.gateway.config import ConfigError, load_config
+from fastmcp_filtering.gateway.proxy import build_proxy
 
 from ._principals import PrincipalByClientName, as_principal
 from ._servers import ROOT

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from fastmcp_filtering._ranking import Document, Rules, SearchIndex
-from fastmcp_filtering._text import STOPWORDS, asks_for_a_list, related, split, split_name, stem
+from fastmcp_filtering.retrieval.ranking import Document, Rules, SearchIndex
+from fastmcp_filtering.retrieval.text import (
+    STOPWORDS,
+    asks_for_a_list,
+    related,
+    split,
+    split_name,
+    stem,
+)
 
 
 def catalog(*documents: Document) -> SearchIndex:

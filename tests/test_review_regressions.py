@@ -150,7 +150,7 @@ class TestConcernsFirstRequests:
 
 class TestConfigTypes:
     def test_a_number_given_as_a_string_is_an_error(self, tmp_path: Any) -> None:
-        from fastmcp_filtering.config import ConfigError, load_config
+        from fastmcp_filtering.gateway.config import ConfigError, load_config
 
         config = tmp_path / "proxy.toml"
         config.write_text(

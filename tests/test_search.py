@@ -12,10 +12,10 @@ from inline_snapshot import snapshot
 from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering import FilterMiddleware, Group, in_group, install
-from fastmcp_filtering._ranking import Document, SearchIndex
 from fastmcp_filtering.client import call_method, list_tools
-from fastmcp_filtering.search import SearchMiddleware
-from fastmcp_filtering.semantic import INSTALL_HINT
+from fastmcp_filtering.middleware.search import SearchMiddleware
+from fastmcp_filtering.retrieval.embedders import INSTALL_HINT
+from fastmcp_filtering.retrieval.ranking import Document, SearchIndex
 
 from .conftest import SEMANTIC_MODULES, Connect, need, use
 from .test_layers import HideSecret
@@ -245,7 +245,7 @@ class TestPagingThroughMatches:
         ],
     )
     async def test_a_forged_cursor_is_invalid_params(self, connect: Connect, cursor: str) -> None:
-        from fastmcp_filtering._cursor import _PREFIX, _scope_of
+        from fastmcp_filtering.core.cursor import _PREFIX, _scope_of
 
         scope = _scope_of({"query": "build report"})
         async with connect(numbered_server(max_results=10)) as client:
@@ -256,7 +256,7 @@ class TestPagingThroughMatches:
                 assert (error.value.error.data or {}).get("field") == "cursor"
 
     async def test_a_page_beyond_the_matches_is_empty(self, connect: Connect) -> None:
-        from fastmcp_filtering._cursor import _PREFIX, _scope_of
+        from fastmcp_filtering.core.cursor import _PREFIX, _scope_of
 
         scope = _scope_of({"query": "build report"})
         async with connect(numbered_server(max_results=10)) as client:

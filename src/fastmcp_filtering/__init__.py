@@ -17,31 +17,40 @@ Example:
 
 from __future__ import annotations
 
-from fastmcp_filtering._catalog import Catalog, Membership
-from fastmcp_filtering._declarations import GROUPS_META_KEY, Group, Tag, in_group
-from fastmcp_filtering._policy import unrestricted
-from fastmcp_filtering.access import AccessPolicy, GroupAccessMiddleware
-from fastmcp_filtering.concerns import Concern, ConcernMiddleware, concerns
-from fastmcp_filtering.filter import FilterMiddleware
-from fastmcp_filtering.progressive import (
+from fastmcp_filtering._moved import install_moved_modules
+from fastmcp_filtering.core.catalog import Catalog, Membership
+from fastmcp_filtering.core.declarations import GROUPS_META_KEY, Group, Tag, in_group
+from fastmcp_filtering.gateway.suggest import SuggestedConfig, suggest_config
+from fastmcp_filtering.middleware.access import AccessPolicy, GroupAccessMiddleware
+from fastmcp_filtering.middleware.concerns import Concern, ConcernMiddleware, concerns
+from fastmcp_filtering.middleware.filter import FilterMiddleware
+from fastmcp_filtering.middleware.layers import LayerMiddleware
+from fastmcp_filtering.middleware.progressive import (
     DisableToolsResult,
     EnableToolsResult,
     ProgressiveDisclosureMiddleware,
 )
-from fastmcp_filtering.search import SearchMiddleware, SearchToolsResult, rate_limit_key
-from fastmcp_filtering.stack import (
+from fastmcp_filtering.middleware.search import SearchMiddleware, SearchToolsResult, rate_limit_key
+from fastmcp_filtering.middleware.stack import (
     FilteringStack,
     StackOptions,
     add_filtering,
     filtering_stack,
     install,
 )
-from fastmcp_filtering.suggest import SuggestedConfig, suggest_config
+from fastmcp_filtering.policy.decision import (
+    ClientRequest,
+    Hidden,
+    LayerView,
+    PolicyLayer,
+    unrestricted,
+)
 
 __all__ = [
     "GROUPS_META_KEY",
     "AccessPolicy",
     "Catalog",
+    "ClientRequest",
     "Concern",
     "ConcernMiddleware",
     "DisableToolsResult",
@@ -50,7 +59,11 @@ __all__ = [
     "FilteringStack",
     "Group",
     "GroupAccessMiddleware",
+    "Hidden",
+    "LayerMiddleware",
+    "LayerView",
     "Membership",
+    "PolicyLayer",
     "ProgressiveDisclosureMiddleware",
     "SearchMiddleware",
     "SearchToolsResult",
@@ -66,3 +79,6 @@ __all__ = [
     "suggest_config",
     "unrestricted",
 ]
+
+# The modules of 0.x that moved into subpackages still import, with a DeprecationWarning.
+install_moved_modules()

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from fastmcp_filtering.cli import main
+from fastmcp_filtering.gateway.cli import main
 
 raise SystemExit(main())

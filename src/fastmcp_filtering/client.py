@@ -21,7 +21,7 @@ from mcp.client.extension import ClientExtension, NotificationBinding
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict, Field
 
-from fastmcp_filtering._declarations import (
+from fastmcp_filtering.core.declarations import (
     BETTER_MATCHES_META_KEY,
     CONCERNS_META_KEY,
     GROUPS_META_KEY,

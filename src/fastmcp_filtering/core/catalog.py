@@ -1,0 +1,471 @@
+"""One place that resolves groups, hierarchy and membership for every middleware."""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import re
+import weakref
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from fastmcp.prompts.base import Prompt
+from fastmcp.resources.base import Resource
+from fastmcp.resources.template import ResourceTemplate
+from fastmcp.tools.base import Tool
+
+from fastmcp_filtering.core.declarations import Group, Tag, declared_groups_of, is_meta_tool
+from fastmcp_filtering.policy.access import GroupAccess
+from fastmcp_filtering.policy.decision import unrestricted
+
+if TYPE_CHECKING:
+    from fastmcp import FastMCP
+    from fastmcp.utilities.components import FastMCPComponent
+    from mcp.server.connection import Connection
+
+    from fastmcp_filtering.policy.access import CatalogView, Unauthenticated
+
+    GroupTree: TypeAlias = "Catalog | CatalogView"
+    """The catalog, or the part of it one principal may know (``GroupAccess.tree()``)."""
+
+__all__ = [
+    "LIST_METHOD",
+    "Catalog",
+    "ComponentKind",
+    "Membership",
+    "kind_label",
+    "kind_of",
+    "match_names",
+]
+
+logger = logging.getLogger("fastmcp_filtering")
+
+ComponentKind = Literal["tool", "prompt", "resource", "template"]
+
+# The list_changed notification each kind's membership change calls for.
+_LIST_CHANGED: dict[ComponentKind, str] = {
+    "tool": "notifications/tools/list_changed",
+    "prompt": "notifications/prompts/list_changed",
+    "resource": "notifications/resources/list_changed",
+    "template": "notifications/resources/list_changed",
+}
+LIST_METHOD: dict[ComponentKind, str] = {
+    "tool": "tools/list",
+    "prompt": "prompts/list",
+    "resource": "resources/list",
+    "template": "resources/templates/list",
+}
+"""The list request of each kind."""
+GROUPS_LIST_CHANGED = "notifications/groups/list_changed"
+TAGS_LIST_CHANGED = "notifications/tags/list_changed"
+
+
+def kind_of(component: FastMCPComponent) -> ComponentKind:
+    """The primitive kind of a FastMCP component."""
+    if isinstance(component, Tool):
+        return "tool"
+    if isinstance(component, Prompt):
+        return "prompt"
+    if isinstance(component, ResourceTemplate):
+        return "template"
+    if isinstance(component, Resource):
+        return "resource"
+    raise TypeError(f"not a tool, prompt, resource or template: {type(component).__name__}")
+
+
+_KIND_LABEL: dict[ComponentKind, str] = {
+    "tool": "tool",
+    "prompt": "prompt",
+    "resource": "resource",
+    "template": "resource template",
+}
+
+
+def kind_label(component: FastMCPComponent) -> str:
+    """How messages name a component's kind: ``resource template``."""
+    return _KIND_LABEL[kind_of(component)]
+
+
+def match_names(component: FastMCPComponent, kind: ComponentKind) -> tuple[str, ...]:
+    """The strings a name pattern (``Group.tools``, a proxy's tags) is matched against."""
+    if kind == "resource":
+        return (component.name, str(getattr(component, "uri", "")))
+    if kind == "template":
+        return (component.name, str(getattr(component, "uri_template", "")))
+    return (component.name,)
+
+
+@dataclass(frozen=True, slots=True)
+class Membership:
+    """Where one component sits: its direct groups and every group that contains it."""
+
+    direct: tuple[str, ...]
+    """Declared groups the component is a member of, in declaration order."""
+    effective: frozenset[str]
+    """``direct`` plus all their ancestors: what a group filter matches against."""
+    undeclared: tuple[str, ...]
+    """Groups the component claims that no ``Group`` declares."""
+
+
+_NO_GROUPS = Membership((), frozenset(), ())
+_MAX_CACHED = 100_000
+
+
+class Catalog:
+    """The groups and tags of a server, resolved once and shared by every middleware.
+
+    Validates the declarations (duplicate names, unknown parents, cycles), keeps
+    the hierarchy closure, and answers which groups a component belongs to from
+    a cache that is rebuilt only when the declarations change. Middlewares built
+    from the same ``Catalog`` agree on membership and see each other's runtime
+    changes (``add_group`` / ``remove_group``), which are announced to connected
+    clients with ``notifications/groups/list_changed`` and the list_changed of
+    each primitive kind.
+
+    Example:
+        ```python
+        catalog = Catalog(groups=[Group("code"), Group("repos", parent="code")])
+        mcp.add_middleware(FilterMiddleware(catalog=catalog))
+        await catalog.add_group(Group("wiki", tools=["wiki_*"]))
+        ```
+
+    Groups with ``access`` checks are enforced by every middleware built on
+    the catalog; ``unauthenticated`` says what a client with no token (stdio,
+    unauthenticated HTTP) gets of them: ``"deny"`` (nothing) or ``"allow"``.
+    """
+
+    def __init__(
+        self,
+        *,
+        groups: Iterable[Group] = (),
+        tags: Iterable[Tag] = (),
+        unauthenticated: Unauthenticated = "deny",
+    ) -> None:
+        groups = _as_declarations(groups, Group, "groups")
+        tags = _as_declarations(tags, Tag, "tags")
+        self._groups: dict[str, Group] = {}
+        for group in groups:
+            if group.name in self._groups:
+                raise ValueError(f"group {group.name!r} is declared twice; group names are unique")
+            self._groups[group.name] = group
+        self._tags: dict[str, Tag] = {}
+        for tag in tags:
+            if tag.name in self._tags:
+                raise ValueError(f"tag {tag.name!r} is declared twice; tag names are unique")
+            self._tags[tag.name] = tag
+        self._warned: set[tuple[str, str]] = set()
+        self._watch = _Watch(self)
+        self._rebuild(self._groups)
+        self.access = GroupAccess(self, unauthenticated=unauthenticated)
+        """The groups' access checks (``Group(access=...)``), judged per request."""
+
+    def __repr__(self) -> str:
+        return f"Catalog(groups={list(self._groups)!r}, tags={list(self._tags)!r})"
+
+    @classmethod
+    def shared(
+        cls,
+        catalog: Catalog | None,
+        groups: Iterable[Group] = (),
+        tags: Iterable[Tag] = (),
+        unauthenticated: Unauthenticated | None = None,
+    ) -> Catalog:
+        """``catalog`` if given, else a new one from ``groups`` and ``tags``; never both.
+
+        Every middleware takes its declarations this way, so handing them one
+        ``Catalog`` makes them agree on membership.
+        """
+        groups, tags = list(groups), list(tags)
+        if catalog is None:
+            return cls(groups=groups, tags=tags, unauthenticated=unauthenticated or "deny")
+        if unauthenticated is not None:
+            raise ValueError(
+                "unauthenticated= belongs to the Catalog when one is shared: "
+                f"Catalog(groups=..., unauthenticated={unauthenticated!r})"
+            )
+        if not isinstance(catalog, Catalog):
+            raise ValueError(f"catalog must be a Catalog, got {type(catalog).__name__}")
+        if groups or tags:
+            raise ValueError(
+                "pass either catalog= or groups=/tags=, not both: "
+                "declare them once in Catalog(groups=..., tags=...)"
+            )
+        return catalog
+
+    # -- declarations -----------------------------------------------------------------
+
+    @property
+    def groups(self) -> tuple[Group, ...]:
+        """The declared groups, in declaration order."""
+        return tuple(self._groups.values())
+
+    @property
+    def declared(self) -> bool:
+        """Whether any group is declared."""
+        return bool(self._groups)
+
+    @property
+    def tags(self) -> tuple[Tag, ...]:
+        """The declared tags, in declaration order."""
+        return tuple(self._tags.values())
+
+    @property
+    def version(self) -> int:
+        """Bumped by every change to the declarations."""
+        return self._version
+
+    @property
+    def key(self) -> tuple[int, frozenset[str]]:
+        """What answers about groups depend on: the version (a ``CatalogView`` adds its denials)."""
+        return (self._version, frozenset())
+
+    def group(self, name: str) -> Group | None:
+        """The declared group called ``name``, if any."""
+        return self._groups.get(name)
+
+    def children(self, name: str) -> tuple[str, ...]:
+        """Groups that name ``name`` as a parent, in declaration order."""
+        return self._children.get(name, ())
+
+    def descendants(self, name: str) -> frozenset[str]:
+        """``name`` and every group below it."""
+        return self._descendants.get(name, frozenset())
+
+    def ancestors(self, name: str) -> frozenset[str]:
+        """``name`` and every group above it."""
+        return self._ancestors.get(name, frozenset())
+
+    def roots(self) -> tuple[str, ...]:
+        """Groups with no parent, in declaration order."""
+        return tuple(g.name for g in self._groups.values() if not g.parents)
+
+    def _rebuild(self, groups: dict[str, Group]) -> None:
+        """Validate ``groups`` as a whole and swap in its hierarchy and a fresh cache."""
+        for group in groups.values():
+            for parent in group.parents:
+                if parent not in groups:
+                    raise ValueError(
+                        f"group {group.name!r} names unknown parent {parent!r}; "
+                        f"declare Group({parent!r}) or fix the name (known: {sorted(groups)})"
+                    )
+        ancestors: dict[str, frozenset[str]] = {}
+        for name in groups:
+            ancestors[name] = _walk(name, groups)
+        children: dict[str, list[str]] = {}
+        for group in groups.values():
+            for parent in group.parents:
+                children.setdefault(parent, []).append(group.name)
+        descendants = {name: {name} for name in groups}
+        for name, above in ancestors.items():
+            for ancestor in above:
+                descendants[ancestor].add(name)
+        self._groups = groups
+        self._ancestors = ancestors
+        self._children = {k: tuple(v) for k, v in children.items()}
+        self._descendants = {k: frozenset(v) for k, v in descendants.items()}
+        self._order = {name: i for i, name in enumerate(groups)}
+        self._patterns = [
+            (group.name, re.compile("|".join(fnmatch.translate(p) for p in group.tools)))
+            for group in groups.values()
+            if group.tools
+        ]
+        self._cache: dict[tuple[Any, ...], Membership] = {}
+        self._by_id: dict[int, tuple[FastMCPComponent, Membership]] = {}
+        self._version = getattr(self, "_version", -1) + 1
+        # The change that rebuilt us announces itself; the next look starts a new baseline.
+        self._watch.baseline = None
+        self._watch.stale = True
+
+    # -- membership -------------------------------------------------------------------
+
+    def membership(self, component: FastMCPComponent) -> Membership:
+        """The groups ``component`` belongs to, from the cache when nothing changed."""
+        by_id = self._by_id.get(id(component))
+        if by_id is not None and by_id[0] is component:
+            return by_id[1]
+        if is_meta_tool(component):
+            # A pattern like "search_*" must not put the stack's own search_tools in a group.
+            return _NO_GROUPS
+        membership = self._membership(component)
+        if len(self._by_id) > _MAX_CACHED:
+            self._by_id.clear()
+        # Holding the component keeps its id from being reused by another object.
+        self._by_id[id(component)] = (component, membership)
+        return membership
+
+    def _membership(self, component: FastMCPComponent) -> Membership:
+        kind = kind_of(component)
+        claimed = declared_groups_of(component)
+        key = (kind, *match_names(component, kind), claimed)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        # A component never seen before: the catalog may have grown since the last look.
+        self._watch.stale = True
+        found = dict.fromkeys(g for g in claimed if g in self._groups)
+        names = match_names(component, kind)
+        for group_name, pattern in self._patterns:
+            if any(pattern.match(n) for n in names):
+                found[group_name] = None
+        direct = tuple(sorted(found, key=self._order.__getitem__))
+        effective: set[str] = set()
+        for name in direct:
+            effective |= self._ancestors[name]
+        undeclared = tuple(g for g in claimed if g not in self._groups)
+        for name in undeclared:
+            self._warn_undeclared(kind, component.name, name)
+        membership = Membership(direct, frozenset(effective), undeclared)
+        self._cache[key] = membership
+        return membership
+
+    def _warn_undeclared(self, kind: str, component: str, group: str) -> None:
+        if (component, group) in self._warned:
+            return
+        self._warned.add((component, group))
+        logger.warning(
+            "%s %r claims group %r, which no Group declares; it is left out of that group. "
+            "Declare Group(%r) or fix the name (declared: %s)",
+            kind,
+            component,
+            group,
+            group,
+            sorted(self._groups),
+        )
+
+    # -- runtime changes ----------------------------------------------------------------
+
+    async def add_group(self, group: Group) -> None:
+        """Declare ``group`` at runtime and tell connected clients the lists changed."""
+        if not isinstance(group, Group):
+            raise TypeError(f"add_group() takes a Group, got {type(group).__name__}")
+        if group.name in self._groups:
+            raise ValueError(f"group {group.name!r} already exists; remove_group() it first")
+        self._rebuild({**self._groups, group.name: group})
+        self.access.declarations_changed()
+        await self.broadcast(GROUPS_LIST_CHANGED, *sorted(set(_LIST_CHANGED.values())))
+
+    async def remove_group(self, name: str) -> Group:
+        """Remove the group called ``name`` and tell connected clients the lists changed."""
+        if name not in self._groups:
+            raise ValueError(f"no group {name!r} to remove (declared: {sorted(self._groups)})")
+        if children := self._children.get(name):
+            raise ValueError(
+                f"group {name!r} is the parent of {list(children)}; remove or re-parent them first"
+            )
+        removed = self._groups[name]
+        self._rebuild({k: v for k, v in self._groups.items() if k != name})
+        await self.broadcast(GROUPS_LIST_CHANGED, *sorted(set(_LIST_CHANGED.values())))
+        return removed
+
+    async def add_tag(self, tag: Tag) -> None:
+        """Declare ``tag`` at runtime and send ``notifications/tags/list_changed``."""
+        if tag.name in self._tags:
+            raise ValueError(f"tag {tag.name!r} already exists")
+        self._tags = {**self._tags, tag.name: tag}
+        self._version += 1
+        await self.broadcast(TAGS_LIST_CHANGED)
+
+    async def refresh(self, server: FastMCP, *, force: bool = False) -> None:
+        """Compare the server's components with the last look and announce what changed.
+
+        FastMCP does not announce ``mcp.add_tool()`` at runtime; the middlewares
+        call this after a listing that met a component the catalog had not seen,
+        so clients learn of new members (each kind's list_changed) and new tags
+        (``notifications/tags/list_changed``). Call it yourself, with
+        ``force=True``, after removing components at runtime.
+        """
+        await self._watch.refresh(server, force=force)
+
+    def remember(self, connection: Connection) -> None:
+        """Keep ``connection`` (a session-era client) to announce later changes to."""
+        self._watch.connections.add(connection)
+
+    async def broadcast(self, *methods: str) -> None:
+        """Send each notification in ``methods`` to every connected session-era client."""
+        await self._watch.broadcast(*methods)
+
+
+class _Watch:
+    """What the catalog last saw of a server, and the session-era clients to tell of changes."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.connections: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self.baseline: dict[ComponentKind, dict[str, tuple[Any, ...]]] | None = None
+        self.stale = True
+
+    async def refresh(self, server: FastMCP, *, force: bool = False) -> None:
+        if not (self.stale or force):
+            return
+        self.stale = False
+        # What the server has, whoever asks: a change anyone could see is announced to all.
+        with unrestricted():
+            fetched: dict[ComponentKind, Sequence[FastMCPComponent]] = {
+                "tool": await server.list_tools(run_middleware=False),
+                "prompt": await server.list_prompts(run_middleware=False),
+                "resource": await server.list_resources(run_middleware=False),
+                "template": await server.list_resource_templates(run_middleware=False),
+            }
+        membership = self.catalog.membership
+        current = {
+            kind: {c.key: (membership(c).direct, tuple(sorted(c.tags))) for c in components}
+            for kind, components in fetched.items()
+        }
+        self.stale = False
+        previous, self.baseline = self.baseline, current
+        if previous is None:
+            return
+        methods = {_LIST_CHANGED[k] for k in current if current[k] != previous.get(k)}
+        if _tags(current) != _tags(previous):
+            methods.add(TAGS_LIST_CHANGED)
+        if methods:
+            await self.broadcast(*sorted(methods))
+
+    async def broadcast(self, *methods: str) -> None:
+        for connection in list(self.connections):
+            for method in methods:
+                try:
+                    await connection.outbound.notify(method, None)
+                except Exception:
+                    logger.debug("could not notify a closed connection", exc_info=True)
+                    self.connections.discard(connection)
+                    break
+
+
+def _tags(seen: dict[ComponentKind, dict[str, tuple[Any, ...]]]) -> set[str]:
+    return {t for entries in seen.values() for _, tags in entries.values() for t in tags}
+
+
+def _walk(name: str, groups: dict[str, Group]) -> frozenset[str]:
+    """``name`` and all its ancestors; raises on a cycle, naming it."""
+    seen: set[str] = set()
+    path: list[str] = []
+
+    def visit(current: str) -> None:
+        if current in path:
+            cycle = " -> ".join([*path[path.index(current) :], current])
+            raise ValueError(f"groups form a cycle: {cycle}; remove one of these parent links")
+        if current in seen:
+            return
+        path.append(current)
+        for parent in groups[current].parents:
+            visit(parent)
+        path.pop()
+        seen.add(current)
+
+    visit(name)
+    return frozenset(seen)
+
+
+def _as_declarations(items: object, cls: type[Any], what: str) -> Sequence[Any]:
+    if isinstance(items, str | bytes) or not isinstance(items, Iterable):
+        raise ValueError(f"{what} must be a list of {cls.__name__}, got {type(items).__name__}")
+    result = list(items)
+    for item in result:
+        if not isinstance(item, cls):
+            raise ValueError(
+                f"{what} must hold {cls.__name__} objects, got {item!r}: "
+                f"use {cls.__name__}({item!r})"
+            )
+    return result

@@ -1,0 +1,169 @@
+"""Parsing and checking SEP-1300's ``filter`` parameter."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from fastmcp_filtering.core.catalog import LIST_METHOD, ComponentKind
+from fastmcp_filtering.core.declarations import MAX_NAME_LENGTH
+from fastmcp_filtering.core.protocol import RequestInfo, invalid_params
+
+if TYPE_CHECKING:
+    from fastmcp.utilities.components import FastMCPComponent
+
+    from fastmcp_filtering.core.catalog import GroupTree
+
+__all__ = [
+    "MAX_FILTER_NAMES",
+    "ListFilter",
+    "checked_filter",
+    "matches",
+    "narrow",
+    "parse_filter",
+    "requested_filter",
+]
+
+_C = TypeVar("_C", bound="FastMCPComponent")
+
+# The params of the request whose filter names were checked (the first, innermost check).
+_CHECKED: ContextVar[object] = ContextVar("fastmcp_filtering_filter_checked", default=None)
+
+MAX_FILTER_NAMES = 100
+"""Most names a client may send in ``filter.groups`` or ``filter.tags``."""
+
+_KEYS = ("groups", "tags")
+
+
+@dataclass(frozen=True, slots=True)
+class ListFilter:
+    """A client's ``filter``: ANY of ``groups`` (None: no group condition), ALL of ``tags``."""
+
+    groups: frozenset[str] | None
+    tags: frozenset[str]
+
+    def check_names(self, *, groups: Collection[str], tags: Collection[str]) -> None:
+        """Raise -32602 for a name that no group or tag has, listing the valid ones."""
+        if self.groups is not None and (unknown := sorted(self.groups - set(groups))):
+            raise invalid_params(
+                f"filter.groups names unknown group(s) {unknown}; call groups/list for the names",
+                field="filter.groups",
+                unknown=unknown,
+                valid=sorted(groups),
+            )
+        if unknown := sorted(self.tags - set(tags)):
+            raise invalid_params(
+                f"filter.tags names unknown tag(s) {unknown}; call tags/list for the names",
+                field="filter.tags",
+                unknown=unknown,
+                valid=sorted(tags),
+            )
+
+
+def parse_filter(raw: object) -> ListFilter | None:
+    """Validate the raw ``filter`` value of a list request; None when absent."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise invalid_params(
+            f"filter must be an object like {{'groups': [...], 'tags': [...]}}, "
+            f"got {type(raw).__name__}",
+            field="filter",
+        )
+    if extra := sorted(str(k)[:64] for k in raw if k not in _KEYS):
+        # An ignored key would give a wider list than the client asked for.
+        raise invalid_params(
+            f"filter has unsupported key(s) {extra}; only 'groups' and 'tags' are supported",
+            field="filter",
+            unsupported=extra,
+        )
+    groups = raw.get("groups")
+    return ListFilter(
+        groups=None if groups is None else _names(groups, "filter.groups"),
+        tags=_names([] if raw.get("tags") is None else raw.get("tags"), "filter.tags"),
+    )
+
+
+def _names(value: Any, field: str) -> frozenset[str]:
+    if not isinstance(value, list):
+        raise invalid_params(
+            f"{field} must be a list of strings, got {type(value).__name__}", field=field
+        )
+    if len(value) > MAX_FILTER_NAMES:
+        raise invalid_params(
+            f"{field} has {len(value)} names; at most {MAX_FILTER_NAMES} are allowed",
+            field=field,
+        )
+    for item in value:
+        if not isinstance(item, str):
+            raise invalid_params(
+                f"{field} must hold strings, got {type(item).__name__}", field=field
+            )
+        if len(item) > MAX_NAME_LENGTH:
+            raise invalid_params(
+                f"{field} has a name of {len(item)} characters; at most {MAX_NAME_LENGTH}",
+                field=field,
+            )
+    return frozenset(value)
+
+
+def requested_filter(info: RequestInfo | None, kind: ComponentKind) -> ListFilter | None:
+    """The ``filter`` of the wire request, if it is the list request of ``kind``."""
+    if info is None or info.method != LIST_METHOD[kind]:
+        return None
+    return parse_filter(info.params.get("filter"))
+
+
+def narrow(
+    catalog: GroupTree, info: RequestInfo | None, kind: ComponentKind, components: Sequence[_C]
+) -> Sequence[_C]:
+    """``components`` that match the request's ``filter``: ANY of its groups, ALL of its tags.
+
+    ``catalog`` is the tree of the groups this client's principal may know: a
+    filter naming any other group is -32602, as one naming an unknown group.
+    Raises -32602 for a filter naming a group no one declared or a tag that
+    neither is declared nor is on a component in ``components`` (what this
+    client can see, so no hidden component's tag is valid). The filtering and
+    search middlewares both apply it, so a filter means the same in any order.
+    """
+
+    def seen_tags() -> set[str]:
+        return {tag for component in components for tag in component.tags}
+
+    list_filter = checked_filter(catalog, info, kind, seen_tags)
+    if list_filter is None:
+        return components
+    return [c for c in components if matches(catalog, list_filter, c)]
+
+
+def checked_filter(
+    catalog: GroupTree,
+    info: RequestInfo | None,
+    kind: ComponentKind,
+    seen_tags: Callable[[], Collection[str]],
+) -> ListFilter | None:
+    """The request's ``filter``, its names checked against the catalog and ``seen_tags()``
+    (the tags of what this client can see) once per request; None when it has none."""
+    list_filter = requested_filter(info, kind)
+    if list_filter is None:
+        return None
+    assert info is not None
+    if _CHECKED.get() is not info.params:
+        tags = {tag.name for tag in catalog.tags}
+        if not list_filter.tags <= tags:
+            tags |= set(seen_tags())
+        list_filter.check_names(groups=[g.name for g in catalog.groups], tags=tags)
+        # The innermost middleware saw the widest list: an outer one, given a list already
+        # narrowed or ranked, must not judge the names again against less.
+        _CHECKED.set(info.params)
+    return list_filter
+
+
+def matches(catalog: GroupTree, list_filter: ListFilter, component: FastMCPComponent) -> bool:
+    """Whether ``component`` is in ANY of the filter's groups and has ALL of its tags."""
+    groups = list_filter.groups
+    return (
+        groups is None or not catalog.membership(component).effective.isdisjoint(groups)
+    ) and list_filter.tags <= component.tags

@@ -1,0 +1,829 @@
+"""A declarative proxy configuration (TOML, JSON or YAML) validated by pydantic models.
+
+``load_config(path)`` reads the upstream server(s) to proxy and the groups, tags,
+concerns, search and progressive-disclosure options to put in front of them, and
+checks them with the library's own validation (``Group``, ``Catalog``, ``Concern``,
+the middlewares' options). Every mistake is a ``ConfigError`` naming the file, the
+key (``groups[2].parent``), the line for TOML, and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from fastmcp_filtering.core.catalog import Catalog
+from fastmcp_filtering.core.declarations import Group, Tag
+from fastmcp_filtering.gateway.annotations import RISK_DESCRIPTION, RISK_VALUES
+from fastmcp_filtering.gateway.config_access import AccessConfig  # noqa: TC001 - pydantic resolves it
+from fastmcp_filtering.gateway.config_auth import AuthConfig, StateConfig, StaticToken
+from fastmcp_filtering.gateway.config_base import (
+    EnvString,
+    KeyPath,
+    _CrossReferenceError,
+    _format_key,
+    _Model,
+)
+from fastmcp_filtering.gateway.mcp_json import McpJsonError, namespace_of, read_servers
+from fastmcp_filtering.gateway.toml_speak import speak_toml
+from fastmcp_filtering.middleware.concerns import Concern, ConcernMiddleware
+from fastmcp_filtering.middleware.progressive import ProgressiveDisclosureMiddleware
+from fastmcp_filtering.middleware.search import SearchMiddleware
+
+if TYPE_CHECKING:
+    import os
+
+__all__ = [
+    "AuthConfig",
+    "ConcernConfig",
+    "ConfigError",
+    "FilteringConfig",
+    "GroupConfig",
+    "ProgressiveConfig",
+    "SearchConfig",
+    "StateConfig",
+    "TagConfig",
+    "UpstreamConfig",
+    "load_config",
+]
+
+# The names MCP allows for a tool (the stack's meta-tools are tools too).
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+# "python" in a config means the interpreter running this package, so an upstream
+# installed beside it (or the example stand-in) is found whatever PATH says.
+_PYTHON_COMMANDS = frozenset({"python", "python3"})
+
+
+class ConfigError(ValueError):
+    """A configuration mistake: the file, the key path, the line (TOML) and the fix.
+
+    ``problems`` holds one ``(key, line, message)`` per mistake found; the
+    message of the exception lists them all, one per line, each as
+    ``FILE:LINE: KEY: what is wrong; the fix``.
+
+    Example:
+        ```python
+        try:
+            config = load_config("proxy.toml")
+        except ConfigError as error:
+            print(error.key, error.line, error)
+        ```
+    """
+
+    def __init__(self, file: str, problems: Sequence[tuple[str, int | None, str]]) -> None:
+        self.file = file
+        self.problems = list(problems)
+        self.key, self.line, _ = self.problems[0]
+        lines = []
+        for key, line, message in self.problems:
+            where = f"{file}:{line}" if line is not None else file
+            lines.append(f"{where}: {key}: {message}" if key else f"{where}: {message}")
+        super().__init__("\n".join(lines))
+
+
+def _check_patterns(patterns: list[str]) -> list[str]:
+    for pattern in patterns:
+        if not pattern.strip():
+            raise ValueError("patterns must be non-empty names or globs like 'delete_*'")
+    return patterns
+
+
+def _check_namespace_text(value: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}", value):
+        raise ValueError(
+            f"namespace {value!r} must be 1 to 64 letters, digits, '_' or '-', starting with "
+            "a letter or digit (it prefixes tool names: namespace_toolname)"
+        )
+    return value
+
+
+Patterns = Annotated[list[str], AfterValidator(_check_patterns)]
+
+
+class UpstreamConfig(_Model):
+    """One MCP server to proxy: a command to run over stdio, or a URL (streamable HTTP or SSE).
+
+    ``command``/``args``/``env``/``cwd`` start a stdio server; ``url``/``headers``
+    reach a remote one. ``${NAME}`` in ``env``, ``args``, ``url`` and ``headers``
+    is read from the environment. The subprocess runs in ``cwd``, by default the
+    config file's directory, so relative paths in ``args`` are relative to the
+    config file; ``command = "python"`` runs the interpreter that runs
+    fastmcp-filtering. ``namespace`` prefixes the upstream's tool and prompt names
+    (``gh`` makes ``create_issue`` into ``gh_create_issue``); group and tag
+    patterns match the prefixed names. ``mode`` picks the protocol era spoken to
+    the upstream: ``"auto"`` (negotiate; works with servers that only speak the
+    handshake era), ``"legacy"`` (2025-11-25 handshake), or ``"mirror"`` (the era
+    of each incoming request, needed to forward sampling or elicitation; the
+    upstream must speak both eras).
+
+    Example:
+        ```toml
+        [[upstreams]]
+        command = "npx"
+        args = ["-y", "@modelcontextprotocol/server-github@2025.4.8"]
+        env = { GITHUB_PERSONAL_ACCESS_TOKEN = "${GITHUB_TOKEN}" }
+        ```
+    """
+
+    name: str | None = None
+    command: str | None = None
+    args: list[EnvString] = Field(default_factory=list)
+    env: dict[str, EnvString] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: EnvString | None = None
+    headers: dict[str, EnvString] = Field(default_factory=dict)
+    namespace: Annotated[str, AfterValidator(_check_namespace_text)] | None = None
+    mode: Literal["auto", "legacy", "mirror"] = "auto"
+
+    @model_validator(mode="after")
+    def _one_transport(self, info: ValidationInfo) -> UpstreamConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(
+                "give either command (a stdio server) or url (an HTTP server), "
+                'e.g. command = "npx" or url = "https://example.com/mcp"'
+            )
+        if self.url is not None:
+            stray = [k for k in ("args", "env", "cwd") if getattr(self, k)]
+            if stray:
+                raise ValueError(f"{', '.join(stray)} apply to a command, not a url; remove them")
+            if not re.match(r"https?://", self.url):
+                raise ValueError(f"url must start with http:// or https://, got {self.url!r}")
+            return self
+        if self.headers:
+            raise ValueError("headers apply to a url, not a command; remove them")
+        assert self.command is not None
+        if not self.command.strip():
+            raise ValueError('command must not be empty: command = "npx"')
+        base = _base_dir(info)
+        command = self.command
+        if command in _PYTHON_COMMANDS:
+            command = sys.executable
+        elif "/" in command and not Path(command).is_absolute():
+            command = str((base / command).resolve())
+        cwd = str((base / self.cwd).resolve()) if self.cwd is not None else str(base)
+        object.__setattr__(self, "command", command)
+        object.__setattr__(self, "cwd", cwd)
+        return self
+
+    @property
+    def label(self) -> str:
+        """How messages name this upstream: its ``name``, namespace, command or URL."""
+        if self.name:
+            return self.name
+        if self.namespace:
+            return self.namespace
+        if self.url is not None:
+            return self.url
+        return " ".join([Path(self.command or "").name, *self.args])
+
+
+def _base_dir(info: ValidationInfo) -> Path:
+    context = info.context if isinstance(info.context, Mapping) else {}
+    base = context.get("base_dir")
+    return Path(base) if base is not None else Path.cwd()
+
+
+class GroupConfig(_Model):
+    """A ``Group``: ``tools`` are names or globs matched against the proxied tool names.
+
+    Example:
+        ```toml
+        [[groups]]
+        name = "issues"
+        title = "Issues"
+        description = "Create, read and triage issues"
+        tools = ["*_issue", "list_issues", "add_issue_comment"]
+        ```
+
+    ``access`` makes it access control (``AccessConfig``: scopes and claims of
+    the token ``[auth]`` verified); ``restrictive`` makes its denial win over
+    a member's other groups.
+    """
+
+    name: str
+    title: str | None = None
+    description: str | None = None
+    parent: str | list[str] | None = None
+    tools: Patterns = Field(default_factory=list)
+    access: AccessConfig | None = None
+    restrictive: bool = False
+
+    def to_group(self) -> Group:
+        """The library declaration."""
+        return Group(
+            self.name,
+            title=self.title,
+            description=self.description,
+            parent=self.parent,
+            tools=tuple(self.tools),
+            access=self.access.checks() if self.access is not None else None,
+            restrictive=self.restrictive,
+        )
+
+
+class TagConfig(_Model):
+    """A ``Tag``; ``tools`` (names or globs) put the tag on matching proxied components.
+
+    Example:
+        ```toml
+        [[tags]]
+        name = "read-only"
+        description = "Reads, never writes"
+        tools = ["get_*", "list_*", "search_*"]
+        ```
+    """
+
+    name: str
+    description: str | None = None
+    tools: Patterns = Field(default_factory=list)
+
+    def to_tag(self) -> Tag:
+        """The library declaration."""
+        return Tag(self.name, self.description)
+
+
+class ConcernConfig(_Model):
+    """A ``Concern`` a client can state a preference on; values come from ``concern_mapping``.
+
+    ``from_annotations = true`` gives each proxied tool a value from its MCP
+    annotations with no mapping written: ``read-only`` (``readOnlyHint``),
+    ``write`` (not read-only, ``destructiveHint`` false) or ``destructive``
+    (anything else, as the MCP defaults say); ``values`` and ``ordered`` are then
+    preset, and ``concern_mapping`` entries still win.
+
+    Example:
+        ```toml
+        [[concerns]]
+        name = "risk"
+        values = ["read", "write", "destructive"]
+        default = "write"
+        ordered = true
+        ```
+    """
+
+    name: str
+    values: list[str] | None = None
+    description: str | None = None
+    default: str | None = None
+    ordered: bool = False
+    from_annotations: bool = False
+
+    @model_validator(mode="after")
+    def _preset(self) -> ConcernConfig:
+        if not self.from_annotations:
+            if self.values is None:
+                raise ValueError(
+                    "values is missing: add values = [...], or from_annotations = true for "
+                    f"{list(RISK_VALUES)} from the MCP tool annotations"
+                )
+            return self
+        if self.values is not None and self.values != list(RISK_VALUES):
+            raise ValueError(
+                f"from_annotations = true sets values to {list(RISK_VALUES)}; remove values"
+            )
+        if "ordered" in self.model_fields_set and not self.ordered:
+            raise ValueError("from_annotations = true is ordered (read-only first); remove ordered")
+        object.__setattr__(self, "values", list(RISK_VALUES))
+        object.__setattr__(self, "ordered", True)
+        if self.description is None:
+            object.__setattr__(self, "description", RISK_DESCRIPTION)
+        return self
+
+    def to_concern(self) -> Concern:
+        """The library declaration."""
+        return Concern(
+            self.name,
+            values=tuple(self.values or ()),
+            description=self.description,
+            default=self.default,
+            ordered=self.ordered,
+        )
+
+
+class SearchConfig(_Model):
+    """``SearchMiddleware`` options; on unless ``enabled = false``.
+
+    ``search_tool = false`` turns the ``search_tools`` meta-tool off;
+    ``semantic = true`` blends in the offline embedding ranking (the
+    ``fastmcp-filtering[semantic]`` extra).
+
+    Example:
+        ```toml
+        [search]
+        max_results = 8
+        search_tool = "find_tools"
+        ```
+    """
+
+    enabled: bool = True
+    max_results: int = 10
+    search_tool: str | Literal[False] = "search_tools"
+    instructions: bool = True
+    weights: dict[str, float] | None = None
+    semantic: bool = False
+
+    def options(self) -> dict[str, Any]:
+        """The keyword options of ``SearchMiddleware``."""
+        options = self.model_dump(exclude={"enabled"}, exclude_none=True)
+        if not self.semantic:
+            del options["semantic"]
+        options["search_tool"] = self.search_tool or None
+        return options
+
+
+class ProgressiveConfig(_Model):
+    """``ProgressiveDisclosureMiddleware`` options; on when the table is present.
+
+    ``call_tool_name`` adds a ``call_tool`` proxy for clients that ignore
+    ``list_changed``.
+
+    Example:
+        ```toml
+        [progressive]
+        initial_groups = ["issues"]
+        max_tools = 12
+        call_tool_name = "call_tool"
+        ```
+    """
+
+    enabled: bool = True
+    initial_groups: list[str] = Field(default_factory=list)
+    max_tools: int | None = None
+    hide_ungrouped: bool = False
+    available_groups: Literal["children", "all"] = "children"
+    enable_tool_name: str = "enable_tools"
+    disable_tool_name: str = "disable_tools"
+    call_tool_name: str | None = None
+    include_schemas: bool = False
+    state_namespace: str = "progressive"
+
+    def options(self) -> dict[str, Any]:
+        """The keyword options of ``ProgressiveDisclosureMiddleware``."""
+        options = self.model_dump(exclude={"enabled"})
+        return options
+
+
+class FilteringConfig(_Model):
+    """The whole proxy: upstreams, declarations and middleware options.
+
+    Cross-references are checked with the library's own validation when the
+    model is built: unknown or cyclic parents, duplicate names, concern mapping
+    to an undeclared concern or value, initial groups that do not exist.
+    ``concern_mapping`` maps a tool name or glob to concern values; an exact name
+    wins over patterns, and among patterns the first in the file wins.
+    ``upstreams_from`` names an ``mcpServers`` JSON file (relative to the
+    configuration file) whose servers are added after ``upstreams``, each named
+    after its key and, when there are several upstreams, namespaced by it.
+
+    Example:
+        ```python
+        config = FilteringConfig.model_validate({
+            "upstreams": [{"command": "npx", "args": ["@modelcontextprotocol/server-memory"]}],
+            "groups": [{"name": "graph", "tools": ["*"]}],
+        })
+        ```
+    """
+
+    name: str = "fastmcp-filtering"
+    instructions: str | None = None
+    on_upstream_error: Literal["raise", "warn"] = "raise"
+    trust_upstream_groups: bool = False
+    """Keep group membership an upstream claims in ``_meta`` (off: the config alone decides)."""
+    upstreams_from: str | None = None
+    upstreams: list[UpstreamConfig] = Field(min_length=1)
+    groups: list[GroupConfig] = Field(default_factory=list)
+    tags: list[TagConfig] = Field(default_factory=list)
+    concerns: list[ConcernConfig] = Field(default_factory=list)
+    concern_mapping: dict[str, dict[str, str]] = Field(default_factory=dict)
+    apply_concern_defaults: Literal["configured", "all"] = "configured"
+    """Concern defaults apply to clients that stated a concern (``configured``) or to all."""
+    unauthenticated: Literal["deny", "allow"] = "deny"
+    """What a client without a token gets of the groups with ``access``: nothing, or them."""
+    search: SearchConfig = Field(default_factory=SearchConfig)
+    progressive: ProgressiveConfig | None = None
+    auth: AuthConfig | None = None
+    """How HTTP requests are authenticated; None: they are not."""
+    state: StateConfig = Field(default_factory=StateConfig)
+    """Where per-client state lives (this process by default)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_upstreams_from(cls, data: Any, info: ValidationInfo) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("upstreams_from"), str):
+            return data
+        listed = data.get("upstreams", [])
+        if not isinstance(listed, list):
+            return data  # the type error is reported on upstreams
+        context = info.context if isinstance(info.context, Mapping) else {}
+        path = _base_dir(info) / Path(data["upstreams_from"]).expanduser()
+        try:
+            servers = read_servers(path, proxy_file=context.get("config_file"))
+        except McpJsonError as error:
+            raise _CrossReferenceError(("upstreams_from",), str(error)) from None
+        namespaced = len(listed) + len(servers) > 1
+        upstreams: list[Any] = list(listed)
+        for key, table in servers:
+            if namespaced:
+                table = {**table, "namespace": namespace_of(key)}
+            try:
+                upstreams.append(
+                    UpstreamConfig.model_validate(
+                        {"name": key, **table}, context={"base_dir": path.parent}
+                    )
+                )
+            except ValidationError as error:
+                reasons = "; ".join(e["msg"].removeprefix("Value error, ") for e in error.errors())
+                raise _CrossReferenceError(
+                    ("upstreams_from",), f"{path}: mcpServers.{key}: {reasons}"
+                ) from None
+        return {**data, "upstreams": upstreams}
+
+    @field_validator("concern_mapping")
+    @classmethod
+    def _mapping_keys(cls, value: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        for key in value:
+            if not key.strip():
+                raise ValueError("concern_mapping keys are tool names or globs, not empty")
+        return value
+
+    @model_validator(mode="after")
+    def _cross_references(self) -> FilteringConfig:
+        self.catalog()
+        namespaces = [u.namespace for u in self.upstreams]
+        for index, namespace in enumerate(namespaces):
+            if namespace is not None and namespace in namespaces[:index]:
+                raise _CrossReferenceError(
+                    ("upstreams", index, "namespace"),
+                    f"namespace {namespace!r} is used twice; give each upstream its own",
+                )
+        if self.concern_mapping and not self.concerns:
+            raise _CrossReferenceError(
+                ("concern_mapping",),
+                "concern_mapping needs [[concerns]] to map onto; declare "
+                '[[concerns]] name = "..." values = [...]',
+            )
+        if self.concerns:
+            self.concern_middleware()
+        self._meta_tool_names()
+        if self.search.enabled:
+            _guard(
+                lambda: SearchMiddleware(catalog=self.catalog(), **self.search.options()),
+                ("search",),
+                self.search.options(),
+            )
+        if self.progressive is not None and self.progressive.enabled:
+            progressive = self.progressive
+            _guard(
+                lambda: ProgressiveDisclosureMiddleware(
+                    catalog=self.catalog(), **progressive.options()
+                ),
+                ("progressive",),
+                progressive.options(),
+            )
+        return self
+
+    def _meta_tool_names(self) -> None:
+        """The stack's own tools (search, progressive) need names of their own."""
+        names: list[tuple[KeyPath, str]] = []
+        if self.search.enabled and self.search.search_tool is not False:
+            names.append((("search", "search_tool"), self.search.search_tool))
+        if self.progressive is not None and self.progressive.enabled:
+            for key in ("enable_tool_name", "disable_tool_name", "call_tool_name"):
+                value = getattr(self.progressive, key)
+                if value is not None:
+                    names.append((("progressive", key), value))
+        seen: dict[str, KeyPath] = {}
+        for path, name in names:
+            if not _TOOL_NAME.fullmatch(name):
+                raise _CrossReferenceError(
+                    path,
+                    f"{name!r} is not a tool name: use 1 to 128 letters, digits, '_', '-' or "
+                    "'.'" + (", or false to turn the tool off" if path[0] == "search" else ""),
+                )
+            if name in seen:
+                raise _CrossReferenceError(
+                    path,
+                    f"{name!r} is also the name of {_format_key(seen[name])}; give each "
+                    "meta-tool its own name",
+                )
+            seen[name] = path
+
+    # -- the library declarations -------------------------------------------------------
+
+    def to_groups(self) -> list[Group]:
+        """The declared groups as ``Group`` objects, in file order."""
+        groups = []
+        for index, group in enumerate(self.groups):
+            groups.append(
+                _guard(group.to_group, ("groups", index), group.model_dump(), default="name")
+            )
+        return groups
+
+    def to_tags(self) -> list[Tag]:
+        """The declared tags as ``Tag`` objects, in file order."""
+        return [
+            _guard(tag.to_tag, ("tags", i), tag.model_dump(), default="name")
+            for i, tag in enumerate(self.tags)
+        ]
+
+    def to_concerns(self) -> list[Concern]:
+        """The declared concerns as ``Concern`` objects, in file order."""
+        return [
+            _guard(concern.to_concern, ("concerns", i), concern.model_dump(), default="name")
+            for i, concern in enumerate(self.concerns)
+        ]
+
+    def catalog(self) -> Catalog:
+        """A fresh ``Catalog`` of the declared groups and tags."""
+        groups, tags = self.to_groups(), self.to_tags()
+        try:
+            return Catalog(groups=groups, tags=tags, unauthenticated=self.unauthenticated)
+        except ValueError as error:
+            raise _CrossReferenceError(self._catalog_key(str(error)), str(error)) from None
+
+    def concern_middleware(self) -> ConcernMiddleware:
+        """A ``ConcernMiddleware`` of the declared concerns, checking ``concern_mapping``.
+
+        The middleware serves with patterns applied to the proxied components
+        (see ``fastmcp_filtering.gateway.proxy``); this one validates names and values.
+        """
+        concerns = self.to_concerns()
+        try:
+            return ConcernMiddleware(
+                concerns=concerns,
+                mapping=self.concern_mapping,
+                apply_defaults=self.apply_concern_defaults,
+            )
+        except ValueError as error:
+            message = str(error)
+            key = re.search(r"mapping\[('.*?'|\".*?\")\]", message)
+            if key:
+                path: KeyPath = ("concern_mapping", _unquote(key.group(1)))
+                concern = re.search(r"concern '([^']+)'", message)
+                if concern:
+                    path = (*path, concern.group(1))
+                raise _CrossReferenceError(path, message) from None
+            twice = re.search(r"concern '([^']+)' is declared twice", message)
+            if twice:
+                names = [c.name for c in self.concerns]
+                index = len(names) - 1 - names[::-1].index(twice.group(1))
+                raise _CrossReferenceError(("concerns", index, "name"), message) from None
+            raise _CrossReferenceError(("concerns",), message) from None
+
+    def _catalog_key(self, message: str) -> KeyPath:
+        names = [g.name for g in self.groups]
+        if match := re.search(r"tag '([^']+)' is declared twice", message):
+            tag_names = [t.name for t in self.tags]
+            return ("tags", _last_index(tag_names, match.group(1)), "name")
+        if match := re.search(r"group '([^']+)' is declared twice", message):
+            return ("groups", _last_index(names, match.group(1)), "name")
+        if match := re.search(r"group '([^']+)' names unknown parent", message):
+            return ("groups", names.index(match.group(1)), "parent")
+        if match := re.search(r"cycle: (\S+) ->", message):
+            return ("groups", names.index(match.group(1)), "parent")
+        return ("groups",)
+
+
+def _last_index(names: list[str], name: str) -> int:
+    return len(names) - 1 - names[::-1].index(name)
+
+
+def _unquote(text: str) -> str:
+    return text[1:-1]
+
+
+def _guard(
+    build: Callable[[], Any],
+    path: KeyPath,
+    fields: Mapping[str, Any],
+    *,
+    default: str | None = None,
+) -> Any:
+    """Run a library constructor; a ``ValueError`` names the config key it is about."""
+    try:
+        return build()
+    except _CrossReferenceError:
+        raise
+    except ValueError as error:
+        message = speak_toml(str(error))
+        # The option a message names first is the one it is about.
+        found = {f: re.search(rf"\b{re.escape(f)}\b", message) for f in fields}
+        named = sorted((m.start(), f) for f, m in found.items() if m is not None)
+        field = named[0][1] if named else default
+        raise _CrossReferenceError((*path, field) if field else path, message) from None
+
+
+# -- loading --------------------------------------------------------------------------
+
+
+def load_config(path: str | os.PathLike[str]) -> FilteringConfig:
+    """Read and validate a proxy configuration file (``.toml``, ``.json``, ``.yaml``).
+
+    Relative paths in the file (``cwd``, a ``command`` with a slash, and the
+    subprocess's working directory) are resolved against the file's directory.
+    Raises ``ConfigError`` naming the file, the key, the line (TOML) and the fix.
+
+    Example:
+        ```python
+        config = load_config("examples/server-github.toml")
+        proxy = build_proxy(config)
+        ```
+    """
+    file = Path(path)
+    shown = str(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise ConfigError(
+            shown, [("", None, f"cannot read the file ({reason}); check the path")]
+        ) from None
+    data = _parse(text, file, shown)
+    if not isinstance(data, dict):
+        raise ConfigError(
+            shown,
+            [("", None, f"the file must hold a table of settings, not {type(data).__name__}")],
+        )
+    locate = _toml_locator(text) if file.suffix.lower() == ".toml" else (lambda _path: None)
+    context = {"base_dir": file.resolve().parent, "config_file": file.resolve()}
+    try:
+        return FilteringConfig.model_validate(data, context=context)
+    except ValidationError as error:
+        problems = _merge([_problem(e, locate) for e in error.errors()])
+        raise ConfigError(shown, problems) from None
+
+
+def _merge(problems: list[tuple[str, int | None, str]]) -> list[tuple[str, int | None, str]]:
+    """One problem per key (a union reports each member), sorted by line."""
+    merged: dict[str, tuple[str, int | None, str]] = {}
+    for key, line, message in problems:
+        if key in merged and key:
+            previous = merged[key][2]
+            should = re.match(r"Input should be (.*?) \(got (.*)\); fix the value$", message)
+            if should and " (got " in previous:
+                head, _, tail = previous.rpartition(" (got ")
+                message = f"{head} or {should.group(1)} (got {tail}"
+            else:
+                message = f"{previous}; {message}"
+        merged[key] = (key, line, message)
+    return sorted(merged.values(), key=lambda p: (p[1] is None, p[1] or 0))
+
+
+def _parse(text: str, file: Path, shown: str) -> Any:
+    suffix = file.suffix.lower()
+    try:
+        if suffix == ".toml":
+            return tomllib.loads(text)
+        if suffix == ".json":
+            return json.loads(text)
+        if suffix in (".yaml", ".yml"):
+            import yaml  # type: ignore[import-untyped]  # PyYAML comes with fastmcp's server extra
+
+            return yaml.safe_load(text)
+    except tomllib.TOMLDecodeError as error:
+        line = re.search(r"line (\d+)", str(error))
+        raise ConfigError(
+            shown,
+            [("", int(line.group(1)) if line else None, f"not valid TOML: {error}")],
+        ) from None
+    except json.JSONDecodeError as error:
+        raise ConfigError(shown, [("", error.lineno, f"not valid JSON: {error.msg}")]) from None
+    except Exception as error:  # yaml.YAMLError and friends
+        mark = getattr(error, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        raise ConfigError(shown, [("", line, f"not valid YAML: {error}")]) from None
+    raise ConfigError(
+        shown,
+        [("", None, f"unknown file type {suffix!r}; name the file .toml, .json or .yaml")],
+    )
+
+
+def _problem(error: Any, locate: Callable[[KeyPath], int | None]) -> tuple[str, int | None, str]:
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, _CrossReferenceError):
+        return _format_key(cause.path), locate(cause.path), cause.message
+    path: KeyPath = tuple(p for p in error["loc"] if isinstance(p, int) or not _is_union_tag(p))
+    kind = error["type"]
+    message = error["msg"]
+    if kind == "extra_forbidden":
+        known = _known_keys(path[:-1])
+        message = f"unknown key {path[-1]!r}; remove it" + (
+            f" or use one of {', '.join(known)}" if known else ""
+        )
+    elif kind == "missing":
+        name = path[-1]
+        table = name in _MODELS and name not in ("search", "progressive", "auth", "state")
+        message = f"required key {name!r} is missing; add " + (
+            f"a [[{name}]] table" if table else f"{name} = ..."
+        )
+        if name == "upstreams":
+            message += ' or upstreams_from = "mcp.json"'
+
+    elif kind == "value_error":
+        message = message.removeprefix("Value error, ")
+    else:
+        got = error.get("input")
+        shown = "a table" if isinstance(got, dict) else repr(got)
+        message = f"{message} (got {shown}); fix the value"
+    return _format_key(path), locate(path), speak_toml(message)
+
+
+def _is_union_tag(part: str | int) -> bool:
+    # pydantic names union members in the location (``str``, ``list[str]``, ``literal[...]``).
+    return isinstance(part, str) and bool(
+        re.fullmatch(r"(str|int|bool|list\[.*\]|literal\[.*\]|function-after\[.*\])", part)
+    )
+
+
+_MODELS: dict[str, type[BaseModel]] = {
+    "upstreams": UpstreamConfig,
+    "groups": GroupConfig,
+    "tags": TagConfig,
+    "concerns": ConcernConfig,
+    "search": SearchConfig,
+    "progressive": ProgressiveConfig,
+    "auth": AuthConfig,
+    "state": StateConfig,
+}
+# Tables inside tables: (table, key) -> the model of its entries.
+_NESTED: dict[tuple[str, str], type[BaseModel]] = {("auth", "tokens"): StaticToken}
+
+
+def _known_keys(path: KeyPath) -> list[str]:
+    if not path:
+        return list(FilteringConfig.model_fields)
+    head = path[0]
+    model = _MODELS.get(head) if isinstance(head, str) else None
+    names = [p for p in path if isinstance(p, str)]
+    if len(names) > 1:
+        model = _NESTED.get((names[0], names[1]))
+    return list(model.model_fields) if model is not None else []
+
+
+# -- TOML line numbers ------------------------------------------------------------------
+
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+
+
+def _split_dotted(text: str) -> list[str]:
+    parts = re.findall(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'|([^.\s]+)', text)
+    return [a or b or c for a, b, c in parts]
+
+
+def _toml_locator(text: str) -> Callable[[KeyPath], int | None]:
+    """Find the line of a key path in TOML source: a best effort for the usual layouts."""
+    lines = text.splitlines()
+    # Each section: (path with array indices, first line number, header line number).
+    sections: list[tuple[KeyPath, int]] = [((), 0)]
+    counts: dict[tuple[str, ...], int] = {}
+    for number, line in enumerate(lines):
+        match = _HEADER.match(line)
+        if not match:
+            continue
+        names = tuple(_split_dotted(match.group(2)))
+        if match.group(1) == "[[":
+            index = counts.get(names, 0)
+            counts[names] = index + 1
+            sections.append(((*names, index), number))
+        else:
+            sections.append((names, number))
+    ends = [start for _, start in sections[1:]] + [len(lines)]
+
+    def locate(path: KeyPath) -> int | None:
+        best: tuple[int, int] | None = None  # (section index, matched length)
+        for i, (section, _) in enumerate(sections):
+            size = len(section)
+            fits = size <= len(path) and tuple(path[:size]) == section
+            if fits and (best is None or size > best[1]):
+                best = (i, size)
+        if best is None:
+            return None
+        i, size = best
+        start, end = sections[i][1], ends[i]
+        rest = [p for p in path[size:] if isinstance(p, str)]
+        if not rest:
+            return start + 1 if i else None
+        key = rest[0]
+        quoted = rf"(?:{re.escape(key)}|\"{re.escape(key)}\"|'{re.escape(key)}')"
+        pattern = re.compile(rf"^\s*{quoted}\s*(=|\.)")
+        for number in range(start + (1 if i else 0), end):
+            if pattern.match(lines[number]):
+                return number + 1
+        return start + 1 if i else None
+
+    return locate

@@ -1,0 +1,261 @@
+"""``fastmcp-filtering init``: connect to a server (or an ``mcpServers`` file's) and propose a TOML.
+
+The upstream is listed through the proxy that will serve it (namespaced as it
+will be), so the proposed patterns are checked against the names the proxy
+really serves: tools, prompts, resources and templates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from pydantic import ValidationError
+
+from fastmcp_filtering.core.catalog import ComponentKind, match_names
+from fastmcp_filtering.gateway.config import FilteringConfig
+from fastmcp_filtering.gateway.mcp_json import McpJsonError, namespace_of, read_servers
+from fastmcp_filtering.gateway.proxy import _build
+from fastmcp_filtering.gateway.suggest import DEFAULT_META_TOOLS, suggest_config
+from fastmcp_filtering.gateway.suggest_toml import counted
+from fastmcp_filtering.policy.decision import unrestricted
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from fastmcp.utilities.components import FastMCPComponent
+
+__all__ = ["InitRequest", "run_init"]
+
+
+@dataclass
+class InitRequest:
+    """What ``init`` was asked: a command or URL, or an ``mcpServers`` file, and where to write."""
+
+    target: list[str] = field(default_factory=list)
+    from_file: str | None = None
+    output: str | None = None
+    force: bool = False
+    mode: str = "auto"
+    max_group_size: int = 15
+    env: list[str] = field(default_factory=list)
+    """``NAME=VALUE``, or ``NAME`` for ``${NAME}`` read from the environment."""
+    headers: list[str] = field(default_factory=list)
+    """``NAME=VALUE`` headers for a URL; ``${NAME}`` in a value is read from the environment."""
+
+
+class InitError(Exception):
+    """A reason ``init`` cannot go on, said to the user as is."""
+
+
+def _looks_like_path(value: str, base: Path) -> bool:
+    relative = not value.startswith("-") and not Path(value).is_absolute()
+    return relative and ("/" in value or "." in value) and (base / value).exists()
+
+
+def _cwd_for(table: dict[str, Any], base: Path, out_dir: Path) -> str | None:
+    """``cwd`` to write when relative paths in ``args`` are relative to ``base``, not the file's."""
+    if "url" in table or "cwd" in table or base.resolve() == out_dir.resolve():
+        return None
+    if not any(_looks_like_path(a, base) for a in table.get("args", [])):
+        return None
+    return os.path.relpath(base.resolve(), out_dir.resolve())
+
+
+def _pairs(items: list[str], what: str) -> dict[str, str]:
+    pairs = {}
+    for item in items:
+        name, equals, value = item.partition("=")
+        if not name or (not equals and what == "header"):
+            raise InitError(f"--{what} {item!r}: write NAME=VALUE")
+        pairs[name] = value if equals else "${" + name + "}"
+    return pairs
+
+
+def _target_table(request: InitRequest) -> dict[str, Any]:
+    target = request.target
+    if len(target) == 1 and re.match(r"https?://", target[0]):
+        if request.env:
+            raise InitError("--env applies to a command; a URL takes --header NAME=VALUE")
+        return {"url": target[0], "headers": _pairs(request.headers, "header")}
+    if request.headers:
+        raise InitError("--header applies to a URL; a command takes --env NAME=VALUE")
+    return {"command": target[0], "args": list(target[1:]), "env": _pairs(request.env, "env")}
+
+
+def _label(target: list[str]) -> str:
+    """A short name for the server: the URL's host, or the package or script it runs."""
+    if re.match(r"https?://", target[0]):
+        return re.sub(r"^https?://([^/:]+).*", r"\1", target[0])
+    words = [a for a in target[1:] if not a.startswith("-")]
+    # A package or script (server-github@1.0, ghcr.io/x/y, server.py), not a subcommand (run).
+    named = [a for a in words if re.search(r"[-./@]", a)] or words or target[:1]
+    name = Path(named[0]).name
+    return re.sub(r"(@[^@/]+|\.(py|js|mjs|ts))$", "", name) or name
+
+
+def _tables(request: InitRequest, out_dir: Path) -> tuple[list[dict[str, Any]], str]:
+    """The ``[[upstreams]]`` tables to write, and what they are (for messages)."""
+    if request.from_file is not None:
+        if request.env or request.headers:
+            raise InitError("--env and --header are for a command or a URL, not --from")
+        path = Path(request.from_file).expanduser()
+        try:
+            # An entry serving the file being written is the proxy itself: not an upstream.
+            proxy_file = Path(request.output).resolve() if request.output else None
+            servers = read_servers(path, proxy_file=proxy_file)
+        except McpJsonError as error:
+            raise InitError(str(error)) from None
+        if not servers:
+            raise InitError(f"{path}: no enabled server to proxy")
+        tables = []
+        taken: set[str] = set()
+        for key, table in servers:
+            entry: dict[str, Any] = {"name": key, **table}
+            if len(servers) > 1:
+                namespace = namespace_of(key)
+                while namespace in taken:
+                    namespace += "_"
+                taken.add(namespace)
+                entry["namespace"] = namespace
+            cwd = _cwd_for(table, path.parent, out_dir)
+            if cwd is not None:
+                entry["cwd"] = cwd
+            tables.append(entry)
+        return tables, str(path)
+    table = _target_table(request)
+    cwd = _cwd_for(table, Path.cwd(), out_dir)
+    if cwd is not None:
+        table["cwd"] = cwd
+    if request.mode != "auto":
+        table["mode"] = request.mode
+    return [table], " ".join(request.target)
+
+
+class _UpstreamsDown(Exception):
+    """Upstreams that did not answer, each with the reason."""
+
+    def __init__(self, dead: dict[str, str]) -> None:
+        self.dead = dead
+        super().__init__(", ".join(f"{label}: {reason}" for label, reason in dead.items()))
+
+
+async def _listing(
+    config: FilteringConfig,
+) -> tuple[list[Any], list[str]]:
+    """The proxied tools, and every name and URI of the prompts, resources and templates."""
+    # Every upstream is asked; each that fails is recorded by name, so all are reported.
+    proxy = _build(config, on_upstream_error="warn")
+    try:
+        with unrestricted():
+            server = proxy.server
+            tools = list(await server.list_tools(run_middleware=False))
+            others: list[tuple[ComponentKind, FastMCPComponent]] = [
+                *(("prompt", p) for p in await server.list_prompts(run_middleware=False)),
+                *(("resource", r) for r in await server.list_resources(run_middleware=False)),
+                *(
+                    ("template", t)
+                    for t in await server.list_resource_templates(run_middleware=False)
+                ),
+            ]
+    finally:
+        await proxy.close()
+    if proxy.health.unavailable:
+        raise _UpstreamsDown(dict(proxy.health.unavailable))
+    return tools, [n for kind, c in others for n in match_names(c, kind)]
+
+
+def _by_namespace(tools: Sequence[Any], namespaces: list[str]) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = {n: [] for n in namespaces}
+    for tool in tools:
+        # The longest namespace first: "git" must not take "github_..." tools.
+        for namespace in sorted(namespaces, key=len, reverse=True):
+            if tool.name.startswith(f"{namespace}_"):
+                found[namespace].append(
+                    {
+                        "name": tool.name[len(namespace) + 1 :],
+                        "title": tool.title,
+                        "description": tool.description,
+                        "annotations": tool.annotations,
+                    }
+                )
+                break
+    return found
+
+
+def _host_entry(output: str | None) -> str:
+    path = str(Path(output).resolve()) if output else "proxy.toml"
+    if shutil.which("fastmcp-filtering"):
+        command, args = "fastmcp-filtering", ["serve", path]
+    else:
+        command, args = sys.executable, ["-m", "fastmcp_filtering", "serve", path]
+    entry = {"mcpServers": {"fastmcp-filtering": {"command": command, "args": args}}}
+    return json.dumps(entry, indent=2)
+
+
+def run_init(request: InitRequest, out: TextIO, err: TextIO) -> int:
+    """Write the proposed configuration; 0 done, 1 failed (said on ``err``), 2 usage."""
+    if (request.from_file is None) == (not request.target):
+        print(
+            "init needs a server: a command with its arguments (init npx -y some-server), "
+            "a URL (init https://example.com/mcp), or --from mcp.json",
+            file=err,
+        )
+        return 2
+    if request.output and Path(request.output).exists() and not request.force:
+        print(f"{request.output} exists; remove it or pass --force to replace it", file=err)
+        return 1
+    out_dir = Path(request.output).resolve().parent if request.output else Path.cwd()
+    try:
+        tables, source = _tables(request, out_dir)
+    except InitError as error:
+        print(f"error: {error}", file=err)
+        return 1
+    try:
+        config = FilteringConfig.model_validate(
+            {"upstreams": tables, "search": {"enabled": False}}, context={"base_dir": out_dir}
+        )
+    except ValidationError as error:
+        for detail in error.errors():
+            where = ".".join(str(p) for p in detail["loc"])
+            reason = detail["msg"].removeprefix("Value error, ")
+            print(f"error: {where}: {reason}", file=err)
+        return 1
+    try:
+        tools, others = asyncio.run(_listing(config))
+    except _UpstreamsDown as down:
+        for label, reason in down.dead.items():
+            print(f"error: upstream {label!r} cannot be listed: {reason}", file=err)
+        return 1
+    namespaces = [t["namespace"] for t in tables if "namespace" in t]
+    suggestion = suggest_config(
+        _by_namespace(tools, namespaces) if namespaces else tools,
+        others=others,
+        max_group_size=request.max_group_size,
+        meta_tools=DEFAULT_META_TOOLS,
+    )
+    name = f"{_label(request.target)} (filtered)" if request.target else "fastmcp-filtering"
+    text = suggestion.to_toml(upstreams=tables, name=name, source=source)
+    if request.output:
+        Path(request.output).write_text(text, encoding="utf-8")
+    else:
+        out.write(text)
+    shown = request.output or "proxy.toml"
+    notes = err if not request.output else out
+    print(
+        f"\n{counted(suggestion.tool_count, 'tool')} in {counted(len(suggestion.groups), 'group')}"
+        f"{f' written to {request.output}' if request.output else ''}. "
+        f"Check it: fastmcp-filtering check {shown}\n"
+        f"Then give your MCP host this one server"
+        f"{' instead of those in ' + source if request.from_file else ''}:\n"
+        f"{_host_entry(request.output)}",
+        file=notes,
+    )
+    return 0

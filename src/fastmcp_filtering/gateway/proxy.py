@@ -1,0 +1,391 @@
+"""Proxy mode: groups, tags, concerns, search and progressive disclosure for any MCP server.
+
+``build_proxy(config)`` puts FastMCP's proxy in front of the configured upstream
+server(s), stdio or HTTP, and adds the filtering stack (``add_filtering``) with
+the configured declarations, so an operator filters servers whose code they
+cannot change (GitHub's, Azure's, any npm or PyPI server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import re
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TextIO, TypeVar
+
+from fastmcp import FastMCP
+from fastmcp.client.transports import ClientTransport, StdioTransport, StreamableHttpTransport
+from fastmcp.client.transports.base import TransportOptions
+from fastmcp.client.transports.sse import SSETransport
+from fastmcp.mcp_config import infer_transport_type_from_url
+from fastmcp.server.transforms import Transform
+
+from fastmcp_filtering.core.catalog import ComponentKind, kind_of, match_names
+from fastmcp_filtering.core.concerns import COMPONENT_META_KEY
+from fastmcp_filtering.core.declarations import GROUPS_META_KEY, META_TOOL_KEY
+from fastmcp_filtering.gateway.annotations import risk_of
+from fastmcp_filtering.gateway.upstreams import (
+    UpstreamHealth,
+    UpstreamInstructions,
+    UpstreamProvider,
+    client_factory,
+)
+from fastmcp_filtering.middleware.stack import add_filtering
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Mapping, Sequence
+    from pathlib import Path
+
+    from fastmcp.prompts.base import Prompt
+    from fastmcp.resources.base import Resource
+    from fastmcp.resources.template import ResourceTemplate
+    from fastmcp.server.transforms import (
+        GetPromptNext,
+        GetResourceNext,
+        GetResourceTemplateNext,
+        GetToolNext,
+    )
+    from fastmcp.tools.base import Tool
+    from fastmcp.utilities.components import FastMCPComponent
+    from fastmcp.utilities.versions import VersionSpec
+    from mcp.client.session import ClientSession
+
+    from fastmcp_filtering.gateway.config import FilteringConfig, UpstreamConfig
+
+__all__ = ["ConfigAnnotations", "build_proxy", "upstream_transport"]
+
+_C = TypeVar("_C", bound="FastMCPComponent")
+
+# What an upstream may claim in _meta that only the operator's configuration may decide.
+_UPSTREAM_MARKS = (GROUPS_META_KEY, META_TOOL_KEY)
+
+# FastMCP's own names for the backend era: None mirrors each incoming request's era.
+_MODES: dict[str, str | None] = {"auto": "auto", "legacy": "legacy", "mirror": None}
+
+
+class _OwnHeaders:
+    """An HTTP upstream connection that sends its configured headers, none of the client's.
+
+    FastMCP's proxy forwards each client's HTTP headers upstream, its
+    ``Authorization`` too. Behind ``[auth]`` that header holds the client's
+    token for this proxy: it must not reach another server.
+    """
+
+    @asynccontextmanager
+    async def connect_session(
+        self, *, transport_options: TransportOptions | None = None, **session_kwargs: Any
+    ) -> AsyncIterator[ClientSession]:
+        options = replace(transport_options or TransportOptions(), forward_incoming_headers=False)
+        connect = super().connect_session  # type: ignore[misc]
+        async with connect(transport_options=options, **session_kwargs) as session:
+            yield session
+
+
+class _OwnHeadersHttp(_OwnHeaders, StreamableHttpTransport):
+    pass
+
+
+class _OwnHeadersSSE(_OwnHeaders, SSETransport):
+    pass
+
+
+def upstream_transport(
+    upstream: UpstreamConfig,
+    *,
+    forward_client_headers: bool = True,
+    log_file: Path | TextIO | None = None,
+) -> ClientTransport:
+    """The FastMCP client transport that reaches ``upstream``.
+
+    A stdio upstream's subprocess is kept alive between requests and shared by
+    them; close the transport (``await transport.close()``) to stop it. Its
+    stderr goes to ``log_file`` (default: this process's stderr). An HTTP
+    upstream gets the configured ``headers``, plus (FastMCP's proxy default)
+    the headers of the client's request unless ``forward_client_headers=False``.
+
+    Example:
+        ```python
+        transport = upstream_transport(config.upstreams[0])
+        async with Client(transport) as client:
+            tools = await client.list_tools()
+        ```
+    """
+    if upstream.url is not None:
+        sse = infer_transport_type_from_url(upstream.url) == "sse"
+        if forward_client_headers:
+            kind: type[ClientTransport] = SSETransport if sse else StreamableHttpTransport
+        else:
+            kind = _OwnHeadersSSE if sse else _OwnHeadersHttp
+        return kind(upstream.url, headers=dict(upstream.headers))  # type: ignore[call-arg]
+    assert upstream.command is not None
+    return StdioTransport(
+        command=upstream.command,
+        args=list(upstream.args),
+        env=dict(upstream.env) or None,
+        cwd=upstream.cwd,
+        log_file=log_file,
+    )
+
+
+def build_proxy(config: FilteringConfig, *, upstream_log: Path | TextIO | None = None) -> FastMCP:
+    """A FastMCP server proxying the configured upstream(s), with the filtering stack added.
+
+    Each upstream is a FastMCP ``ProxyProvider`` under its namespace (if any);
+    group and tag patterns match the prefixed names (``gh_create_issue``). Tags
+    with ``tools`` patterns and ``concern_mapping`` are applied to the proxied
+    components by a ``ConfigAnnotations`` transform, so every layer sees them.
+    Clients get the configured ``instructions``, then each upstream's own
+    (under its name when there are several), then the stack's paragraphs. With
+    ``on_upstream_error = "warn"`` an upstream that fails is logged once (its
+    label and the reason) and left out while the others are served. Stdio
+    upstreams start at the first request, write their stderr to ``upstream_log``
+    (default: this process's), and stop when the server's lifespan ends (the
+    last in-memory client leaves, or the server stops).
+    ``[auth]`` becomes the server's ``auth`` (a token verifier, for HTTP) and
+    ``[state]`` its ``session_state_store``.
+
+    Example:
+        ```python
+        proxy = build_proxy(load_config("examples/server-github.toml"))
+        proxy.run()  # stdio; proxy.run(transport="http", port=8000) for HTTP
+        ```
+    """
+    return _build(config, upstream_log=upstream_log).server
+
+
+class _Proxy(NamedTuple):
+    server: FastMCP[Any]
+    transports: list[ClientTransport]
+    """Closed when the server's lifespan ends; ``check`` and a signal close them sooner."""
+    health: UpstreamHealth
+
+    async def close(self) -> None:
+        """Stop every upstream connection (stdio subprocesses in parallel)."""
+        self.health.closing = True
+        await _close_all(self.transports)
+
+
+async def _close_all(transports: Sequence[ClientTransport]) -> None:
+    # In parallel: the SDK gives each stdio upstream up to 2 s to exit after its stdin closes.
+    await asyncio.gather(*(t.close() for t in transports))  # type: ignore[no-untyped-call]
+
+
+def _build(
+    config: FilteringConfig,
+    *,
+    on_upstream_error: Literal["raise", "warn"] | None = None,
+    upstream_log: Path | TextIO | None = None,
+    log_failures: bool = True,
+    relay: bool = True,
+) -> _Proxy:
+    """The proxy, the transports it owns and its upstreams' health (``relay=False``: the
+    upstreams' notifications reach no client, for a proxy no client uses)."""
+    # Behind [auth] the client's Authorization header is its token for this proxy.
+    forward = config.auth is None
+    transports = [
+        upstream_transport(u, forward_client_headers=forward, log_file=upstream_log)
+        for u in config.upstreams
+    ]
+    health = UpstreamHealth(log=log_failures)
+
+    @asynccontextmanager
+    async def close_upstreams(_server: FastMCP[Any]) -> AsyncIterator[dict[str, Any]]:
+        health.closing = False  # serving (again): the upstreams restart on demand
+        try:
+            yield {}
+        finally:
+            health.closing = True
+            await _close_all(transports)
+
+    strategy = on_upstream_error or config.on_upstream_error
+    # Who each HTTP request is ([auth]) and where its state lives ([state]).
+    served: dict[str, Any] = {
+        "auth": config.auth.verifier() if config.auth is not None else None,
+        "session_state_store": config.state.store(),
+    }
+    server: FastMCP[Any] = FastMCP(
+        config.name, instructions=config.instructions, lifespan=close_upstreams, **served
+    )
+    server.provider_error_strategy = strategy
+    providers = []
+    for upstream, transport in zip(config.upstreams, transports, strict=True):
+        provider = UpstreamProvider(
+            client_factory(transport, _MODES[upstream.mode], relay=relay),
+            label=upstream.label,
+            health=health,
+            on_error=strategy,
+        )
+        server.add_provider(provider, namespace=upstream.namespace or "")
+        providers.append(provider)
+    server.add_transform(
+        ConfigAnnotations(
+            tags={t.name: t.tools for t in config.tags if t.tools},
+            concern_mapping=config.concern_mapping,
+            trust_upstream_groups=config.trust_upstream_groups,
+            from_annotations=[c.name for c in config.concerns if c.from_annotations],
+        )
+    )
+    add_filtering(
+        server,
+        groups=config.to_groups(),
+        tags=config.to_tags(),
+        search=config.search.options() if config.search.enabled else False,
+        concerns=config.to_concerns() or None,
+        apply_concern_defaults=config.apply_concern_defaults,
+        progressive=config.progressive.options()
+        if config.progressive is not None and config.progressive.enabled
+        else False,
+        unauthenticated=config.unauthenticated,
+    )
+    # Innermost: the stack's paragraphs are appended after the upstreams' instructions.
+    server.add_middleware(UpstreamInstructions(providers))
+    return _Proxy(server, transports, health)
+
+
+def _same(cached: object, component: object) -> bool:
+    """Whether a relisted component is the one annotated before, attribute for attribute.
+
+    Not FastMCP's ``==``, which serializes both components (a cost per listing,
+    and a serializer warning for a namespaced resource); and stricter: every
+    instance attribute counts, so a proxied component bound to another
+    upstream's client is never mistaken for a cached one.
+    """
+    return (
+        type(cached) is type(component)
+        and vars(cached) == vars(component)
+        and getattr(cached, "__pydantic_private__", None)
+        == getattr(component, "__pydantic_private__", None)
+    )
+
+
+def _compile(patterns: Sequence[str]) -> re.Pattern[str]:
+    return re.compile("|".join(fnmatch.translate(p) for p in patterns))
+
+
+class ConfigAnnotations(Transform):
+    """Put configured tags and concern values on proxied components, by name or glob.
+
+    An upstream that is not a FastMCP server has no FastMCP tags and no
+    ``_meta.concerns``; this transform adds them as components are listed or
+    looked up, so filters, search, concerns and calls all see the same values.
+    The operator's configuration is the only source of group membership: the
+    groups an upstream claims in ``_meta["io.modelcontextprotocol/groups"]``, and
+    the package's own meta-tool mark, are removed unless
+    ``trust_upstream_groups=True``.
+    For ``concern_mapping`` an exact name wins over patterns, and among patterns
+    the first one wins; values the upstream set itself are overridden. Each
+    concern in ``from_annotations`` gets, on tools the mapping leaves without
+    it, ``read-only``, ``write`` or ``destructive`` from the tool's MCP
+    annotations (``fastmcp_filtering.gateway.annotations.risk_of``). An
+    unchanged component keeps its identity between listings (the proxy builds
+    new objects on every listing), so the search index does not re-read it.
+
+    Example:
+        ```python
+        server.add_transform(ConfigAnnotations(
+            tags={"read-only": ["get_*", "list_*"]},
+            concern_mapping={"merge_*": {"risk": "destructive"}},
+        ))
+        ```
+    """
+
+    def __init__(
+        self,
+        *,
+        tags: Mapping[str, Sequence[str]] | None = None,
+        concern_mapping: Mapping[str, Mapping[str, str]] | None = None,
+        trust_upstream_groups: bool = False,
+        from_annotations: Sequence[str] = (),
+    ) -> None:
+        self._trust_groups = trust_upstream_groups
+        self._from_annotations = tuple(from_annotations)
+        self._tags = [(name, _compile(p)) for name, p in (tags or {}).items() if p]
+        mapping = dict(concern_mapping or {})
+        self._exact = {k: dict(v) for k, v in mapping.items() if not _is_glob(k)}
+        self._patterns = [(_compile([k]), dict(v)) for k, v in mapping.items() if _is_glob(k)]
+        self._last: dict[tuple[ComponentKind, str], tuple[Any, Any]] = {}
+
+    def __repr__(self) -> str:
+        return f"ConfigAnnotations(tags={[t for t, _ in self._tags]!r})"
+
+    def annotate(self, component: _C) -> _C:
+        """``component`` with the configured tags and concern values (the same object if none)."""
+        kind = kind_of(component)
+        key = (kind, component.name)
+        last = self._last.get(key)
+        if last is not None and (last[0] is component or _same(last[0], component)):
+            return last[1]  # type: ignore[no-any-return]
+        names = match_names(component, kind)
+        tags = {tag for tag, pattern in self._tags if any(pattern.match(n) for n in names)}
+        values: dict[str, str] = {}
+        for name in names:
+            for concern, value in self._exact.get(name, {}).items():
+                values.setdefault(concern, value)
+        for pattern, mapped in self._patterns:
+            if any(pattern.match(n) for n in names):
+                for concern, value in mapped.items():
+                    values.setdefault(concern, value)
+        if kind == "tool":
+            for concern in self._from_annotations:
+                values.setdefault(concern, risk_of(getattr(component, "annotations", None)))
+        meta = dict(component.meta or {})
+        untrusted = [] if self._trust_groups else [k for k in _UPSTREAM_MARKS if k in meta]
+        result = component
+        if (tags and not tags <= component.tags) or values or untrusted:
+            update: dict[str, Any] = {"tags": component.tags | tags}
+            for mark in untrusted:
+                del meta[mark]
+            if values:
+                meta[COMPONENT_META_KEY] = {**(meta.get(COMPONENT_META_KEY) or {}), **values}
+            update["meta"] = meta
+            result = component.model_copy(update=update)
+        self._last[key] = (component, result)
+        return result
+
+    async def list_tools(self, tools: Sequence[Tool]) -> Sequence[Tool]:
+        return [self.annotate(t) for t in tools]
+
+    async def get_tool(
+        self, name: str, call_next: GetToolNext, *, version: VersionSpec | None = None
+    ) -> Tool | None:
+        tool = await call_next(name, version=version)
+        return self.annotate(tool) if tool is not None else None
+
+    async def list_prompts(self, prompts: Sequence[Prompt]) -> Sequence[Prompt]:
+        return [self.annotate(p) for p in prompts]
+
+    async def get_prompt(
+        self, name: str, call_next: GetPromptNext, *, version: VersionSpec | None = None
+    ) -> Prompt | None:
+        prompt = await call_next(name, version=version)
+        return self.annotate(prompt) if prompt is not None else None
+
+    async def list_resources(self, resources: Sequence[Resource]) -> Sequence[Resource]:
+        return [self.annotate(r) for r in resources]
+
+    async def get_resource(
+        self, uri: str, call_next: GetResourceNext, *, version: VersionSpec | None = None
+    ) -> Resource | None:
+        resource = await call_next(uri, version=version)
+        return self.annotate(resource) if resource is not None else None
+
+    async def list_resource_templates(
+        self, templates: Sequence[ResourceTemplate]
+    ) -> Sequence[ResourceTemplate]:
+        return [self.annotate(t) for t in templates]
+
+    async def get_resource_template(
+        self,
+        uri: str,
+        call_next: GetResourceTemplateNext,
+        *,
+        version: VersionSpec | None = None,
+    ) -> ResourceTemplate | None:
+        template = await call_next(uri, version=version)
+        return self.annotate(template) if template is not None else None
+
+
+def _is_glob(pattern: str) -> bool:
+    return any(c in pattern for c in "*?[")

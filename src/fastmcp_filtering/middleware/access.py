@@ -1,0 +1,132 @@
+"""Access control by group: ``AccessPolicy`` rules over token claims, ``GroupAccessMiddleware``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from typing_extensions import override
+
+from fastmcp_filtering.core.catalog import Catalog
+from fastmcp_filtering.middleware.layers import LayerMiddleware
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from fastmcp import FastMCP
+    from fastmcp.utilities.authorization import AuthContext
+
+    from fastmcp_filtering.core.declarations import Group
+    from fastmcp_filtering.policy.access import Unauthenticated
+
+__all__ = ["AccessPolicy", "GroupAccessMiddleware"]
+
+_MISSING = object()
+
+
+@dataclass(frozen=True, slots=True)
+class AccessPolicy:
+    """An auth check over the token's claims: the claim ``claim`` must hold a value.
+
+    The value is ``value``, or with ``from_meta`` the value under that key of
+    the group's ``meta`` (on a tool, its own ``meta``), so one policy serves
+    every tenant's group. A claim holding a list passes when the list contains
+    the value. A missing token, claim or meta key fails. ``claim`` may be a
+    dotted path into nested claims (``"realm_access.roles"``); a claim whose own name
+    holds dots (``"https://example.com/tenant"``) is read as that name first. It is a FastMCP
+    ``AuthCheck``: it also works in ``@mcp.tool(auth=...)``.
+
+    Example:
+        ```python
+        same_tenant = AccessPolicy(claim="tenant", from_meta="tenant")
+        groups = [
+            Group("acme", meta={"tenant": "acme"}, access=same_tenant),
+            Group("globex", meta={"tenant": "globex"}, access=same_tenant),
+            Group("ops", access=AccessPolicy(claim="roles", value="ops")),
+        ]
+        ```
+    """
+
+    claim: str
+    value: str | None = None
+    from_meta: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.claim, str) or not self.claim.strip("."):
+            raise ValueError(f"AccessPolicy claim must be a claim name, got {self.claim!r}")
+        if (self.value is None) == (self.from_meta is None):
+            raise ValueError(
+                f"AccessPolicy(claim={self.claim!r}) needs exactly one of value= (a fixed "
+                "value) or from_meta= (a key of the group's meta holding the value)"
+            )
+        for name in ("value", "from_meta"):
+            given = getattr(self, name)
+            if given is not None and not isinstance(given, str):
+                raise ValueError(f"AccessPolicy {name} must be a string, got {given!r}")
+
+    def __call__(self, ctx: AuthContext) -> bool:
+        if ctx.token is None:
+            return False
+        expected: object = self.value
+        if self.from_meta is not None:
+            expected = (ctx.component.meta or {}).get(self.from_meta, _MISSING)
+        if not isinstance(expected, str):
+            return False
+        held = _claim(ctx.token.claims, self.claim)
+        if isinstance(held, str):
+            return held == expected
+        if isinstance(held, list | tuple | set | frozenset):
+            return expected in held
+        return False
+
+
+def _claim(claims: object, path: str) -> Any:
+    # A claim named with dots (Auth0's "https://example.com/tenant") is that claim, not a path.
+    if isinstance(claims, Mapping) and path in claims:
+        return claims[path]
+    current = claims
+    for part in path.split("."):
+        if not isinstance(current, Mapping) or part not in current:
+            return _MISSING
+        current = current[part]
+    return current
+
+
+class GroupAccessMiddleware(LayerMiddleware):
+    """Access control by group alone, for a server that wants no other layer.
+
+    Every middleware of the package built on a catalog enforces its groups'
+    ``access`` checks already; this one enforces them without filtering,
+    search or progressive disclosure, and makes the layer explicit in a stack.
+    A principal that fails a group's checks finds its members nowhere: not in
+    lists, calls, reads, prompts, completions or tasks. ``unauthenticated``
+    (``"deny"`` by default, or ``"allow"``) is what a client with no token gets
+    of the checked groups, when this middleware builds the catalog.
+
+    Example:
+        ```python
+        from fastmcp.server.auth import require_scopes
+
+        admin = Group("admin", tools=["delete_*"], access=require_scopes("github:admin"))
+        install(mcp, GroupAccessMiddleware(groups=[admin]))
+        ```
+    """
+
+    def __init__(
+        self,
+        *,
+        groups: Iterable[Group] = (),
+        catalog: Catalog | None = None,
+        unauthenticated: Unauthenticated | None = None,
+    ) -> None:
+        self.catalog = Catalog.shared(catalog, groups, unauthenticated=unauthenticated)
+        self.policy_layer = self.catalog.access.layer
+
+    def __repr__(self) -> str:
+        return f"GroupAccessMiddleware(catalog={self.catalog!r})"
+
+    @override
+    def setup(self, server: FastMCP) -> None:
+        super().setup(server)
+        self.catalog.access.install(server)

@@ -1,0 +1,384 @@
+"""Concern filtering: the server declares concerns, each client states its preferences."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import mcp_types as mt
+from mcp.shared.exceptions import MCPError
+from typing_extensions import override
+
+from fastmcp_filtering._fastmcp import sdk_middleware
+from fastmcp_filtering.core.concerns import (
+    COMPONENT_META_KEY,
+    REQUEST_META_ALIAS,
+    REQUEST_META_KEY,
+    Concern,
+    component_keys,
+    declare_on,
+    merge_values,
+    parse_config,
+    request_override,
+)
+from fastmcp_filtering.core.cursor import LIST_METHODS
+from fastmcp_filtering.core.declarations import WARNINGS_META_KEY
+from fastmcp_filtering.core.marks import Marks
+from fastmcp_filtering.core.protocol import (
+    RequestInfo,
+    add_capabilities,
+    custom_result,
+    invalid_params,
+    request_info,
+)
+from fastmcp_filtering.core.state import StateUnavailable, client_key, load_state, save_state
+from fastmcp_filtering.middleware.changes import listing, notify_changes
+from fastmcp_filtering.middleware.layers import LayerMiddleware
+from fastmcp_filtering.policy.concerns import STATE_NAMESPACE, ApplyDefaults, ConcernLayer
+from fastmcp_filtering.policy.decision import unrestricted
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from fastmcp import FastMCP
+    from fastmcp.server.context import Context
+    from fastmcp.server.middleware import CallNext, MiddlewareContext
+    from fastmcp.utilities.components import FastMCPComponent
+    from mcp.server.context import CallNext as SDKCallNext
+    from mcp.server.context import HandlerResult, ServerRequestContext
+
+    from fastmcp_filtering.core.catalog import ComponentKind
+
+__all__ = [
+    "COMPONENT_META_KEY",
+    "REQUEST_META_ALIAS",
+    "REQUEST_META_KEY",
+    "ApplyDefaults",
+    "Concern",
+    "ConcernMiddleware",
+    "concerns",
+]
+
+logger = logging.getLogger("fastmcp_filtering")
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+_C = TypeVar("_C", bound="FastMCPComponent")
+
+
+def concerns(values: Mapping[str, str] | None = None, /, **kwargs: str) -> Callable[[_T], _T]:
+    """Give a tool, prompt or resource concern values (the proposal's ``_meta.concerns``).
+
+    Works above or below ``@mcp.tool`` / ``@mcp.prompt`` / ``@mcp.resource`` and on
+    a component object. Values are unioned with the component's
+    ``meta["concerns"]`` and the middleware's ``mapping``; giving one concern two
+    different values is a ``ValueError``. Pass a mapping for names that are not
+    Python identifiers.
+
+    Example:
+        ```python
+        @concerns(security="high", cost="minimal")
+        @mcp.tool
+        def encrypt_data(data: str) -> str: ...
+        ```
+    """
+    merged = merge_values([("@concerns", values or {}), ("@concerns", kwargs)], where="@concerns")
+    if not merged:
+        raise ValueError("@concerns() needs at least one value: @concerns(security='high')")
+
+    def decorate(target: _T) -> _T:
+        declare_on(target, merged)
+        return target
+
+    return decorate
+
+
+class ConcernMiddleware(LayerMiddleware):
+    """Concern-based filtering: list only what suits the client's stated preferences.
+
+    The server declares ``concerns`` (``capabilities.concerns`` on ``initialize``
+    and ``server/discover``, and ``concerns/list``) and gives components values
+    through ``mapping`` (component name or URI to values), ``meta["concerns"]``
+    or ``@concerns``. A client configures its preferences in ``initialize`` /
+    ``notifications/initialized``, with ``concerns/update``, or for one request
+    with ``params._meta["io.github.fastmcp-filtering/concerns"]``. A component is
+    listed when, for every concern the client configured (or that has a
+    default), the component's value is the one asked for (or stricter, for an
+    ``ordered`` concern); components without a value for a concern match any.
+    A client that never stated a concern is not filtered, as the proposal
+    keeps it for clients that know nothing of concerns; once it states any,
+    defaults fill the rest (``apply_defaults="all"``: defaults for every
+    client). Listed components carry their values in ``_meta["concerns"]``.
+    Calling an excluded tool is refused with the concern that excludes it. This
+    is a preference filter, not access control.
+
+    Example:
+        ```python
+        install(mcp, ConcernMiddleware(
+            concerns=[Concern("security", values=["high", "medium", "low"], default="medium")],
+            mapping={"encrypt_data": {"security": "high"}},
+        ))
+        ```
+    """
+
+    def __init__(
+        self,
+        *,
+        concerns: Iterable[Concern],
+        mapping: Mapping[str, Mapping[str, str]] | None = None,
+        apply_defaults: ApplyDefaults = "configured",
+    ) -> None:
+        self.policy_layer = self._layer = ConcernLayer(
+            concerns, mapping, apply_defaults=apply_defaults
+        )
+        self._concerns = self._layer.concerns
+        self._marks = Marks(self._concern_marks)
+
+    @property
+    def concerns(self) -> tuple[Concern, ...]:
+        """The declared concerns, in declaration order."""
+        return tuple(self._concerns.values())
+
+    @property
+    def defaults(self) -> dict[str, str]:
+        """Each concern's ``default``: what fills the concerns a client did not state."""
+        return dict(self._layer.defaults)
+
+    @property
+    def apply_defaults(self) -> ApplyDefaults:
+        """``"configured"``: defaults apply once a client states a concern; ``"all"``: always."""
+        return self._layer.apply_defaults
+
+    def __repr__(self) -> str:
+        return (
+            f"ConcernMiddleware(concerns={list(self._concerns.values())!r}, "
+            f"mapping={self._layer.mapping!r}, apply_defaults={self.apply_defaults!r})"
+        )
+
+    def values_of(self, component: FastMCPComponent) -> dict[str, str]:
+        """The concern values ``component`` has from ``mapping``, ``meta`` and ``@concerns``.
+
+        Raises ``ValueError`` when the sources disagree or name an undeclared
+        concern or value.
+        """
+        return self._layer.values_of(component)
+
+    def effective(self, configured: Mapping[str, str]) -> dict[str, str]:
+        """A client's configuration with the defaults of the concerns it did not configure."""
+        return self._layer.effective(configured)
+
+    async def check(self, server: FastMCP) -> None:
+        """Check every component's concern values on ``server``; ``ValueError`` on a conflict.
+
+        Call it at startup to fail before serving; meanwhile a component with a
+        bad declaration is hidden (and logged). Mapping entries that match no
+        component are logged.
+
+        Example:
+            ```python
+            await middleware.check(mcp)
+            ```
+        """
+        unused = set(self._layer.mapping)
+        with unrestricted():
+            for components in await _all_components(server):
+                for component in components:
+                    self.values_of(component)
+                    unused -= set(component_keys(component))
+        if unused:
+            logger.warning(
+                "ConcernMiddleware mapping names no component: %s", ", ".join(sorted(unused))
+            )
+
+    @override
+    def setup(self, server: FastMCP) -> None:
+        super().setup(server)
+        # Outermost, like the cursor scope, so it sees the serialized list result.
+        sdk_middleware(server).insert(0, _ListWarnings(self._concerns))
+
+    @override
+    async def on_message(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+    ) -> Any:
+        info = request_info(context)
+        override_config = request_override(info.meta) if info is not None else None
+        if override_config is not None:
+            # Bad input is -32602 here, before any lookup judges with it.
+            parse_config(override_config, self._concerns, field=f"_meta[{REQUEST_META_KEY!r}]")
+        return await super().on_message(context, call_next)
+
+    @override
+    async def on_list(
+        self,
+        context: MiddlewareContext[Any],
+        call_next: CallNext[Any, Sequence[_C]],
+        kind: ComponentKind,
+    ) -> Sequence[_C]:
+        return self._marks.apply(await super().on_list(context, call_next, kind))
+
+    def _concern_marks(self, component: FastMCPComponent) -> dict[str, Any]:
+        """The proposal's ``_meta.concerns`` of a listed component, when it has values."""
+        try:
+            values = self.values_of(component)
+        except ValueError:
+            # Hidden by the policy for its bad declaration; nothing to show.
+            return {}
+        return {COMPONENT_META_KEY: values} if values else {}
+
+    # -- wire ---------------------------------------------------------------------------
+
+    def _declaration(self) -> list[dict[str, Any]]:
+        return [c.to_wire() for c in self._concerns.values()]
+
+    @override
+    async def on_initialize(
+        self,
+        context: MiddlewareContext[mt.InitializeRequest],
+        call_next: CallNext[mt.InitializeRequest, mt.InitializeResult | None],
+    ) -> mt.InitializeResult | None:
+        info = request_info(context)
+        configured: dict[str, str] | None = None
+        warnings: list[str] = []
+        params = info.params if info is not None else {}
+        capabilities = params.get("capabilities")
+        if isinstance(capabilities, Mapping) and capabilities.get("concerns") is not None:
+            configured, warnings = parse_config(
+                capabilities["concerns"], self._concerns, field="capabilities.concerns"
+            )
+        elif params.get("concerns") is not None:
+            configured, warnings = parse_config(
+                params["concerns"], self._concerns, field="concerns"
+            )
+        result = await call_next(context)
+        if configured is not None:
+            await self._store_quietly(context.fastmcp_context, configured, warnings, "initialize")
+        return None if result is None else self.announce(result)
+
+    @override
+    def announce(self, result: _R) -> _R:
+        return add_capabilities(result, {"concerns": self._declaration()})
+
+    @override
+    async def on_notification(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+    ) -> Any:
+        if context.method == "notifications/initialized" and isinstance(context.message, Mapping):
+            raw = context.message.get("concerns")
+            if raw is not None:
+                try:
+                    configured, warnings = parse_config(raw, self._concerns, field="concerns")
+                except MCPError as exc:
+                    # A notification has no reply: keep the previous configuration, say why.
+                    logger.warning("notifications/initialized concerns ignored: %s", exc)
+                else:
+                    await self._store_quietly(
+                        context.fastmcp_context, configured, warnings, "notifications/initialized"
+                    )
+        return await call_next(context)
+
+    async def _store_quietly(
+        self, ctx: Context | None, configured: dict[str, str], warnings: list[str], source: str
+    ) -> None:
+        for warning in warnings:
+            logger.info("%s: %s", source, warning)
+        if ctx is None:
+            return
+        try:
+            await save_state(ctx, STATE_NAMESPACE, configured)
+        except StateUnavailable as exc:
+            logger.warning("%s concerns not stored, the defaults apply: %s", source, exc)
+
+    @override
+    async def on_request(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+    ) -> Any:
+        method = _ALIASES.get(context.method or "", context.method)
+        if method == "concerns/list":
+            return custom_result(request_info(context), {"concerns": self._declaration()})
+        if method == "concerns/update":
+            return await self._update(context)
+        return await super().on_request(context, call_next)
+
+    async def _update(self, context: MiddlewareContext[Any]) -> dict[str, Any]:
+        info = request_info(context)
+        params = context.message if isinstance(context.message, Mapping) else {}
+        if "concerns" not in params:
+            raise invalid_params(
+                "concerns/update needs params.concerns, an object like {'security': 'high'} "
+                "that replaces this client's whole configuration; send {} to use the defaults",
+                field="concerns",
+            )
+        configured, warnings = parse_config(params["concerns"], self._concerns, field="concerns")
+        ctx = context.fastmcp_context
+        if ctx is None:
+            raise _cannot_store(info, "no request context")
+        try:
+            # The store must answer; what it holds may be anything, as this replaces it.
+            await load_state(ctx, STATE_NAMESPACE)
+            before = await listing(ctx.fastmcp)
+            await save_state(ctx, STATE_NAMESPACE, configured)
+        except StateUnavailable as exc:
+            raise _cannot_store(info, str(exc), identified=client_key(ctx) is not None) from exc
+        await notify_changes(ctx, before, await listing(ctx.fastmcp))
+        return custom_result(info, {"concerns": self.effective(configured), "warnings": warnings})
+
+
+# The concern proposal's method names, answered as MCP's slash-separated ones.
+_ALIASES = {"listConcerns": "concerns/list", "updateConcerns": "concerns/update"}
+
+
+class _ListWarnings:
+    """SDK-level middleware: a list request's ``_meta`` override reports ignored names.
+
+    FastMCP list hooks return components, not the result, so the warnings a
+    per-request override earns are added to the serialized list result's
+    ``_meta`` here.
+    """
+
+    def __init__(self, concerns: Mapping[str, Concern]) -> None:
+        self._concerns = concerns
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: SDKCallNext
+    ) -> HandlerResult:
+        result = await call_next(ctx)
+        params = ctx.params
+        if ctx.method not in LIST_METHODS or not isinstance(params, Mapping):
+            return result
+        meta = params.get("_meta")
+        override_config = request_override(meta) if isinstance(meta, Mapping) else None
+        if override_config is None or not isinstance(result, dict):
+            return result
+        # The list hooks already validated it; a bad override never gets this far.
+        _, warnings = parse_config(override_config, self._concerns, field=REQUEST_META_KEY)
+        if warnings:
+            # Result _meta: typed clients keep it, where they drop unknown top-level keys.
+            result_meta = dict(result.get("_meta") or {})
+            result_meta[WARNINGS_META_KEY] = [*result_meta.get(WARNINGS_META_KEY, []), *warnings]
+            result = {**result, "_meta": result_meta}
+        return result
+
+
+def _cannot_store(info: RequestInfo | None, reason: str, *, identified: bool = False) -> MCPError:
+    hint = (
+        f"cannot store concerns for this client ({reason}); send them with each request "
+        f"instead: params._meta[{REQUEST_META_KEY!r}] = {{'security': 'high', ...}} on "
+        "tools/list, tools/call and the other list and get requests"
+    )
+    if not identified and info is not None and info.modern:
+        hint += "; a stateless connection keeps state only for an authenticated client"
+    return MCPError(
+        code=mt.INTERNAL_ERROR if identified else mt.INVALID_REQUEST,
+        message=hint,
+        data={"reason": reason, "metaKey": REQUEST_META_KEY},
+    )
+
+
+async def _all_components(server: FastMCP) -> list[list[FastMCPComponent]]:
+    return [
+        list(await server.list_tools(run_middleware=False)),
+        list(await server.list_prompts(run_middleware=False)),
+        list(await server.list_resources(run_middleware=False)),
+        list(await server.list_resource_templates(run_middleware=False)),
+    ]

@@ -1,0 +1,247 @@
+"""``LayerMiddleware``: a middleware that owns a layer of the access policy.
+
+The decision itself lives in ``_policy.py`` and is applied inside FastMCP's
+lookup by ``_transform.AccessTransform``. What only a middleware can do stays
+here: registering the layer when the server is set up, turning FastMCP's
+"Unknown tool" into the agent-facing hint when the policy says the tool exists
+for this client but is hidden (and the client may learn of it), and refusing
+``completion/complete`` for a prompt or template the client cannot see.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from fastmcp.exceptions import (
+    AuthorizationError,
+    NotFoundError,
+    ToolError,
+)
+from typing_extensions import override
+
+from fastmcp_filtering.core.protocol import brief, invalid_params, request_info, requested_version
+from fastmcp_filtering.middleware.discovery import remedy
+from fastmcp_filtering.middleware.hooks import ListHooks
+from fastmcp_filtering.policy.decision import Hidden, unrestricted
+from fastmcp_filtering.policy.disclosure import call_hint
+from fastmcp_filtering.policy.renderers import VisibleRenderers, is_renderer
+from fastmcp_filtering.policy.transform import AccessTransform
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    import mcp_types as mt
+    from fastmcp import FastMCP
+    from fastmcp.prompts.base import PromptResult
+    from fastmcp.resources.base import ResourceResult
+    from fastmcp.server.middleware import CallNext, MiddlewareContext
+    from fastmcp.tools.base import ToolResult
+    from fastmcp.utilities.components import FastMCPComponent
+
+    from fastmcp_filtering.core.catalog import ComponentKind
+    from fastmcp_filtering.policy.decision import PolicyLayer
+
+_C = TypeVar("_C", bound="FastMCPComponent")
+_R = TypeVar("_R")
+
+__all__ = ["LayerMiddleware", "access_of", "judge_hidden"]
+
+
+class LayerMiddleware(ListHooks):
+    """A middleware whose ``policy_layer`` narrows what a client may use.
+
+    Subclasses set ``policy_layer``. Lists and lookups are narrowed by the
+    server's ``AccessTransform``; this base only words refusals.
+    """
+
+    policy_layer: PolicyLayer
+
+    @override
+    def setup(self, server: FastMCP) -> None:
+        super().setup(server)
+        AccessTransform.ensure(server).add_layer(self.policy_layer)
+
+    @override
+    async def on_list(
+        self,
+        context: MiddlewareContext[Any],
+        call_next: CallNext[Any, Sequence[_C]],
+        kind: ComponentKind,
+    ) -> Sequence[_C]:
+        listed = await call_next(context)
+        if kind != "resource" or not any(_renderer(c) for c in listed):
+            return listed
+        # FastMCP synthesizes a Prefab renderer resource for every Prefab tool from the
+        # providers' storage, past every transform: keep only those of tools this client sees.
+        visible = await _visible_renderers(context)
+        return [c for c in listed if not _renderer(c) or visible.allows(str(getattr(c, "uri", "")))]
+
+    @override
+    async def on_call_tool(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        call_next: CallNext[mt.CallToolRequestParams, ToolResult],
+    ) -> ToolResult:
+        name = context.message.name
+        return await _hinted(
+            context, call_next, "tool", name, ToolError, unknown=self.unknown_tool_hint
+        )
+
+    def unknown_tool_hint(self, context: MiddlewareContext[Any], name: str) -> str | None:
+        """What to say of a tool FastMCP does not know and no layer hides; None: nothing."""
+        return None
+
+    @override
+    async def on_get_prompt(
+        self,
+        context: MiddlewareContext[mt.GetPromptRequestParams],
+        call_next: CallNext[mt.GetPromptRequestParams, PromptResult],
+    ) -> PromptResult:
+        return await _hinted(context, call_next, "prompt", context.message.name, _invalid("name"))
+
+    @override
+    async def on_read_resource(
+        self,
+        context: MiddlewareContext[mt.ReadResourceRequestParams],
+        call_next: CallNext[mt.ReadResourceRequestParams, ResourceResult],
+    ) -> ResourceResult:
+        uri = str(context.message.uri)
+        if is_renderer(uri) and not (await _visible_renderers(context)).allows(uri):
+            # A renderer FastMCP synthesizes for a tool this client cannot see: no such resource.
+            raise NotFoundError(f"Unknown resource: {uri!r}")
+        # Not check_resource_access: the read's own lookup is judged by the policy.
+        return await _hinted(context, call_next, "resource", uri, _invalid("uri"))
+
+    @override
+    async def check_resource_access(
+        self, context: MiddlewareContext[mt.ReadResourceRequestParams]
+    ) -> None:
+        """Deny a resource this client cannot see, for FastMCP's checks that read no content."""
+        server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
+        if server is None:
+            raise AuthorizationError("no request context: nothing is visible")
+        uri = str(context.message.uri)
+        if (
+            await server.get_resource(uri) is None
+            and await server.get_resource_template(uri) is None
+        ):
+            raise AuthorizationError(f"Unknown resource: {brief(uri)}")
+
+    @override
+    async def on_request(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+    ) -> Any:
+        if context.method == "completion/complete":
+            await _check_completion(context)
+        return await call_next(context)
+
+
+async def _hinted(
+    context: MiddlewareContext[Any],
+    call_next: CallNext[Any, _R],
+    kind: str,
+    key: str,
+    refuse: Callable[[str], Exception],
+    *,
+    unknown: Callable[[MiddlewareContext[Any], str], str | None] | None = None,
+) -> _R:
+    """``call_next``, with FastMCP's "Unknown ..." worded as the policy's hint, if any
+    (else as ``unknown``'s words)."""
+    try:
+        return await call_next(context)
+    except NotFoundError:
+        message = await _hint(context, kind, key)
+        if message is None and unknown is not None:
+            message = unknown(context, key)
+        if message is None:
+            raise
+        raise refuse(message) from None
+
+
+def _invalid(field: str) -> Callable[[str], Exception]:
+    # -32602 like FastMCP's own "Unknown prompt / resource": the request names what it cannot get.
+    return lambda message: invalid_params(message, field=field)
+
+
+def _renderer(component: FastMCPComponent) -> bool:
+    return is_renderer(str(getattr(component, "uri", "")))
+
+
+async def _visible_renderers(context: MiddlewareContext[Any]) -> VisibleRenderers:
+    server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
+    return VisibleRenderers([]) if server is None else await VisibleRenderers.of(server)
+
+
+def access_of(server: FastMCP) -> AccessTransform | None:
+    """The server's ``AccessTransform``, if any layer is set up on it."""
+    return AccessTransform.of(server)
+
+
+async def judge_hidden(server: FastMCP, component: FastMCPComponent) -> Hidden | None:
+    """This request's policy's answer for ``component`` (None: visible)."""
+    transform = AccessTransform.of(server)
+    if transform is None:
+        return None
+    return (await transform.policy()).judge(component)
+
+
+async def _hint(context: MiddlewareContext[Any], kind: str, key: str) -> str | None:
+    """What to tell the agent about ``key`` FastMCP did not find; None: it is unknown."""
+    server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
+    if server is None:
+        return None
+    version = requested_version(context)
+    try:
+        # The component as no client sees it, only to ask the policy why it is hidden.
+        with unrestricted():
+            component: FastMCPComponent | None
+            if kind == "tool":
+                component = await server.get_tool(key, version)
+            elif kind == "prompt":
+                component = await server.get_prompt(key, version)
+            else:
+                component = await server.get_resource(key, version)
+                if component is None:
+                    component = await server.get_resource_template(key, version)
+    except Exception:
+        return None
+    if component is None:
+        return None
+    hidden = await judge_hidden(server, component)
+    if hidden is None or hidden.message is None:
+        return None
+    if not hidden.enable or context.fastmcp_context is None:
+        return hidden.message
+    # The hint's enable call, checked against max_tools as the enable reply would.
+    calls = await remedy(context.fastmcp_context, hidden.enable)
+    if calls is None:
+        return f"{hidden.message} No group can be enabled to show it within max_tools."
+    if len(calls) == 1 and [a["groups"] for a in calls.values()] == [list(hidden.enable)]:
+        return hidden.message
+    steps = " then ".join(call_hint(tool, args["groups"]) for tool, args in calls.items())
+    return f"{hidden.message} max_tools leaves no room for that: call {steps} instead."
+
+
+async def _check_completion(context: MiddlewareContext[Any]) -> None:
+    """Refuse completing a prompt or template this client cannot see, as if it did not exist."""
+    server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
+    info = request_info(context)
+    ref = info.params.get("ref") if info is not None else None
+    if server is None or not isinstance(ref, Mapping):
+        return
+    name = ref.get("name")
+    uri = ref.get("uri")
+    if ref.get("type") == "ref/prompt" and isinstance(name, str):
+        if await server.get_prompt(name) is None:
+            message = await _hint(context, "prompt", name)
+            raise invalid_params(message or f"unknown prompt {brief(name)}", field="ref.name")
+        return
+    if ref.get("type") == "ref/resource" and isinstance(uri, str):
+        # The template itself, or any URI it matches (which resources/read would serve).
+        if await server.get_resource_template(uri) is not None:
+            return
+        if any(t.uri_template == uri for t in await server.list_resource_templates()):
+            return
+        message = await _hint(context, "resource", uri)
+        raise invalid_params(message or f"unknown resource template {brief(uri)}", field="ref.uri")

@@ -1,0 +1,340 @@
+"""Progressive disclosure: the agent enables and disables groups of tools as it needs them."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from fastmcp.server.context import Context  # noqa: TC002 - meta-tool signatures resolve it
+from fastmcp.server.dependencies import get_context
+from fastmcp.tools.base import Tool, ToolResult
+from typing_extensions import override
+
+from fastmcp_filtering.core.catalog import Catalog
+from fastmcp_filtering.core.declarations import mark_meta_tool
+from fastmcp_filtering.core.protocol import request_info
+from fastmcp_filtering.core.state import client_key
+from fastmcp_filtering.middleware.layers import LayerMiddleware
+from fastmcp_filtering.middleware.progressive_tools import (
+    DisableToolsResult,
+    EnableToolsResult,
+    EnableToolsWithSchemasResult,
+    MetaToolBodies,
+)
+from fastmcp_filtering.policy.decision import is_unrestricted
+from fastmcp_filtering.policy.disclosure import closed, path_to
+from fastmcp_filtering.policy.progressive import EnabledStore, ProgressiveLayer
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from fastmcp import FastMCP
+    from fastmcp.server.middleware import CallNext, MiddlewareContext
+    from fastmcp.utilities.authorization import AuthContext
+
+    from fastmcp_filtering.core.declarations import Group
+
+__all__ = ["DisableToolsResult", "EnableToolsResult", "ProgressiveDisclosureMiddleware"]
+
+_R = TypeVar("_R")
+
+# MCP tool names (SEP-986): what every client accepts.
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+_GLOB = re.compile(r"[*?\[]")
+
+_GROUPS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "groups": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": 'Group names, e.g. ["issues"].',
+        }
+    },
+    "required": ["groups"],
+}
+
+
+# A plain object, not anyOf[object, null]: some clients (the Inspector CLI) send the latter as a
+# string. A string that holds a JSON object is still accepted (MetaToolBodies.proxy).
+_CALL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "description": "The tool to call."},
+        "arguments": {
+            "type": "object",
+            "description": "The tool's arguments.",
+            "default": {},
+            "additionalProperties": True,
+        },
+    },
+    "required": ["name"],
+}
+
+
+class ProgressiveDisclosureMiddleware(LayerMiddleware):
+    """Show an agent the meta-tools and the tools of the groups it enabled, per client.
+
+    Adds ``enable_tools(groups=[...])`` and ``disable_tools(groups=[...])`` (and,
+    with ``call_tool_name``, a ``call_tool`` proxy) to the server. A component is
+    visible when one of its direct groups is enabled; enabling a parent offers
+    its children, disabling it disables them. Components in no group stay
+    visible unless ``hide_ungrouped``. ``max_tools`` caps the grouped tools
+    visible at once. Hidden tools, prompts and resources are refused with a hint
+    naming the ``enable_tools`` call that unlocks them. Replies name, in
+    ``available_groups``, the child groups enabling opened up (``"all"``: the
+    roots not enabled too); the ``enable_tools`` description lists the roots.
+    Enabled groups live in FastMCP's session state store, per session
+    (2025-11-25) or per authenticated principal (2026-07-28; per process on
+    stdio and in-memory); a client with no identity, or a store that fails,
+    gets the initial groups and cannot enable more. A client with no identity
+    (unauthenticated stateless HTTP) is not offered ``enable_tools`` and
+    ``disable_tools`` at all, on any path (calling one is "Unknown tool", with
+    how to get state), and the server instructions it receives say how to
+    get state: authenticate, or connect with a 2025-11-25 session.
+
+    Example:
+        ```python
+        install(mcp, ProgressiveDisclosureMiddleware(
+            groups=[Group("issues"), Group("code"), Group("repos", parent="code")],
+            initial_groups=["issues"],
+            max_tools=10,
+        ))
+        ```
+    """
+
+    def __init__(
+        self,
+        *,
+        groups: Iterable[Group] = (),
+        catalog: Catalog | None = None,
+        initial_groups: Iterable[str] = (),
+        max_tools: int | None = None,
+        hide_ungrouped: bool = False,
+        enable_tool_name: str = "enable_tools",
+        disable_tool_name: str = "disable_tools",
+        call_tool_name: str | None = None,
+        include_schemas: bool = False,
+        available_groups: Literal["children", "all"] = "children",
+        state_namespace: str = "progressive",
+    ) -> None:
+        self.catalog = Catalog.shared(catalog, groups)
+        if max_tools is not None and (
+            isinstance(max_tools, bool) or not isinstance(max_tools, int) or max_tools < 1
+        ):
+            raise ValueError(f"max_tools must be a positive int or None, got {max_tools!r}")
+        self.max_tools = max_tools
+        self.hide_ungrouped = bool(hide_ungrouped)
+        self.include_schemas = bool(include_schemas)
+        if available_groups not in ("children", "all"):
+            raise ValueError(
+                f"available_groups={available_groups!r} is not an option: use 'children' (the "
+                "child groups enabling opened up, as wags replies) or 'all' (the roots not "
+                "enabled too)"
+            )
+        self.available_groups = available_groups
+        names = {"enable_tool_name": enable_tool_name, "disable_tool_name": disable_tool_name}
+        if call_tool_name is not None:
+            names["call_tool_name"] = call_tool_name
+        for option, value in names.items():
+            if not isinstance(value, str) or not _TOOL_NAME.fullmatch(value):
+                raise ValueError(
+                    f"{option}={value!r} is not a valid tool name: use 1 to 128 letters, "
+                    "digits, '_', '-' or '.'"
+                )
+        if len(set(names.values())) != len(names):
+            raise ValueError(f"meta-tool names must differ, got {names}")
+        self.enable_tool_name = enable_tool_name
+        self.disable_tool_name = disable_tool_name
+        self.call_tool_name = call_tool_name
+        self._meta_names = frozenset(names.values())
+        self._state_tools = frozenset((enable_tool_name, disable_tool_name))
+        if not isinstance(state_namespace, str) or not state_namespace:
+            raise ValueError(f"state_namespace must be a non-empty string, got {state_namespace!r}")
+        self.state_namespace = state_namespace
+        self.initial_groups = self._validate_initial(initial_groups)
+        self._built: tuple[int, dict[str, Tool]] | None = None
+        store = EnabledStore(self.catalog, self.initial_groups, state_namespace)
+        self.policy_layer = ProgressiveLayer(
+            store,
+            hide_ungrouped=self.hide_ungrouped,
+            enable_tool=enable_tool_name,
+            disable_tool=disable_tool_name,
+            max_tools=max_tools,
+        )
+        self._bodies = MetaToolBodies(
+            self.policy_layer,
+            enable_tool=enable_tool_name,
+            disable_tool=disable_tool_name,
+            call_tool=call_tool_name,
+            max_tools=max_tools,
+            include_schemas=self.include_schemas,
+            offer_roots=available_groups == "all",
+        )
+
+    def _validate_initial(self, initial_groups: Iterable[str]) -> tuple[str, ...]:
+        if isinstance(initial_groups, str):
+            raise ValueError(
+                f"initial_groups={initial_groups!r} is a string; pass a list: "
+                f"initial_groups=[{initial_groups!r}]"
+            )
+        initial = tuple(dict.fromkeys(initial_groups))
+        declared = [g.name for g in self.catalog.groups]
+        for name in initial:
+            if self.catalog.group(name) is None:
+                raise ValueError(
+                    f"initial_groups names unknown group {name!r}; declare Group({name!r}) "
+                    f"or fix the name (declared: {declared})"
+                )
+        reachable = closed(self.catalog, initial)
+        missing = [n for n in initial if n not in reachable]
+        if missing:
+            name = missing[0]
+            path = path_to(self.catalog, name, reachable)
+            raise ValueError(
+                f"initial group {name!r} is a child whose parent is not initially enabled; "
+                f"use initial_groups={[*(n for n in path if n not in initial), *initial]}"
+            )
+        if self.max_tools is not None:
+            # Literal names in Group(tools=[...]) are members we can count before any server.
+            literal = {
+                pattern
+                for name in initial
+                for pattern in self.catalog.group(name).tools  # type: ignore[union-attr]
+                if not _GLOB.search(pattern)
+            }
+            if len(literal) > self.max_tools:
+                raise ValueError(
+                    f"initial_groups {list(initial)} hold at least {len(literal)} tools, over "
+                    f"max_tools={self.max_tools}; raise max_tools or enable fewer groups"
+                )
+        return initial
+
+    def __repr__(self) -> str:
+        return (
+            f"ProgressiveDisclosureMiddleware(catalog={self.catalog!r}, "
+            f"initial_groups={list(self.initial_groups)!r}, max_tools={self.max_tools!r}, "
+            f"hide_ungrouped={self.hide_ungrouped!r}, meta_tools={sorted(self._meta_names)!r})"
+        )
+
+    @override
+    def setup(self, server: FastMCP) -> None:
+        super().setup(server)
+        self.catalog.access.install(server)
+
+    async def check(self, server: FastMCP) -> None:
+        """Raise ``ValueError`` if ``initial_groups`` show more than ``max_tools`` tools.
+
+        The constructor counts only tools named literally in ``Group(tools=...)``;
+        members declared with ``@in_group`` are known once the server has them.
+
+        Example:
+            ```python
+            await middleware.check(mcp)  # at startup, after registering tools
+            ```
+        """
+        if self.max_tools is None:
+            return
+        members = await self._bodies.members(server)
+        visible = {t for g in self.initial_groups for t in members.get(g, frozenset())}
+        if len(visible) > self.max_tools:
+            raise ValueError(
+                f"initial_groups {list(self.initial_groups)} hold {len(visible)} tools, over "
+                f"max_tools={self.max_tools}; raise max_tools or enable fewer groups"
+            )
+
+    # -- meta-tools ----------------------------------------------------------------------
+
+    @override
+    def meta_tools(self) -> dict[str, Tool]:
+        """The meta-tools, rebuilt only when the group declarations change (stable bytes)."""
+        if self._built is not None and self._built[0] == self.catalog.version:
+            return self._built[1]
+        bodies = self._bodies
+
+        async def enable_tools(ctx: Context, groups: Any = None) -> EnableToolsResult:
+            return await bodies.enable(ctx, groups)
+
+        async def disable_tools(ctx: Context, groups: Any = None) -> DisableToolsResult:
+            return await bodies.disable(ctx, groups)
+
+        if self.include_schemas:
+            enable_tools.__annotations__["return"] = EnableToolsWithSchemasResult
+        tools = [
+            Tool.from_function(
+                enable_tools, name=self.enable_tool_name, description=bodies.enable_description()
+            ),
+            Tool.from_function(
+                disable_tools,
+                name=self.disable_tool_name,
+                description=bodies.disable_description(),
+            ),
+        ]
+        # FastMCP checks a component's own auth wherever it lists or looks one up (the
+        # list, a call by name, a background task): the one place that hides them all.
+        tools = [
+            t.model_copy(update={"parameters": _GROUPS_SCHEMA, "auth": _holds_state}) for t in tools
+        ]
+        if self.call_tool_name is not None:
+
+            async def call_tool(name: str, ctx: Context, arguments: Any = None) -> ToolResult:
+                return await bodies.proxy(ctx, name, arguments)
+
+            proxy = Tool.from_function(
+                call_tool,
+                name=self.call_tool_name,
+                description=bodies.call_description(),
+                output_schema=None,
+            )
+            tools.append(proxy.model_copy(update={"parameters": _CALL_SCHEMA}))
+        built: dict[str, Tool] = {t.name: mark_meta_tool(t) for t in tools}
+        self._built = (self.catalog.version, built)
+        return built
+
+    @override
+    def unknown_tool_hint(self, context: MiddlewareContext[Any], name: str) -> str | None:
+        ctx = context.fastmcp_context
+        if name in self._state_tools and ctx is not None and client_key(ctx) is None:
+            # Hidden from this client, which may know the name from the docs: say why.
+            return f"Unknown tool: {name!r}; {self._bodies.no_state()}"
+        return None
+
+    @override
+    def announce_to(self, context: MiddlewareContext[Any], result: _R) -> _R:
+        """For a client that cannot hold state, the instructions say how to get it."""
+        ctx = context.fastmcp_context
+        if ctx is None or client_key(ctx) is not None or not hasattr(result, "instructions"):
+            return result
+        paragraph = self._bodies.no_state_instructions()
+        current = result.instructions
+        text = f"{current}\n\n{paragraph}" if current else paragraph
+        return result.model_copy(update={"instructions": text})  # type: ignore[attr-defined,no-any-return]
+
+    # -- session bookkeeping ---------------------------------------------------------------
+
+    @override
+    async def on_message(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+    ) -> Any:
+        # Runtime group changes (Catalog.add_group) rewrite the meta-tool descriptions;
+        # the catalog announces them to the session-era clients it remembers.
+        info = request_info(context)
+        if info is not None and not info.modern and info.connection is not None:
+            self.catalog.remember(info.connection)
+        return await super().on_message(context, call_next)
+
+
+def _holds_state(_auth: AuthContext) -> bool:
+    """The component auth of ``enable_tools`` / ``disable_tools``: only for a client with state.
+
+    A client nothing identifies (unauthenticated stateless HTTP) could only be
+    refused by them, so they do not exist for it. No request: no client; inside
+    ``unrestricted()`` (server code reading the whole catalog) they exist.
+    """
+    if is_unrestricted():
+        return True
+    try:
+        ctx = get_context()
+    except RuntimeError:
+        return False
+    return client_key(ctx) is not None

@@ -1,0 +1,291 @@
+"""The bodies of ``enable_tools``, ``disable_tools`` and ``call_tool``, and their replies."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+from fastmcp.exceptions import NotFoundError, ToolError
+from pydantic import BaseModel
+
+from fastmcp_filtering.core.declarations import is_meta_tool
+from fastmcp_filtering.core.protocol import REPLY_CONFIG, brief
+from fastmcp_filtering.core.state import StateUnavailable, client_key
+from fastmcp_filtering.middleware.changes import Listing, listing, notify_changes
+from fastmcp_filtering.policy.disclosure import as_names, call_hint, disable, enable, offered
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from fastmcp import FastMCP
+    from fastmcp.server.context import Context
+    from fastmcp.tools.base import Tool, ToolResult
+
+    from fastmcp_filtering.core.catalog import GroupTree
+    from fastmcp_filtering.policy.progressive import ProgressiveLayer
+
+__all__ = [
+    "DisableToolsResult",
+    "EnableToolsResult",
+    "EnableToolsWithSchemasResult",
+    "MetaToolBodies",
+]
+
+logger = logging.getLogger("fastmcp_filtering")
+
+
+class EnableToolsResult(BaseModel):
+    """The reply of ``enable_tools``: what changed and what the agent can use now."""
+
+    model_config = REPLY_CONFIG
+
+    enabled: list[str]
+    """Groups this call enabled, parents before children."""
+    enabled_groups: list[str]
+    """Every enabled group, in declaration order."""
+    available_tools: list[str]
+    """Tools of the enabled groups the agent can call now, sorted."""
+    available_groups: list[str]
+    """Child groups that can be enabled now, their parent being enabled (with
+    ``available_groups="all"``, the roots not enabled too)."""
+    errors: list[str]
+    """One entry per group that was not enabled, saying why and what to do."""
+
+
+class EnableToolsWithSchemasResult(EnableToolsResult):
+    """``EnableToolsResult`` plus the definitions of the tools this call made available."""
+
+    tools: list[dict[str, Any]]
+    """``tools/list`` entries of the newly available tools, for clients that ignore list_changed."""
+
+
+class DisableToolsResult(BaseModel):
+    """The reply of ``disable_tools``: what changed and what the agent can still use."""
+
+    model_config = REPLY_CONFIG
+
+    disabled: list[str]
+    """Groups this call disabled, each followed by the descendants it took with it."""
+    enabled_groups: list[str]
+    """Every group still enabled, in declaration order."""
+    available_tools: list[str]
+    """Tools of the enabled groups the agent can still call, sorted."""
+    available_groups: list[str]
+    """Child groups that can be enabled now, as in ``EnableToolsResult``."""
+    errors: list[str]
+    """One entry per group that was not disabled, saying why."""
+
+
+class MetaToolBodies:
+    """What the meta-tools do, for one ``ProgressiveLayer`` and its options."""
+
+    def __init__(
+        self,
+        layer: ProgressiveLayer,
+        *,
+        enable_tool: str,
+        disable_tool: str,
+        call_tool: str | None,
+        max_tools: int | None,
+        include_schemas: bool,
+        offer_roots: bool = False,
+    ) -> None:
+        self.layer = layer
+        self.offer_roots = offer_roots
+        self.store = layer.store
+        self.catalog = layer.catalog
+        self.enable_tool = enable_tool
+        self.disable_tool = disable_tool
+        self.call_tool = call_tool
+        self.max_tools = max_tools
+        self.include_schemas = include_schemas
+
+    def enable_description(self) -> str:
+        # The same bytes for every client and every enabled set, so clients can cache it: the
+        # roots here, each child in available_groups once its parent is enabled (wags' design).
+        lines = [
+            "Enable groups of tools to make their tools available to you.",
+            f"Call {call_hint(self.enable_tool, ['<group>'])}; the reply lists the tools "
+            "now available and, in available_groups, the groups you can enable next.",
+        ]
+        if self.max_tools is not None:
+            lines.append(
+                f"At most {self.max_tools} grouped tools can be enabled at once; disable groups "
+                f"with {self.disable_tool} to make room."
+            )
+        # Only groups open to everyone: a group under an access check is learned from
+        # groups/list and available_groups, by the principals that may use it.
+        access = self.catalog.access
+        ruled = access.rules().ruled
+        roots = [r for r in self.catalog.roots() if r not in ruled]
+        children = {r: [c for c in self.catalog.children(r) if c not in ruled] for r in roots}
+        if any(children.values()):
+            lines.append(
+                "Groups marked (+) hold more groups, offered in available_groups once the "
+                "group is enabled; name a parent and its child together to enable both."
+            )
+        lines.append("Groups:")
+        for root in roots:
+            group = self.catalog.group(root)
+            if group is None:
+                continue
+            about = group.description or group.title
+            more = " (+)" if children[root] else ""
+            lines.append(f"- {root}{more}" + (f": {about}" if about else ""))
+        if access.active:
+            lines.append("Your authorization may let you use more groups: see groups/list.")
+        return "\n".join(lines)
+
+    def disable_description(self) -> str:
+        return (
+            "Disable groups of tools you no longer need, to keep your tool list short; "
+            "disabling a group also disables the groups below it. "
+            f"Call {call_hint(self.disable_tool, ['<group>'])}."
+        )
+
+    def call_description(self) -> str:
+        return (
+            "Call a tool of an enabled group by name, for when your tool list has not "
+            "refreshed after enabling a group: "
+            f'{self.call_tool}(name="<tool>", arguments={{...}}). '
+            f"Enable the tool's group with {self.enable_tool} first."
+        )
+
+    async def members(self, server: FastMCP) -> dict[str, frozenset[str]]:
+        return await self.layer.members(server)
+
+    def no_state(self) -> str:
+        """Why a client with no identity cannot enable groups, and how it gets one."""
+        now = as_names(self.store.ordered(self.store.initial))
+        return (
+            "groups cannot be enabled or disabled on this connection: this server keeps "
+            "enabled groups per session (protocol 2025-11-25) or per authenticated user, "
+            "and this stateless HTTP request has neither. Authenticate or connect with a "
+            f"session; until then the initial groups apply: {now}"
+        )
+
+    def no_state_instructions(self) -> str:
+        """The instructions paragraph for a client that cannot enable groups."""
+        return (
+            "Tool groups: this server offers more tools in groups that a client enables with "
+            f"{self.enable_tool}, but it keeps enabled groups per session (protocol "
+            "2025-11-25) or per authenticated user, and this stateless HTTP connection has "
+            f"neither: {self.enable_tool} and {self.disable_tool} are not offered here, and "
+            "only the tools of the initial groups are listed. To use the other groups, "
+            "authenticate (send a bearer token) or connect with a 2025-11-25 session."
+        )
+
+    async def _current(self, ctx: Context, tree: GroupTree) -> frozenset[str]:
+        enabled = await self.store.load(ctx, client_key(ctx), tree)
+        now = as_names(self.store.ordered(enabled.groups))
+        if enabled.problem == "anonymous":
+            raise ToolError(self.no_state())
+        if enabled.problem == "store":
+            raise ToolError(
+                "groups cannot be changed right now: the server could not read its session "
+                f"state store, so only the initial groups apply ({now}); try again later"
+            )
+        return enabled.groups
+
+    async def _save(self, ctx: Context, enabled: frozenset[str]) -> None:
+        try:
+            await self.store.save(ctx, enabled)
+        except StateUnavailable as exc:
+            logger.warning("progressive disclosure: %s", exc)
+            raise ToolError(
+                "groups were not changed: the server could not write its session state "
+                "store; try again later"
+            ) from exc
+
+    def _available(
+        self, tools: Sequence[Tool], enabled: frozenset[str], tree: GroupTree
+    ) -> list[str]:
+        return sorted(
+            {
+                t.name
+                for t in tools
+                if not is_meta_tool(t) and not enabled.isdisjoint(tree.membership(t).direct)
+            }
+        )
+
+    async def enable(self, ctx: Context, groups: object) -> EnableToolsResult:
+        # The groups this principal may use: any other is unknown, as one never declared.
+        tree = await self.catalog.access.tree()
+        async with self.store.lock(client_key(ctx)):
+            before = await self._current(ctx, tree)
+            seen = await listing(ctx.fastmcp)
+            change = enable(
+                tree,
+                before,
+                groups,
+                tool=self.enable_tool,
+                disable_tool=self.disable_tool,
+                members=await self.members(ctx.fastmcp),
+                max_tools=self.max_tools,
+            )
+            after = seen
+            if change.changed:
+                await self._save(ctx, change.enabled)
+                after = await listing(ctx.fastmcp)
+                await notify_changes(ctx, seen, after, always=("tools",))
+        fields: dict[str, Any] = {
+            "enabled": change.changed,
+            "enabled_groups": self.store.ordered(change.enabled),
+            "available_tools": self._available(after.tools, change.enabled, tree),
+            "available_groups": offered(tree, change.enabled, roots=self.offer_roots),
+            "errors": change.errors,
+        }
+        if not self.include_schemas:
+            return EnableToolsResult(**fields)
+        new = set(fields["available_tools"]) - set(self._available(seen.tools, before, tree))
+        fields["tools"] = [
+            t.to_mcp_tool().model_dump(by_alias=True, mode="json", exclude_none=True)
+            for t in sorted(after.tools, key=lambda t: t.name)
+            if t.name in new
+        ]
+        return EnableToolsWithSchemasResult(**fields)
+
+    async def disable(self, ctx: Context, groups: object) -> DisableToolsResult:
+        tree = await self.catalog.access.tree()
+        async with self.store.lock(client_key(ctx)):
+            before = await self._current(ctx, tree)
+            change = disable(tree, before, groups, tool=self.disable_tool)
+            seen: Listing | None = None
+            if change.changed:
+                seen = await listing(ctx.fastmcp)
+                await self._save(ctx, change.enabled)
+            after = await listing(ctx.fastmcp)
+            if seen is not None:
+                await notify_changes(ctx, seen, after, always=("tools",))
+        return DisableToolsResult(
+            disabled=change.changed,
+            enabled_groups=self.store.ordered(change.enabled),
+            available_tools=self._available(after.tools, change.enabled, tree),
+            available_groups=offered(tree, change.enabled, roots=self.offer_roots),
+            errors=change.errors,
+        )
+
+    async def proxy(self, ctx: Context, name: str, arguments: object) -> ToolResult:
+        if isinstance(arguments, str):
+            # Clients that flatten objects to strings: a JSON object is still an object.
+            with contextlib.suppress(ValueError, RecursionError):
+                arguments = json.loads(arguments) if arguments.strip() else {}
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise ToolError(
+                f"arguments must be an object of the tool's arguments, like "
+                f'{{"path": "README.md"}}, got {type(arguments).__name__}'
+            )
+        if name == self.call_tool:
+            raise ToolError(f"{name} cannot call itself; pass the name of the tool to call")
+        try:
+            # The whole middleware chain and the policy judge the proxied call as any other.
+            return await ctx.fastmcp.call_tool(name, arguments)
+        except NotFoundError:
+            raise ToolError(
+                f"unknown tool {brief(name)}; enable a group with {self.enable_tool} and "
+                "use a tool from the available_tools of its reply"
+            ) from None

@@ -1,0 +1,357 @@
+"""Query search: a ``query`` on list requests that puts the best matching tools first."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from fastmcp.server.middleware import Middleware
+from typing_extensions import override
+
+from fastmcp_filtering._fastmcp import list_page_size, sdk_middleware
+from fastmcp_filtering.core.catalog import LIST_METHOD, Catalog, ComponentKind
+from fastmcp_filtering.core.cursor import search_page
+from fastmcp_filtering.core.filters import narrow
+from fastmcp_filtering.core.protocol import (
+    MAX_QUERY_LENGTH,
+    RequestInfo,
+    add_capabilities,
+    clean_query,
+    invalid_params,
+    request_info,
+)
+from fastmcp_filtering.middleware.discovery import (
+    BetterMatches,
+    discoverable,
+    rank_hits,
+    report_better,
+)
+from fastmcp_filtering.middleware.hooks import ListHooks
+from fastmcp_filtering.middleware.rate_limit import counted, is_search, rate_limit_key
+from fastmcp_filtering.middleware.search_service import SearchService
+from fastmcp_filtering.middleware.search_tool import SearchTool, SearchToolsResult
+from fastmcp_filtering.middleware.snapshot import Snapshots, request_trusts, through_chain
+from fastmcp_filtering.policy.decision import is_widened
+from fastmcp_filtering.policy.transform import current_policy
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+
+    from fastmcp import FastMCP
+    from fastmcp.server.context import Context
+    from fastmcp.server.middleware import CallNext, MiddlewareContext
+    from fastmcp.tools import Tool
+    from fastmcp.utilities.components import FastMCPComponent
+
+    from fastmcp_filtering.core.declarations import Group, Tag
+    from fastmcp_filtering.middleware.discovery import Hit
+    from fastmcp_filtering.retrieval.embedders import Embedder
+
+__all__ = ["MAX_QUERY_LENGTH", "SearchMiddleware", "SearchToolsResult", "rate_limit_key"]
+
+_C = TypeVar("_C", bound="FastMCPComponent")
+
+
+class SearchMiddleware(ListHooks):
+    """Rank tools (and prompts and resources) for a plain-text ``query`` on their list request.
+
+    ``tools/list`` with ``params.query`` returns the matching tools, most relevant
+    first, in pages of ``max_results`` (``nextCursor`` pages on through the
+    matches, bound to the query); with a ``filter`` it searches within the
+    filtered set; without a query nothing changes. The ranking is lexical and
+    offline: names split into words, titles, descriptions, tags, group titles and
+    descriptions and parameters, each with its weight, stemmed, with typo
+    tolerance, and Unicode-aware (CJK text is matched by characters). Parameters
+    most tools share do not count. A ``search_tools`` meta-tool gives the same
+    ranking to clients that cannot send the new parameter; it only ever returns
+    tools the client may see, and calls nothing.
+
+    With ``semantic=True`` (the ``fastmcp-filtering[semantic]`` extra) or any
+    embedder, an embedding ranking is blended with the lexical one (meaning
+    leads, exact words break ties); tools are embedded once and again only when their text changes.
+
+    Declares ``capabilities.tools.filtering: true`` and adds a paragraph on how to
+    search, with examples from the server's groups, to the server instructions.
+
+    ``rate_limit`` takes a FastMCP rate limiter (``RateLimitingMiddleware``,
+    ``SlidingWindowRateLimitingMiddleware``, or any middleware whose ``on_request``
+    decides) and hands it only searches: list requests with a query and
+    ``search_tools`` calls (also through ``call_tool``), each counted once however
+    many listings it makes inside. Key it with ``get_client_id=rate_limit_key``.
+
+    Example:
+        ```python
+        install(mcp, SearchMiddleware(groups=groups, max_results=10))
+        ```
+    """
+
+    def __init__(
+        self,
+        *,
+        max_results: int = 10,
+        groups: Iterable[Group] = (),
+        tags: Iterable[Tag] = (),
+        catalog: Catalog | None = None,
+        search_tool: str | None = "search_tools",
+        instructions: bool = True,
+        weights: Mapping[str, float] | None = None,
+        semantic: bool | Embedder = False,
+        rate_limit: Middleware | None = None,
+    ) -> None:
+        if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
+            raise ValueError(f"max_results must be a positive integer, got {max_results!r}")
+        if search_tool is not None and (not isinstance(search_tool, str) or not search_tool):
+            raise ValueError(
+                f"search_tool must be a tool name or None to turn it off, got {search_tool!r}"
+            )
+        if rate_limit is not None and not isinstance(rate_limit, Middleware):
+            raise ValueError(
+                "rate_limit must be a FastMCP middleware such as RateLimitingMiddleware, "
+                f"got {type(rate_limit).__name__}"
+            )
+        self.catalog = Catalog.shared(catalog, groups, tags)
+        self.max_results = max_results
+        self.rate_limit = rate_limit
+        self.search_tool = search_tool
+        self.instructions = instructions
+        self._weights = dict(weights or {})
+        if semantic is True:
+            from fastmcp_filtering.retrieval.embedders import MiniLMEmbedder
+
+            # Fails here, with the install hint, when the extra is missing.
+            semantic = MiniLMEmbedder()
+        elif semantic is not False and not callable(semantic):
+            raise ValueError(
+                "semantic must be True (the bundled MiniLM model), False, or an embedder "
+                f"(a function from texts to vectors), got {semantic!r}"
+            )
+        self._service = SearchService(
+            self.catalog, weights=self._weights, embedder=semantic or None, max_results=max_results
+        )
+        self._snapshots = Snapshots(self._service, self)
+        self._search_tool = SearchTool(self._service, self._snapshots, self.catalog)
+        self._meta_tools = (
+            {search_tool: self._search_tool.tool(search_tool, self.discover)} if search_tool else {}
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"SearchMiddleware(max_results={self.max_results!r}, "
+            f"search_tool={self.search_tool!r}, catalog={self.catalog!r})"
+        )
+
+    @override
+    def meta_tools(self) -> dict[str, Tool]:
+        return self._meta_tools
+
+    @override
+    def setup(self, server: FastMCP) -> None:
+        super().setup(server)
+        self.catalog.access.install(server)
+        chain = sdk_middleware(server)
+        if not any(isinstance(m, BetterMatches) for m in chain):
+            chain.insert(0, BetterMatches(server))
+
+    # -- capabilities and instructions --------------------------------------------------
+
+    @override
+    def announce(self, result: Any) -> Any:
+        tools = {"filtering": True}
+        capabilities = getattr(result, "capabilities", None)
+        if capabilities is not None and capabilities.tools is not None:
+            tools = {**capabilities.tools.model_dump(by_alias=True, exclude_none=True), **tools}
+        result = add_capabilities(result, {"tools": tools})
+        if self.instructions and result is not None and hasattr(result, "instructions"):
+            paragraph = self._instructions_paragraph()
+            current = result.instructions
+            text = f"{current}\n\n{paragraph}" if current else paragraph
+            result = result.model_copy(update={"instructions": text})
+        return result
+
+    def _instructions_paragraph(self) -> str:
+        # Instructions are the same for every client: only groups open to everyone.
+        examples = [g.title or g.name.replace("_", " ") for g in self.catalog.access.open_groups()]
+        examples = examples[:3]
+        quoted = ", ".join(f"'{e.lower()}'" for e in examples) or "'create issue', 'read files'"
+        tool_hint = (
+            f" Clients that cannot send it can call the {self.search_tool} tool with a query."
+            if self.search_tool
+            else ""
+        )
+        return (
+            "Tool search: send tools/list with params.query set to a few plain words saying "
+            f"what you want to do, for example {quoted}; the best matches come first "
+            f"(at most {self.max_results}). Combine it with params.filter to search within "
+            f"groups.{tool_hint}"
+        )
+
+    # -- lists with a query --------------------------------------------------------------
+
+    @override
+    async def on_list(
+        self,
+        context: MiddlewareContext[Any],
+        call_next: CallNext[Any, Sequence[_C]],
+        kind: ComponentKind,
+    ) -> Sequence[_C]:
+        info = request_info(context)
+        query = _requested_query(info, kind)
+        if query is None or is_widened():
+            # A discovery listing (this very search, listing what enabling would show) wants
+            # every candidate, not a ranking.
+            return await call_next(context)
+        page = search_page()
+        if page is not None and page.owner is not None and page.owner is not self:
+            # A mounted server's search, inside its parent's: the parent ranks and pages all.
+            return await call_next(context)
+        server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
+        if page is None or page.server is not server:
+            # A mounted server's search under a parent that does not search: the parent's
+            # FastMCP pages the whole list with its own cursors, so rank every match here.
+            usable = narrow(self.catalog, info, kind, await call_next(context))
+            return await self._service.rank(kind, usable, query, len(usable))
+        page.owner = self
+        if info is not None and info.params.get("cursor") is not None:
+            # The cursor scope takes this search's own page cursors out of the params.
+            raise invalid_params(
+                "cursor was not issued for this query; send the nextCursor of the previous "
+                "page with the same query, or search again without a cursor",
+                field="cursor",
+            )
+        size = self.max_results
+        page_size = list_page_size(server) if server is not None else None
+        if page_size is not None:
+            # FastMCP pages what this returns by its own size: a page never exceeds it.
+            size = min(size, page_size)
+        listed: Sequence[_C] | None = None
+        # The groups this client's principal may use: a filter naming another is unknown.
+        tree = await self.catalog.access.tree()
+        if kind == "tool" and server is not None and context.fastmcp_context is not None:
+            snapshot = await self._snapshots.current(server)
+            if snapshot is not None and await request_trusts(snapshot, context.fastmcp_context):
+                selection = snapshot.selection(await current_policy(server), tree, info, query)
+                keys = await self._service.rank_keys(
+                    query,
+                    selection.within,
+                    selection.versioned,
+                    snapshot.component_of(selection),
+                    # A page, what precedes it, and room for matches it skips (enable-able).
+                    first=2 * (page.offset + size) + 16,
+                )
+                tools, more, groups = _page(map(selection.hit, keys), page.offset, size)
+                used, result = await through_chain(tools, context, call_next)
+                if used:
+                    page.next = more
+                    report_better(server, groups[: self.max_results])
+                    return cast("Sequence[_C]", result)
+                # The chain listed the catalog itself (a middleware came after Prefilled).
+                listed = cast("Sequence[_C]", result)
+        # Candidates are what the rest of the chain lists for this client; with a filter,
+        # only its matches, whatever the order of the middlewares.
+        usable = narrow(
+            tree, info, kind, listed if listed is not None else await call_next(context)
+        )
+        extra = await discoverable(server, kind, usable) if server is not None else []
+        if extra:
+            admitted = {id(c) for c in narrow(tree, info, kind, [h.component for h in extra])}
+            extra = [h for h in extra if id(h.component) in admitted]
+        found, page.next, better = _page(
+            await rank_hits(self._service, kind, usable, extra, query), page.offset, size
+        )
+        if server is not None:
+            report_better(server, better[: self.max_results])
+        return found
+
+    async def search_tools(
+        self, server: FastMCP, query: str, *, limit: int | None = None
+    ) -> list[Tool]:
+        """The tools this client may call now that best match ``query``, best first.
+
+        Ranks what ``tools/list`` gives this client through the whole middleware
+        chain (FastMCP's listing, every middleware, the access policy), so no
+        middleware of the server's own is bypassed.
+        """
+        listed = await server.list_tools()
+        return await self._service.rank("tool", listed, query, limit or self.max_results)
+
+    async def discover(self, ctx: Context, query: str) -> list[dict[str, Any]]:
+        """What ``search_tools`` answers for ``query``: callable and enable-able tools in one
+        ranking (see ``SearchTool.discover``)."""
+        return await self._search_tool.discover(ctx, query, limit=self.max_results)
+
+    @override
+    async def on_message(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+    ) -> Any:
+        if context.fastmcp_context is not None:
+            # Index the catalog while the client connects and lists, in a worker thread,
+            # rather than during the first search.
+            self._service.warm(context.fastmcp_context.fastmcp, self._snapshots.snapshot)
+        return await super().on_message(context, call_next)
+
+    @override
+    async def on_request(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+    ) -> Any:
+        limiter = self.rate_limit
+        if limiter is None or not is_search(
+            context, self, self.search_tool, lambda raw: clean_query(raw, field="query")
+        ):
+            return await call_next(context)
+        with counted(context, self):
+            return await limiter.on_request(context, call_next)
+
+    async def prepare(self, server: FastMCP) -> None:
+        """Index (and with ``semantic``, embed) the server's tools now, not at the first search.
+
+        Example:
+            ```python
+            search = SearchMiddleware(semantic=True)
+            install(mcp, search)
+            await search.prepare(mcp)   # e.g. in the server's lifespan
+            ```
+        """
+        if await self._snapshots.snapshot(server) is None:
+            await self._service.prepare(server)
+        else:
+            # The snapshot indexed the words; the meanings are embedded here, not at a search.
+            await self._service.embed()
+
+
+def _page(
+    hits: Iterable[Hit[_C]], offset: int, size: int
+) -> tuple[list[_C], int | None, list[str]]:
+    """The callable components of one page of ``hits``, the offset of the next page (None:
+    none follows), and the groups of matches the client cannot use yet that rank above them.
+    """
+    found: list[_C] = []
+    better: list[str] = []
+    pending: list[str] = []
+    seen = 0
+    rest = iter(hits)
+    for hit in rest:
+        if hit.enable:
+            # The group that holds it: the last of its enable path.
+            pending.append(hit.enable[-1])
+            continue
+        seen += 1
+        if seen <= offset:
+            pending.clear()
+            continue
+        # Matches the client cannot use yet count when they rank above one it gets.
+        better.extend(pending)
+        pending.clear()
+        found.append(hit.component)
+        if len(found) == size:
+            break
+    more = offset + len(found) if any(not hit.enable for hit in rest) else None
+    return found, more, better if found else pending
+
+
+def _requested_query(info: RequestInfo | None, kind: ComponentKind) -> str | None:
+    """The request's ``query``, cleaned; None when absent, blank, or another method's."""
+    if info is None or info.method != LIST_METHOD[kind]:
+        return None
+    raw = info.params.get("query")
+    if raw is None:
+        return None
+    return clean_query(raw, field="query") or None

@@ -1,0 +1,356 @@
+"""The search service of a ``SearchMiddleware``: indexes that follow the catalog, and ranking."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+from fastmcp.utilities.versions import version_sort_key
+
+from fastmcp_filtering.core.declarations import is_meta_tool
+from fastmcp_filtering.policy.decision import unrestricted
+from fastmcp_filtering.retrieval.fusion import blend
+from fastmcp_filtering.retrieval.ranking import Document, SearchIndex, best_first
+from fastmcp_filtering.retrieval.semantic_index import EmbeddingIndex, document_text
+
+if TYPE_CHECKING:
+    from fastmcp import FastMCP
+    from fastmcp.utilities.components import FastMCPComponent
+
+    from fastmcp_filtering.core.catalog import Catalog, ComponentKind
+    from fastmcp_filtering.retrieval.embedders import Embedder
+
+__all__ = ["SearchService", "SyncedIndex", "search_key"]
+
+logger = logging.getLogger("fastmcp_filtering")
+
+_C = TypeVar("_C", bound="FastMCPComponent")
+
+# Up to this many new or changed tools are embedded before answering; more, in the background.
+_EMBED_INLINE = 32
+# Component keys remembered per index, over every version of the catalog.
+_MAX_KEYS = 200_000
+# Cosine similarity below which a semantic neighbour is noise, not a match.
+_MIN_SIMILARITY = 0.1
+
+
+def search_key(component: FastMCPComponent) -> str:
+    """The index key of a component: FastMCP's own key without the version."""
+    return component.key.rpartition("@")[0]
+
+
+class SearchService:
+    """Ranks components for a query, from indexes that follow the catalog by object identity.
+
+    The candidates are always what the caller's listing returned for this
+    client (FastMCP's listing, every middleware and the access policy
+    applied); the index only orders them. New or replaced objects are indexed
+    as they are met, so results stay exact when the catalog changes.
+    """
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        *,
+        weights: Mapping[str, float],
+        embedder: Embedder | None,
+        max_results: int,
+    ) -> None:
+        self.catalog = catalog
+        self._weights = dict(weights)
+        self._embedder = embedder
+        self._max_results = max_results
+        SearchIndex(weights=self._weights)  # validates the weights now, not at first search
+        self._indexes: dict[ComponentKind, SyncedIndex] = {}
+        self._warming: asyncio.Task[None] | None = None
+        # Embedding a new catalog takes a while: it runs in the background meanwhile.
+        self._embedding: set[asyncio.Task[None]] = set()
+
+    def index(self, kind: ComponentKind) -> SyncedIndex:
+        index = self._indexes.get(kind)
+        if index is None:
+            index = self._indexes[kind] = self.new_index()
+        return index
+
+    def replace_index(self, kind: ComponentKind, index: SyncedIndex) -> None:
+        """Rank ``kind`` with ``index`` from now on."""
+        self._indexes[kind] = index
+
+    def new_index(self) -> SyncedIndex:
+        """An empty index with this service's weights (and embedder)."""
+        semantic = EmbeddingIndex(self._embedder) if self._embedder is not None else None
+        return SyncedIndex(SearchIndex(weights=self._weights), semantic)
+
+    async def rank(
+        self, kind: ComponentKind, components: Sequence[_C], query: str, limit: int
+    ) -> list[_C]:
+        """The best ``limit`` of ``components`` for ``query``, best first.
+
+        The package's meta-tools (``search_tools``, ``enable_tools``...) are tools
+        to reach other tools, never an answer to a request: they are ranked only
+        when the query is exactly one's name.
+        """
+        await self.settled()
+        index = self.index(kind)
+        named = query.strip().casefold()
+        by_key: dict[str, _C] = {}
+        key_of = index.key_of
+        for component in components:
+            if is_meta_tool(component) and component.name.casefold() != named:
+                continue
+            # A list holds every visible version of a component; clients get the highest.
+            key = key_of(component)
+            held = by_key.get(key)
+            if held is None or version_sort_key(component) > version_sort_key(held):
+                by_key[key] = component
+        index.merge(by_key, self.document, self.catalog.version)
+        ranked: list[_C] = []
+        for key in await self._ranked(index, query, within=by_key.keys(), first=limit):
+            ranked.append(by_key[key])
+            if len(ranked) == limit:
+                break
+        return ranked
+
+    # -- warm-up --------------------------------------------------------------------------
+
+    def warm(
+        self, server: FastMCP, snapshot: Callable[[FastMCP], Awaitable[object | None]]
+    ) -> None:
+        """Index the server's tools in a worker thread, once, ahead of the first search:
+        its ``snapshot``, or (None: it cannot be trusted) the index listings fill."""
+        if self._warming is None:
+            self._warming = asyncio.get_running_loop().create_task(self._warm(server, snapshot))
+            self._warming.add_done_callback(_log_failure)
+
+    async def _all_tools(self, server: FastMCP) -> Sequence[FastMCPComponent]:
+        # Only to fill the index: what a client gets is judged per search.
+        with unrestricted():
+            return await server.list_tools(run_middleware=False)
+
+    async def _warm(
+        self, server: FastMCP, snapshot: Callable[[FastMCP], Awaitable[object | None]]
+    ) -> None:
+        if await snapshot(server) is not None:
+            return
+        index = self.index("tool")
+        tools = await self._all_tools(server)
+
+        def build() -> None:
+            index.merge(index.keyed(tools), self.document, self.catalog.version)
+            index.index.search("")  # posts the documents
+
+        await anyio.to_thread.run_sync(build)
+
+    async def settled(self) -> None:
+        """Wait for a warm-up in progress: the index is not to be touched meanwhile."""
+        task = self._warming
+        if task is not None and not task.done():
+            with contextlib.suppress(Exception):
+                await asyncio.shield(task)
+
+    async def prepare(self, server: FastMCP) -> None:
+        """Index (and embed) the server's tools now."""
+        await self.settled()
+        index = self.index("tool")
+        tools = await self._all_tools(server)
+        index.merge(index.keyed(tools), self.document, self.catalog.version)
+        index.index.search("")  # posts the documents
+        await self.embed()
+
+    async def embed(self) -> None:
+        """Embed what the tool index holds and is not embedded yet (with ``semantic``)."""
+        await self.settled()
+        semantic = self.index("tool").semantic
+        if semantic is not None and semantic.pending:
+            await anyio.to_thread.run_sync(semantic.refresh)
+
+    # -- ranking --------------------------------------------------------------------------
+
+    async def rank_keys(
+        self,
+        query: str,
+        within: Collection[str],
+        described: Sequence[Any],
+        component_of: Callable[[str], Any],
+        first: int,
+    ) -> Iterable[str]:
+        """Keys of ``within`` (all indexed) best first for ``query``; the best ``first``
+        are found without sorting every match.
+
+        ``described`` are components the index must describe for this ranking
+        (one version of a key among several); ``component_of(key)`` is the
+        component a key stands for, indexed again where a listing indexed
+        another object under its key since.
+        """
+        index = self.index("tool")
+        again = [c for key in index.take_touched() if (c := component_of(key)) is not None]
+        index.merge(index.keyed([*again, *described]), self.document, self.catalog.version)
+        index.take_touched()
+        return await self._ranked(index, query, within, indexed=True, first=first)
+
+    async def _ranked(
+        self,
+        index: SyncedIndex,
+        query: str,
+        within: Collection[str] | None = None,
+        *,
+        indexed: bool = False,
+        first: int,
+    ) -> Iterable[str]:
+        """Keys best first: the lexical ranking, fused with the semantic one if enabled."""
+        semantic = index.semantic
+        if semantic is None:
+            return best_first(index.index.scores(query, within=within, indexed=indexed), first)
+        lexical = index.index.search(query, within=within, indexed=indexed)
+        if semantic.pending:
+            if semantic.pending <= _EMBED_INLINE:
+                # A few new or changed tools: embed them now, off the event loop.
+                await anyio.to_thread.run_sync(semantic.refresh)
+            elif not self._embedding:
+                task = asyncio.get_running_loop().create_task(self._embed_all(semantic))
+                self._embedding.add(task)
+                task.add_done_callback(self._embedding.discard)
+        nearest = await anyio.to_thread.run_sync(
+            functools.partial(
+                semantic.search,
+                query,
+                limit=max(50, 5 * self._max_results),
+                within=within,
+                min_score=_MIN_SIMILARITY,
+                # Until a new catalog is embedded, rank with the vectors that are ready.
+                refresh=False,
+            )
+        )
+        return [key for key, _score in blend(lexical, nearest)]
+
+    async def _embed_all(self, semantic: EmbeddingIndex) -> None:
+        try:
+            await anyio.to_thread.run_sync(semantic.refresh)
+        except Exception:
+            logger.exception("embedding the tool catalog failed; search stays lexical")
+
+    def document(self, component: FastMCPComponent) -> Document:
+        """The searchable text of a component: its fields and its groups' titles."""
+        # One index serves every client: a group under an access check must not steer rankings.
+        ruled = self.catalog.access.rules().ruled
+        group_text: list[str] = []
+        # Without declared groups no membership adds text (indexing 10,000 tools, it would
+        # cost as much as the rest of the document).
+        for name in self.catalog.membership(component).direct if self.catalog.declared else ():
+            group = self.catalog.group(name)
+            if group is not None and name not in ruled:
+                group_text.extend(t for t in (group.name, group.title, group.description) if t)
+        params: tuple[tuple[str, str], ...] = ()
+        schema = getattr(component, "parameters", None)
+        # ``type(...) is dict`` first: the ABC check costs more than the rest (10,000 tools).
+        if type(schema) is dict or isinstance(schema, Mapping):
+            properties = schema.get("properties")
+            if type(properties) is dict or isinstance(properties, Mapping):
+                params = tuple(
+                    [(str(name), _description(spec)) for name, spec in properties.items()]
+                )
+        elif (arguments := getattr(component, "arguments", None)) is not None:
+            params = tuple((a.name, a.description or "") for a in arguments)
+        return Document(
+            name=component.name,
+            title=component.title or "",
+            description=component.description or "",
+            tags=tuple(sorted(component.tags)),
+            groups=tuple(group_text),
+            params=params,
+        )
+
+
+class SyncedIndex:
+    """A ``SearchIndex`` (and optional embeddings) that follows components by object identity."""
+
+    def __init__(self, index: SearchIndex, semantic: EmbeddingIndex | None = None) -> None:
+        self.index = index
+        self.semantic = semantic
+        self._seen: dict[str, FastMCPComponent] = {}
+        self._version = -1
+        # Keys whose document a merge replaced, until the snapshot takes them.
+        self._touched: set[str] = set()
+        # FastMCP's key is a property built on every access: remember it per object.
+        self._keys: dict[int, tuple[FastMCPComponent, str]] = {}
+
+    def key_of(self, component: FastMCPComponent) -> str:
+        """``search_key(component)``, computed once per component object."""
+        hit = self._keys.get(id(component))
+        if hit is not None and hit[0] is component:
+            return hit[1]
+        key = search_key(component)
+        if len(self._keys) > _MAX_KEYS:
+            self._keys.clear()
+        # Holding the component keeps its id from being reused by another object.
+        self._keys[id(component)] = (component, key)
+        return key
+
+    @property
+    def version(self) -> int:
+        """The catalog version the documents were described at."""
+        return self._version
+
+    def take_touched(self) -> set[str]:
+        """Keys whose document a merge replaced since the last call."""
+        touched, self._touched = self._touched, set()
+        return touched
+
+    def keyed(self, components: Iterable[_C]) -> dict[str, _C]:
+        """``components`` by key (of several with one key, the last)."""
+        key_of = self.key_of
+        return {key_of(c): c for c in components}
+
+    def unseen(self, components: Mapping[str, FastMCPComponent]) -> int:
+        """How many of ``components`` (by key) the index does not describe yet (new objects)."""
+        seen = self._seen
+        return sum(seen.get(key) is not c for key, c in components.items())
+
+    def retain(self, keys: Collection[str]) -> None:
+        """Forget every key not in ``keys``: those components are gone."""
+        for key in [k for k in self.index if k not in keys]:
+            self.index.remove(key)
+            if self.semantic is not None:
+                self.semantic.remove(key)
+            self._seen.pop(key, None)
+
+    def merge(
+        self,
+        components: Mapping[str, FastMCPComponent],
+        describe: Callable[[Any], Document],
+        version: int,
+    ) -> None:
+        """Index components (by key) not seen before, or changed (a new object), keeping the
+        rest."""
+        if version != self._version:
+            # Group titles are part of the text: describe everything again (an upsert
+            # of an unchanged document is a no-op).
+            self._seen.clear()
+            self._version = version
+        seen = self._seen
+        for key, component in components.items():
+            if seen.get(key) is not component:
+                self._touched.add(key)
+                document = describe(component)
+                self.index.upsert(key, document)
+                if self.semantic is not None:
+                    # A no-op when the text did not change: nothing is embedded again.
+                    self.semantic.upsert(key, document_text(document))
+                seen[key] = component
+
+
+def _description(spec: object) -> str:
+    """A parameter's description in its JSON schema, or ""."""
+    if type(spec) is dict or isinstance(spec, Mapping):
+        return str(spec.get("description", ""))
+    return ""
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and (error := task.exception()) is not None:
+        logger.warning("indexing the tool catalog ahead of time failed: %r", error)

@@ -1,0 +1,173 @@
+"""The ``search_tools`` meta-tool: callable and enable-able tools in one ranking."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+from fastmcp.server.context import Context  # noqa: TC002 - the meta-tool's signature needs it
+from fastmcp.tools import Tool
+from pydantic import BaseModel, Field
+
+from fastmcp_filtering.core.declarations import mark_meta_tool
+from fastmcp_filtering.core.protocol import REPLY_CONFIG, clean_query
+from fastmcp_filtering.middleware.discovery import Hit, candidates, rank_hits, remedy
+from fastmcp_filtering.middleware.snapshot import request_trusts, shaped
+from fastmcp_filtering.policy.transform import current_policy
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Iterable
+
+    from fastmcp_filtering.core.catalog import Catalog
+    from fastmcp_filtering.middleware.search_service import SearchService
+    from fastmcp_filtering.middleware.snapshot import Snapshots
+
+__all__ = ["SearchTool", "SearchToolsResult"]
+
+
+class SearchToolsResult(BaseModel):
+    """What the ``search_tools`` meta-tool returns: tool definitions, best match first."""
+
+    model_config = REPLY_CONFIG
+
+    query: str
+    tools: list[dict[str, Any]] = Field(
+        description=(
+            "Matching tools, most relevant first: tools you can call now as tools/list "
+            "lists them; tools of groups not enabled yet with their name, description and "
+            "available_after, the calls to make first"
+        )
+    )
+
+
+class SearchTool:
+    """The body of one ``SearchMiddleware``'s ``search_tools`` meta-tool.
+
+    It ranks what the client can call now together with what it could call
+    after enabling groups, from the catalog snapshot when the request can use
+    it, else from the client's listings; a tool the client may not learn of is
+    never among the candidates.
+
+    Example:
+        ```python
+        search_tool = SearchTool(service, snapshots, catalog)
+        # The meta-tool to inject, answered by the middleware's own discover(), which
+        # calls search_tool.discover(ctx, query, limit=self.max_results).
+        tool = search_tool.tool("search_tools", middleware.discover)
+        ```
+    """
+
+    def __init__(self, service: SearchService, snapshots: Snapshots, catalog: Catalog) -> None:
+        self._service = service
+        self._snapshots = snapshots
+        self._catalog = catalog
+
+    def __repr__(self) -> str:
+        return f"SearchTool(catalog={self._catalog!r})"
+
+    def tool(
+        self, name: str, discover: Callable[[Context, str], Awaitable[list[dict[str, Any]]]]
+    ) -> Tool:
+        """The meta-tool, named ``name``, whose calls ``discover`` answers (looked up at each
+        call, so that what it reads, such as the middleware's ``max_results``, is current)."""
+
+        async def search_tools(
+            query: Annotated[
+                str, Field(description="A few plain words saying what you want to do")
+            ],
+            ctx: Context,
+        ) -> SearchToolsResult:
+            """Find the tools for a task: returns the best matching tools, most relevant first."""
+            text = clean_query(query, field="query")
+            found = await discover(ctx, text) if text else []
+            return SearchToolsResult(query=query, tools=found)
+
+        return mark_meta_tool(
+            Tool.from_function(
+                search_tools,
+                name=name,
+                description=(
+                    "Search this server's tools by what you want to do (plain words, e.g. "
+                    "'open a pull request'). Returns the best matching tools, most relevant "
+                    "first; a tool you cannot call yet comes with available_after, the calls "
+                    "that make it available."
+                ),
+            )
+        )
+
+    async def discover(self, ctx: Context, query: str, *, limit: int) -> list[dict[str, Any]]:
+        """What ``search_tools`` answers: the best ``limit`` of the callable and enable-able
+        tools, in one ranking.
+
+        A tool of a group the client has not enabled is listed with its name,
+        title and description and ``available_after``: the meta-tool calls that
+        make it callable (``enable_tools`` with the shortest path of groups,
+        parents first, after ``disable_tools`` when ``max_tools`` needs room).
+        Full definitions are given only for tools the client can call now.
+        """
+        server = ctx.fastmcp
+        found = await self._discovered(ctx, query, limit)
+        if found is None:
+            usable: list[Tool]
+            extra: list[Hit[Tool]]
+            usable, extra = await candidates(server, "tool")
+            found = await self._offers(
+                ctx, await rank_hits(self._service, "tool", usable, extra, query), limit
+            )
+        items: list[dict[str, Any]] = []
+        for tool, calls in found:
+            if calls is None:
+                items.append(
+                    tool.to_mcp_tool(name=tool.name).model_dump(
+                        by_alias=True, mode="json", exclude_none=True
+                    )
+                )
+                continue
+            item: dict[str, Any] = {"name": tool.name}
+            if tool.title:
+                item["title"] = tool.title
+            item["description"] = tool.description or ""
+            item["available_after"] = calls
+            items.append(item)
+        return items
+
+    async def _discovered(
+        self, ctx: Context, query: str, limit: int
+    ) -> list[tuple[Tool, dict[str, Any] | None]] | None:
+        """``_offers`` from the catalog snapshot, callable tools as the middleware chain shapes
+        them; None when the snapshot cannot be used for this request."""
+        server = ctx.fastmcp
+        snapshot = await self._snapshots.current(server)
+        if snapshot is None or not await request_trusts(snapshot, ctx):
+            return None
+        selection = snapshot.selection(await current_policy(server), self._catalog, None, query)
+        keys = await self._service.rank_keys(
+            query,
+            selection.within,
+            selection.versioned,
+            snapshot.component_of(selection),
+            first=2 * limit + 16,
+        )
+        found = await self._offers(ctx, map(selection.hit, keys), limit)
+        page = [tool for tool, calls in found if calls is None]
+        listed = await shaped(server, page)
+        if listed is None or [t.name for t in listed] != [t.name for t in page]:
+            return None
+        callable_ = iter(listed)
+        return [(next(callable_) if calls is None else tool, calls) for tool, calls in found]
+
+    async def _offers(
+        self, ctx: Context, hits: Iterable[Hit[Tool]], limit: int
+    ) -> list[tuple[Tool, dict[str, Any] | None]]:
+        """The best ``limit`` of ``hits``: callable ones (None), and enable-able ones with
+        the calls that make them callable; one no call can make callable is left out."""
+        found: list[tuple[Tool, dict[str, Any] | None]] = []
+        for hit in hits:
+            calls = None
+            if hit.enable:
+                calls = await remedy(ctx, hit.enable)
+                if calls is None:
+                    continue
+            found.append((hit.component, calls))
+            if len(found) == limit:
+                break
+        return found

@@ -1,0 +1,184 @@
+"""The usual stack from one set of declarations: ``add_filtering(mcp, ...)``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+
+from fastmcp_filtering.core.catalog import Catalog
+from fastmcp_filtering.middleware.access import GroupAccessMiddleware
+from fastmcp_filtering.middleware.concerns import Concern, ConcernMiddleware
+from fastmcp_filtering.middleware.filter import FilterMiddleware
+from fastmcp_filtering.middleware.hooks import ListHooks, set_up
+from fastmcp_filtering.middleware.progressive import ProgressiveDisclosureMiddleware
+from fastmcp_filtering.middleware.search import SearchMiddleware
+
+if TYPE_CHECKING:
+    from fastmcp import FastMCP
+
+    from fastmcp_filtering.core.declarations import Group, Tag
+    from fastmcp_filtering.middleware.concerns import ApplyDefaults
+    from fastmcp_filtering.policy.access import Unauthenticated
+
+__all__ = ["FilteringStack", "StackOptions", "add_filtering", "filtering_stack", "install"]
+
+
+def install(mcp: FastMCP, *middlewares: ListHooks) -> None:
+    """Add the package's middlewares to ``mcp`` and set the server up for them now.
+
+    The same as ``mcp.add_middleware`` for each, except that the setup a
+    middleware otherwise does when the first message reaches it happens here,
+    before the server serves: the ``AccessTransform`` that applies the policy
+    layers in FastMCP's own component lookup (after the transforms added so
+    far), and the cursor binding for filtered and searched lists. Use it when
+    something looks components up before the first request (a startup check,
+    a programmatic ``await mcp.list_tools()``), which then sees what a client
+    with no identity would.
+
+    Example:
+        ```python
+        install(mcp, FilterMiddleware(groups=groups), SearchMiddleware(groups=groups))
+        ```
+    """
+    for middleware in middlewares:
+        if not isinstance(middleware, ListHooks):
+            raise ValueError(
+                f"install() takes this package's middlewares, got {type(middleware).__name__}; "
+                "add other middleware with mcp.add_middleware()"
+            )
+    for middleware in middlewares:
+        mcp.add_middleware(middleware)
+    set_up(mcp)
+
+
+@dataclass(frozen=True, slots=True)
+class FilteringStack:
+    """The middlewares of one declaration, by role; iterating yields them in order."""
+
+    catalog: Catalog
+    filter: FilterMiddleware | None
+    search: SearchMiddleware | None
+    concerns: ConcernMiddleware | None
+    progressive: ProgressiveDisclosureMiddleware | None
+    access: GroupAccessMiddleware | None = None
+    """Only when no other middleware holds the catalog: declared checks hold whatever the
+    stack holds (concerns alone, or no layer at all)."""
+
+    def __iter__(self) -> Iterator[ListHooks]:
+        for middleware in (self.filter, self.search, self.concerns, self.progressive, self.access):
+            if middleware is not None:
+                yield middleware
+
+
+class StackOptions(TypedDict, total=False):
+    """The keyword options of ``filtering_stack`` and ``add_filtering``."""
+
+    groups: Iterable[Group]
+    tags: Iterable[Tag]
+    catalog: Catalog | None
+    filter: bool
+    search: bool | Mapping[str, Any]
+    concerns: Iterable[Concern] | None
+    concern_mapping: Mapping[str, Mapping[str, str]] | None
+    apply_concern_defaults: ApplyDefaults
+    progressive: bool | Mapping[str, Any]
+    unauthenticated: Unauthenticated | None
+
+
+def filtering_stack(
+    *,
+    groups: Iterable[Group] = (),
+    tags: Iterable[Tag] = (),
+    catalog: Catalog | None = None,
+    filter: bool = True,
+    search: bool | Mapping[str, Any] = True,
+    concerns: Iterable[Concern] | None = None,
+    concern_mapping: Mapping[str, Mapping[str, str]] | None = None,
+    apply_concern_defaults: ApplyDefaults = "configured",
+    progressive: bool | Mapping[str, Any] = False,
+    unauthenticated: Unauthenticated | None = None,
+) -> FilteringStack:
+    """Groups and tags, search, concerns and progressive disclosure from one declaration.
+
+    Builds one ``Catalog`` from ``groups`` and ``tags`` (or takes ``catalog``) and
+    hands it to every middleware, so they agree on membership and see each
+    other's runtime changes. ``search`` and ``progressive`` take ``True`` or the
+    keyword options of ``SearchMiddleware`` / ``ProgressiveDisclosureMiddleware``;
+    ``concerns`` (with ``concern_mapping`` and ``apply_concern_defaults``, its
+    ``apply_defaults``) adds ``ConcernMiddleware``. Groups declared with
+    ``access`` checks are enforced by every middleware of the stack;
+    ``unauthenticated`` (``"deny"`` unless set) is what a client without a
+    token gets of them. The order the middlewares are added in does not change
+    any answer: every list, search and call asks all of them. Nothing is added
+    to a server: pass the stack to ``FastMCP(middleware=[*stack])``, or use
+    ``add_filtering``.
+
+    Example:
+        ```python
+        stack = filtering_stack(groups=groups, progressive={"initial_groups": ["issues"]})
+        mcp = FastMCP("github", middleware=[*stack])
+        ```
+    """
+    catalog = Catalog.shared(catalog, groups, tags, unauthenticated=unauthenticated)
+    if concerns is None and concern_mapping is not None:
+        raise ValueError("concern_mapping needs concerns=[Concern(...)] to map onto")
+    search_middleware = (
+        SearchMiddleware(catalog=catalog, **_options(search, "search")) if search else None
+    )
+    progressive_middleware = (
+        ProgressiveDisclosureMiddleware(catalog=catalog, **_options(progressive, "progressive"))
+        if progressive
+        else None
+    )
+    concern_middleware = (
+        ConcernMiddleware(
+            concerns=concerns, mapping=concern_mapping, apply_defaults=apply_concern_defaults
+        )
+        if concerns is not None
+        else None
+    )
+    holds_catalog = filter or search_middleware is not None or progressive_middleware is not None
+    return FilteringStack(
+        catalog=catalog,
+        filter=FilterMiddleware(catalog=catalog) if filter else None,
+        search=search_middleware,
+        concerns=concern_middleware,
+        progressive=progressive_middleware,
+        access=None if holds_catalog else GroupAccessMiddleware(catalog=catalog),
+    )
+
+
+def add_filtering(mcp: FastMCP, **options: Unpack[StackOptions]) -> FilteringStack:
+    """Add ``filtering_stack(**options)`` to ``mcp`` and set the server up for it.
+
+    Takes the options of ``filtering_stack``: groups and tags, search, concerns
+    and progressive disclosure from one declaration, on one shared ``Catalog``.
+
+    Example:
+        ```python
+        stack = add_filtering(
+            mcp,
+            groups=groups,
+            tags=[Tag("destructive")],
+            concerns=[Concern("risk", values=["safe", "destructive"])],
+            progressive={"initial_groups": ["issues"], "max_tools": 20},
+        )
+        await stack.catalog.add_group(Group("wiki"))
+        ```
+    """
+    stack = filtering_stack(**options)
+    install(mcp, *stack)
+    return stack
+
+
+def _options(value: bool | Mapping[str, Any], name: str) -> dict[str, Any]:
+    if value is True:
+        return {}
+    if isinstance(value, Mapping):
+        if "catalog" in value or "groups" in value:
+            raise ValueError(
+                f"{name}= options must not repeat groups or catalog: add_filtering shares one"
+            )
+        return dict(value)
+    raise ValueError(f"{name} must be True, False or a dict of options, got {value!r}")
