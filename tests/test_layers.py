@@ -11,16 +11,17 @@ from fastmcp.utilities.components import FastMCPComponent
 from fastmcp.utilities.tests import asgi_server
 from mcp.shared.exceptions import MCPError
 
-from fastmcp_filtering import install
-from fastmcp_filtering.middleware.hooks import set_up_on
-from fastmcp_filtering.middleware.layers import LayerMiddleware
-from fastmcp_filtering.policy.decision import (
+# The extension points as the docs name them: public names of fastmcp_filtering.
+from fastmcp_filtering import (
     ClientRequest,
     Hidden,
+    LayerMiddleware,
     LayerView,
     PolicyLayer,
+    install,
     unrestricted,
 )
+from fastmcp_filtering.middleware.hooks import set_up_on
 
 from .conftest import Connect
 

@@ -8,7 +8,7 @@ import re
 import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from fastmcp.prompts.base import Prompt
 from fastmcp.resources.base import Resource
@@ -16,24 +16,22 @@ from fastmcp.resources.template import ResourceTemplate
 from fastmcp.tools.base import Tool
 
 from fastmcp_filtering.core.declarations import Group, Tag, declared_groups_of, is_meta_tool
-from fastmcp_filtering.policy.access import GroupAccess
-from fastmcp_filtering.policy.decision import unrestricted
+from fastmcp_filtering.core.scope import unrestricted
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Hashable
+
     from fastmcp import FastMCP
     from fastmcp.utilities.components import FastMCPComponent
     from mcp.server.connection import Connection
-
-    from fastmcp_filtering.policy.access import CatalogView, Unauthenticated
-
-    GroupTree: TypeAlias = "Catalog | CatalogView"
-    """The catalog, or the part of it one principal may know (``GroupAccess.tree()``)."""
 
 __all__ = [
     "LIST_METHOD",
     "Catalog",
     "ComponentKind",
+    "GroupTree",
     "Membership",
+    "Unauthenticated",
     "kind_label",
     "kind_of",
     "match_names",
@@ -42,6 +40,8 @@ __all__ = [
 logger = logging.getLogger("fastmcp_filtering")
 
 ComponentKind = Literal["tool", "prompt", "resource", "template"]
+Unauthenticated = Literal["deny", "allow"]
+"""What a client with no token gets of the groups with access checks."""
 
 # The list_changed notification each kind's membership change calls for.
 _LIST_CHANGED: dict[ComponentKind, str] = {
@@ -108,6 +108,29 @@ class Membership:
     """Groups the component claims that no ``Group`` declares."""
 
 
+class GroupTree(Protocol):
+    """The groups as one client may know them: the ``Catalog``, or a view with some taken out.
+
+    Every request-time answer that names groups reads a ``GroupTree``, so a group a
+    client may not use answers as an unknown one.
+    """
+
+    @property
+    def groups(self) -> tuple[Group, ...]: ...
+    @property
+    def tags(self) -> tuple[Tag, ...]: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def key(self) -> Hashable: ...
+    def group(self, name: str) -> Group | None: ...
+    def children(self, name: str) -> tuple[str, ...]: ...
+    def descendants(self, name: str) -> frozenset[str]: ...
+    def ancestors(self, name: str) -> frozenset[str]: ...
+    def roots(self) -> tuple[str, ...]: ...
+    def membership(self, component: FastMCPComponent) -> Membership: ...
+
+
 _NO_GROUPS = Membership((), frozenset(), ())
 _MAX_CACHED = 100_000
 
@@ -157,8 +180,15 @@ class Catalog:
         self._warned: set[tuple[str, str]] = set()
         self._watch = _Watch(self)
         self._rebuild(self._groups)
-        self.access = GroupAccess(self, unauthenticated=unauthenticated)
-        """The groups' access checks (``Group(access=...)``), judged per request."""
+        if unauthenticated not in ("deny", "allow"):
+            raise ValueError(
+                f"unauthenticated must be 'deny' or 'allow', got {unauthenticated!r}: 'deny' "
+                "keeps groups with access checks from clients with no token (stdio, "
+                "unauthenticated HTTP), 'allow' opens them to such clients"
+            )
+        self.unauthenticated: Unauthenticated = unauthenticated
+        """What a client with no token gets of the groups with ``access`` checks."""
+        self._listeners: list[Callable[[], None]] = []
 
     def __repr__(self) -> str:
         return f"Catalog(groups={list(self._groups)!r}, tags={list(self._tags)!r})"
@@ -342,8 +372,13 @@ class Catalog:
         if group.name in self._groups:
             raise ValueError(f"group {group.name!r} already exists; remove_group() it first")
         self._rebuild({**self._groups, group.name: group})
-        self.access.declarations_changed()
+        for listener in list(self._listeners):
+            listener()
         await self.broadcast(GROUPS_LIST_CHANGED, *sorted(set(_LIST_CHANGED.values())))
+
+    def on_declarations_changed(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` after each runtime ``add_group`` (setup follows new checks)."""
+        self._listeners.append(listener)
 
     async def remove_group(self, name: str) -> Group:
         """Remove the group called ``name`` and tell connected clients the lists changed."""

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 from pydantic import ValidationError
 
 from fastmcp_filtering.core.catalog import ComponentKind, match_names
+from fastmcp_filtering.core.scope import unrestricted
 from fastmcp_filtering.gateway.config import FilteringConfig
 from fastmcp_filtering.gateway.mcp_json import McpJsonError, namespace_of, read_servers
 from fastmcp_filtering.gateway.proxy import _build
 from fastmcp_filtering.gateway.suggest import DEFAULT_META_TOOLS, suggest_config
-from fastmcp_filtering.gateway.suggest_toml import counted
-from fastmcp_filtering.policy.decision import unrestricted
+from fastmcp_filtering.gateway.suggestion import counted
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from fastmcp_filtering.gateway.annotations import ANNOTATION_TAGS, RISK_VALUES, hints
@@ -34,86 +33,12 @@ from fastmcp_filtering.gateway.grouping import Cluster, Item, ToolInfo, propose_
 from fastmcp_filtering.gateway.mcp_json import namespace_of
 from fastmcp_filtering.gateway.naming import describe, join, slug, spelled, title
 from fastmcp_filtering.gateway.patterns import Names, compress, escape
+from fastmcp_filtering.gateway.suggestion import SuggestedConfig
 
 __all__ = ["DEFAULT_META_TOOLS", "SuggestedConfig", "suggest_config"]
 
 DEFAULT_META_TOOLS = ("search_tools", "enable_tools", "disable_tools", "call_tool")
 """The stack's own tool names, which proposed patterns must not match."""
-
-
-@dataclass(frozen=True)
-class SuggestedConfig:
-    """A proposed proxy configuration, in the configuration's own models.
-
-    ``groups``, ``tags`` and ``concerns`` are what ``[[groups]]``, ``[[tags]]``
-    and ``[[concerns]]`` hold; ``members`` names each group's own tools,
-    ``risk`` each tool's risk value and ``guessed`` those whose risk comes from
-    their name. ``to_toml(upstreams=[...])`` writes the commented file that
-    ``load_config`` reads.
-
-    Example:
-        ```python
-        suggestion = suggest_config(await client.list_tools())
-        text = suggestion.to_toml(upstreams=[{"command": "npx", "args": ["-y", "server"]}])
-        ```
-    """
-
-    groups: tuple[GroupConfig, ...]
-    members: Mapping[str, tuple[str, ...]]
-    tags: tuple[TagConfig, ...]
-    concerns: tuple[ConcernConfig, ...]
-    concern_mapping: Mapping[str, Mapping[str, str]]
-    risk: Mapping[str, str]
-    guessed: frozenset[str]
-    initial_groups: tuple[str, ...]
-    max_tools: int
-    progressive: bool
-    max_group_size: int
-    namespaces: tuple[str, ...] = ()
-    others: tuple[str, ...] = field(default=())
-    """Prompts, resources and templates: left in no group, so every client sees them."""
-
-    @property
-    def tool_count(self) -> int:
-        """How many tools the proposal places."""
-        return len(self.risk)
-
-    def to_toml(
-        self,
-        *,
-        upstreams: Sequence[Mapping[str, Any]],
-        name: str | None = None,
-        source: str | None = None,
-    ) -> str:
-        """The proposal as a commented TOML file for ``load_config``.
-
-        ``upstreams`` are ``[[upstreams]]`` tables (``command``/``args``/``env``
-        or ``url``/``headers``, ``name``, ``namespace``...), one per namespace
-        of a proposal made for several servers. ``name`` is the proxy's name,
-        ``source`` what the proposal was made from (for the header comment).
-
-        Example:
-            ```python
-            Path("proxy.toml").write_text(suggestion.to_toml(upstreams=[{"url": url}]))
-            ```
-        """
-        from fastmcp_filtering.gateway.suggest_toml import render
-
-        if not upstreams:
-            raise ValueError(
-                "to_toml needs the upstreams to proxy: "
-                "to_toml(upstreams=[{'command': 'npx', 'args': ['-y', 'some-server']}])"
-            )
-        namespaces = tuple(str(u["namespace"]) for u in upstreams if u.get("namespace"))
-        if sorted(namespaces) != sorted(self.namespaces):
-            raise ValueError(
-                f"the proposal is for namespaces {list(self.namespaces)}; give one upstream "
-                f"with each namespace, got {list(namespaces)}"
-                if self.namespaces
-                else "the proposal is for tools without a namespace; remove namespace from "
-                "the upstreams, or propose with suggest_config({namespace: tools})"
-            )
-        return render(self, upstreams=upstreams, name=name, source=source)
 
 
 def _info(tool: object) -> ToolInfo:

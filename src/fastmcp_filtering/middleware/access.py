@@ -9,7 +9,10 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import override
 
 from fastmcp_filtering.core.catalog import Catalog
+from fastmcp_filtering.middleware.hooks import set_up_on
 from fastmcp_filtering.middleware.layers import LayerMiddleware
+from fastmcp_filtering.policy.access import GroupAccess, access_of
+from fastmcp_filtering.policy.transform import AccessTransform
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -17,10 +20,10 @@ if TYPE_CHECKING:
     from fastmcp import FastMCP
     from fastmcp.utilities.authorization import AuthContext
 
+    from fastmcp_filtering.core.catalog import Unauthenticated
     from fastmcp_filtering.core.declarations import Group
-    from fastmcp_filtering.policy.access import Unauthenticated
 
-__all__ = ["AccessPolicy", "GroupAccessMiddleware"]
+__all__ = ["AccessPolicy", "GroupAccessMiddleware", "enforce_access"]
 
 _MISSING = object()
 
@@ -121,7 +124,7 @@ class GroupAccessMiddleware(LayerMiddleware):
         unauthenticated: Unauthenticated | None = None,
     ) -> None:
         self.catalog = Catalog.shared(catalog, groups, unauthenticated=unauthenticated)
-        self.policy_layer = self.catalog.access.layer
+        self.policy_layer = access_of(self.catalog).layer
 
     def __repr__(self) -> str:
         return f"GroupAccessMiddleware(catalog={self.catalog!r})"
@@ -129,4 +132,40 @@ class GroupAccessMiddleware(LayerMiddleware):
     @override
     def setup(self, server: FastMCP) -> None:
         super().setup(server)
-        self.catalog.access.install(server)
+        enforce_access(server, self.catalog)
+
+
+def enforce_access(server: FastMCP, catalog: Catalog) -> None:
+    """Enforce ``catalog``'s group checks on ``server``: now, and after a runtime ``add_group``.
+
+    Every middleware built on the catalog calls this when it is set up, so declaring
+    ``access`` is enough: no middleware can serve a ruled group's members without the
+    layer that conceals them.
+
+    Example:
+        ```python
+        enforce_access(mcp, catalog)  # in a LayerMiddleware's setup()
+        ```
+    """
+    access = access_of(catalog)
+    if server not in access.enforced_on:
+        access.enforced_on.add(server)
+
+        def follow() -> None:
+            for each in list(access.enforced_on):
+                _enforce(each, access)
+
+        catalog.on_declarations_changed(follow)
+    _enforce(server, access)
+
+
+def _enforce(server: FastMCP, access: GroupAccess) -> None:
+    if not access.active:
+        return
+    AccessTransform.ensure(server).add_layer(access.layer)
+    if not any(isinstance(m, LayerMiddleware) for m in set_up_on(server)):
+        # What only a layer's middleware refuses (completions of a hidden prompt, Prefab
+        # renderers of hidden tools) needs one on the server; any one judges every layer.
+        middleware = GroupAccessMiddleware(catalog=access.catalog)
+        middleware.setup(server)
+        server.add_middleware(middleware)

@@ -32,11 +32,11 @@ from fastmcp_filtering.core.protocol import (
     invalid_params,
     request_info,
 )
+from fastmcp_filtering.core.scope import unrestricted
 from fastmcp_filtering.core.state import StateUnavailable, client_key, load_state, save_state
 from fastmcp_filtering.middleware.changes import listing, notify_changes
 from fastmcp_filtering.middleware.layers import LayerMiddleware
 from fastmcp_filtering.policy.concerns import STATE_NAMESPACE, ApplyDefaults, ConcernLayer
-from fastmcp_filtering.policy.decision import unrestricted
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

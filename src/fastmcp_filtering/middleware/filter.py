@@ -21,7 +21,9 @@ from fastmcp_filtering.core.protocol import (
     invalid_params,
     request_info,
 )
+from fastmcp_filtering.middleware.access import enforce_access
 from fastmcp_filtering.middleware.hooks import ListHooks
+from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.tasks import install_task_guard
 
 if TYPE_CHECKING:
@@ -85,7 +87,7 @@ class FilterMiddleware(ListHooks):
     @override
     def setup(self, server: FastMCP) -> None:
         super().setup(server)
-        self.catalog.access.install(server)
+        enforce_access(server, self.catalog)
         # A task carries its tool's groups in _meta, as the tool does in tools/list.
         install_task_guard(server).mark_with(self.catalog)
 
@@ -124,7 +126,7 @@ class FilterMiddleware(ListHooks):
         self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
     ) -> Any:
         if context.method == "groups/list":
-            tree = await self.catalog.access.tree()
+            tree = await access_of(self.catalog).tree()
             return custom_result(request_info(context), self._groups_page(context, tree))
         if context.method == "tags/list":
             return custom_result(request_info(context), {"tags": await self._tags(context)})
@@ -173,7 +175,7 @@ class FilterMiddleware(ListHooks):
         kind: ComponentKind,
     ) -> Sequence[_C]:
         components = await call_next(context)
-        tree = await self.catalog.access.tree()
+        tree = await access_of(self.catalog).tree()
         narrowed = narrow(tree, request_info(context), kind, components)
         marked = self._marks.apply(narrowed, tree.key, lambda c: _group_marks(tree, c))
         if context.fastmcp_context is not None:

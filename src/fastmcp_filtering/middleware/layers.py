@@ -21,9 +21,9 @@ from fastmcp.exceptions import (
 from typing_extensions import override
 
 from fastmcp_filtering.core.protocol import brief, invalid_params, request_info, requested_version
+from fastmcp_filtering.core.scope import unrestricted
 from fastmcp_filtering.middleware.discovery import remedy
 from fastmcp_filtering.middleware.hooks import ListHooks
-from fastmcp_filtering.policy.decision import Hidden, unrestricted
 from fastmcp_filtering.policy.disclosure import call_hint
 from fastmcp_filtering.policy.renderers import VisibleRenderers, is_renderer
 from fastmcp_filtering.policy.transform import AccessTransform
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from fastmcp.utilities.components import FastMCPComponent
 
     from fastmcp_filtering.core.catalog import ComponentKind
-    from fastmcp_filtering.policy.decision import PolicyLayer
+    from fastmcp_filtering.policy.decision import Hidden, PolicyLayer
 
 _C = TypeVar("_C", bound="FastMCPComponent")
 _R = TypeVar("_R")

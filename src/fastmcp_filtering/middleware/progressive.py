@@ -13,7 +13,9 @@ from typing_extensions import override
 from fastmcp_filtering.core.catalog import Catalog
 from fastmcp_filtering.core.declarations import mark_meta_tool
 from fastmcp_filtering.core.protocol import request_info
+from fastmcp_filtering.core.scope import is_unrestricted
 from fastmcp_filtering.core.state import client_key
+from fastmcp_filtering.middleware.access import enforce_access
 from fastmcp_filtering.middleware.layers import LayerMiddleware
 from fastmcp_filtering.middleware.progressive_tools import (
     DisableToolsResult,
@@ -21,7 +23,6 @@ from fastmcp_filtering.middleware.progressive_tools import (
     EnableToolsWithSchemasResult,
     MetaToolBodies,
 )
-from fastmcp_filtering.policy.decision import is_unrestricted
 from fastmcp_filtering.policy.disclosure import closed, path_to
 from fastmcp_filtering.policy.progressive import EnabledStore, ProgressiveLayer
 
@@ -220,7 +221,7 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
     @override
     def setup(self, server: FastMCP) -> None:
         super().setup(server)
-        self.catalog.access.install(server)
+        enforce_access(server, self.catalog)
 
     async def check(self, server: FastMCP) -> None:
         """Raise ``ValueError`` if ``initial_groups`` show more than ``max_tools`` tools.

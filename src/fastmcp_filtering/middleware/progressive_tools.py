@@ -14,6 +14,7 @@ from fastmcp_filtering.core.declarations import is_meta_tool
 from fastmcp_filtering.core.protocol import REPLY_CONFIG, brief
 from fastmcp_filtering.core.state import StateUnavailable, client_key
 from fastmcp_filtering.middleware.changes import Listing, listing, notify_changes
+from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.disclosure import as_names, call_hint, disable, enable, offered
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ class MetaToolBodies:
             )
         # Only groups open to everyone: a group under an access check is learned from
         # groups/list and available_groups, by the principals that may use it.
-        access = self.catalog.access
+        access = access_of(self.catalog)
         ruled = access.rules().ruled
         roots = [r for r in self.catalog.roots() if r not in ruled]
         children = {r: [c for c in self.catalog.children(r) if c not in ruled] for r in roots}
@@ -212,7 +213,7 @@ class MetaToolBodies:
 
     async def enable(self, ctx: Context, groups: object) -> EnableToolsResult:
         # The groups this principal may use: any other is unknown, as one never declared.
-        tree = await self.catalog.access.tree()
+        tree = await access_of(self.catalog).tree()
         async with self.store.lock(client_key(ctx)):
             before = await self._current(ctx, tree)
             seen = await listing(ctx.fastmcp)
@@ -248,7 +249,7 @@ class MetaToolBodies:
         return EnableToolsWithSchemasResult(**fields)
 
     async def disable(self, ctx: Context, groups: object) -> DisableToolsResult:
-        tree = await self.catalog.access.tree()
+        tree = await access_of(self.catalog).tree()
         async with self.store.lock(client_key(ctx)):
             before = await self._current(ctx, tree)
             change = disable(tree, before, groups, tool=self.disable_tool)

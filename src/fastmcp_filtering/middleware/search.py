@@ -19,6 +19,7 @@ from fastmcp_filtering.core.protocol import (
     invalid_params,
     request_info,
 )
+from fastmcp_filtering.middleware.access import enforce_access
 from fastmcp_filtering.middleware.discovery import (
     BetterMatches,
     discoverable,
@@ -30,6 +31,7 @@ from fastmcp_filtering.middleware.rate_limit import counted, is_search, rate_lim
 from fastmcp_filtering.middleware.search_service import SearchService
 from fastmcp_filtering.middleware.search_tool import SearchTool, SearchToolsResult
 from fastmcp_filtering.middleware.snapshot import Snapshots, request_trusts, through_chain
+from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.decision import is_widened
 from fastmcp_filtering.policy.transform import current_policy
 
@@ -146,7 +148,7 @@ class SearchMiddleware(ListHooks):
     @override
     def setup(self, server: FastMCP) -> None:
         super().setup(server)
-        self.catalog.access.install(server)
+        enforce_access(server, self.catalog)
         chain = sdk_middleware(server)
         if not any(isinstance(m, BetterMatches) for m in chain):
             chain.insert(0, BetterMatches(server))
@@ -169,7 +171,9 @@ class SearchMiddleware(ListHooks):
 
     def _instructions_paragraph(self) -> str:
         # Instructions are the same for every client: only groups open to everyone.
-        examples = [g.title or g.name.replace("_", " ") for g in self.catalog.access.open_groups()]
+        examples = [
+            g.title or g.name.replace("_", " ") for g in access_of(self.catalog).open_groups()
+        ]
         examples = examples[:3]
         quoted = ", ".join(f"'{e.lower()}'" for e in examples) or "'create issue', 'read files'"
         tool_hint = (
@@ -224,7 +228,7 @@ class SearchMiddleware(ListHooks):
             size = min(size, page_size)
         listed: Sequence[_C] | None = None
         # The groups this client's principal may use: a filter naming another is unknown.
-        tree = await self.catalog.access.tree()
+        tree = await access_of(self.catalog).tree()
         if kind == "tool" and server is not None and context.fastmcp_context is not None:
             snapshot = await self._snapshots.current(server)
             if snapshot is not None and await request_trusts(snapshot, context.fastmcp_context):

@@ -13,7 +13,8 @@ import anyio
 from fastmcp.utilities.versions import version_sort_key
 
 from fastmcp_filtering.core.declarations import is_meta_tool
-from fastmcp_filtering.policy.decision import unrestricted
+from fastmcp_filtering.core.scope import unrestricted
+from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.retrieval.fusion import blend
 from fastmcp_filtering.retrieval.ranking import Document, SearchIndex, best_first
 from fastmcp_filtering.retrieval.semantic_index import EmbeddingIndex, document_text
@@ -237,7 +238,7 @@ class SearchService:
     def document(self, component: FastMCPComponent) -> Document:
         """The searchable text of a component: its fields and its groups' titles."""
         # One index serves every client: a group under an access check must not steer rankings.
-        ruled = self.catalog.access.rules().ruled
+        ruled = access_of(self.catalog).rules().ruled
         group_text: list[str] = []
         # Without declared groups no membership adds text (indexing 10,000 tools, it would
         # cost as much as the rest of the document).

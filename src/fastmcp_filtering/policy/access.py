@@ -31,13 +31,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from fastmcp.utilities.components import FastMCPComponent
 
 from fastmcp_filtering._fastmcp import current_request
-from fastmcp_filtering.policy.decision import (
-    CONCEALED,
-    ClientRequest,
-    Hidden,
-    PolicyLayer,
-    is_unrestricted,
-)
+from fastmcp_filtering.core.catalog import Membership, Unauthenticated
+from fastmcp_filtering.core.scope import is_unrestricted
+from fastmcp_filtering.policy.decision import CONCEALED, ClientRequest, Hidden, PolicyLayer
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable
@@ -45,14 +41,12 @@ if TYPE_CHECKING:
     from fastmcp import FastMCP
     from fastmcp.server.auth import AccessToken
 
-    from fastmcp_filtering.core.catalog import Catalog, Membership
+    from fastmcp_filtering.core.catalog import Catalog
     from fastmcp_filtering.core.declarations import Group, Tag
 
-__all__ = ["AccessLayer", "CatalogView", "GroupAccess", "Unauthenticated"]
+__all__ = ["AccessLayer", "CatalogView", "GroupAccess", "Unauthenticated", "access_of"]
 
 logger = logging.getLogger("fastmcp_filtering")
-
-Unauthenticated = Literal["deny", "allow"]
 
 # (request, GroupAccess, denied): one evaluation of the checks per wire request.
 _DENIED: ContextVar[tuple[object, object, frozenset[str]] | None] = ContextVar(
@@ -74,23 +68,31 @@ class _Rules:
 
 
 class GroupAccess:
-    """The access rules of one catalog's groups, and this request's answer to them."""
+    """The access rules of one catalog's groups, and this request's answer to them.
 
-    def __init__(self, catalog: Catalog, *, unauthenticated: Unauthenticated = "deny") -> None:
-        if unauthenticated not in ("deny", "allow"):
-            raise ValueError(
-                f"unauthenticated must be 'deny' or 'allow', got {unauthenticated!r}: 'deny' "
-                "keeps groups with access checks from clients with no token (stdio, "
-                "unauthenticated HTTP), 'allow' opens them to such clients"
-            )
+    One per catalog (``access_of``): every middleware built on a catalog judges its
+    checks with the same object, so they agree on what a principal may use.
+
+    Example:
+        ```python
+        view = await access_of(catalog).tree()  # the groups this request's principal may know
+        ```
+    """
+
+    def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
-        self.unauthenticated: Unauthenticated = unauthenticated
         self._rules: _Rules | None = None
         self.layer = AccessLayer(self)
-        self._servers: weakref.WeakSet[FastMCP] = weakref.WeakSet()
+        self.enforced_on: weakref.WeakSet[FastMCP] = weakref.WeakSet()
+        """The servers whose setup enforces these checks (and follows ``add_group``)."""
 
     def __repr__(self) -> str:
         return f"GroupAccess(ruled={sorted(self.rules().ruled)!r})"
+
+    @property
+    def unauthenticated(self) -> Unauthenticated:
+        """What a client with no token gets of the ruled groups (the catalog's choice)."""
+        return self.catalog.unauthenticated
 
     def rules(self) -> _Rules:
         rules = self._rules
@@ -108,35 +110,6 @@ class GroupAccess:
             restrictive=frozenset(g.name for g in catalog.groups if g.restrictive),
         )
         return rules
-
-    def install(self, server: FastMCP) -> None:
-        """Enforce the checks on ``server`` (now, or once a group with checks is added).
-
-        Every middleware built on the catalog calls this when it is set up, so
-        declaring ``access`` is enough: no middleware can serve a ruled group's
-        members without the layer that conceals them.
-        """
-        self._servers.add(server)
-        if not self.active:
-            return
-        from fastmcp_filtering.middleware.hooks import set_up_on
-        from fastmcp_filtering.middleware.layers import LayerMiddleware
-        from fastmcp_filtering.policy.transform import AccessTransform
-
-        AccessTransform.ensure(server).add_layer(self.layer)
-        if not any(isinstance(m, LayerMiddleware) for m in set_up_on(server)):
-            # What only a layer's middleware refuses (completions of a hidden prompt, Prefab
-            # renderers of hidden tools) needs one on the server; any one judges every layer.
-            from fastmcp_filtering.middleware.access import GroupAccessMiddleware
-
-            middleware = GroupAccessMiddleware(catalog=self.catalog)
-            middleware.setup(server)
-            server.add_middleware(middleware)
-
-    def declarations_changed(self) -> None:
-        """The catalog changed: enforce checks a runtime ``add_group`` brought."""
-        for server in list(self._servers):
-            self.install(server)
 
     @property
     def active(self) -> bool:
@@ -286,8 +259,6 @@ class CatalogView:
         return tuple(r for r in self._catalog.roots() if r not in self.denied)
 
     def membership(self, component: FastMCPComponent) -> Membership:
-        from fastmcp_filtering.core.catalog import Membership
-
         full = self._catalog.membership(component)
         if self.denied.isdisjoint(full.effective):
             return full
@@ -333,3 +304,14 @@ class _View:
         if all(g in self._denied for g in membership.direct):
             return CONCEALED
         return None
+
+
+_ACCESS: weakref.WeakKeyDictionary[Catalog, GroupAccess] = weakref.WeakKeyDictionary()
+
+
+def access_of(catalog: Catalog) -> GroupAccess:
+    """The access rules of ``catalog``'s groups: one ``GroupAccess`` per catalog, made once."""
+    access = _ACCESS.get(catalog)
+    if access is None:
+        access = _ACCESS[catalog] = GroupAccess(catalog)
+    return access

@@ -8,7 +8,7 @@ component: visible (``None``) or ``Hidden``, with what the agent may be told
 and whether it may learn the component exists at all.
 
 The policy is applied inside FastMCP's own component lookup by
-``AccessTransform`` (``_transform.py``), so every path FastMCP has sees one
+``AccessTransform`` (``policy.transform``), so every path FastMCP has sees one
 catalog per client. Search, meta-tools and hints ask the same ``Policy``.
 
 Fail closed: with no request (startup, a programmatic call), or when a layer
@@ -18,7 +18,7 @@ inside ``unrestricted()``.
 
 Adding a layer: subclass ``PolicyLayer``, return a view whose ``judge`` says
 ``Hidden(...)`` for what the client may not use, and expose it as the
-``policy_layer`` of a middleware (see ``_layers.LayerMiddleware``).
+``policy_layer`` of a middleware (see ``LayerMiddleware``).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from fastmcp_filtering._fastmcp import current_request
 from fastmcp_filtering.core.protocol import RequestInfo, info_of
+from fastmcp_filtering.core.scope import is_unrestricted
 from fastmcp_filtering.core.state import client_key
 
 if TYPE_CHECKING:
@@ -49,10 +50,8 @@ __all__ = [
     "Policy",
     "PolicyLayer",
     "invalidate",
-    "is_unrestricted",
     "is_widened",
     "load_policy",
-    "unrestricted",
     "widened",
 ]
 
@@ -238,36 +237,12 @@ class _ConcealAll:
 ALLOW_ALL = Policy(())
 CONCEAL_ALL = Policy((_ConcealAll(),))
 
-_UNRESTRICTED: ContextVar[bool] = ContextVar("fastmcp_filtering_unrestricted", default=False)
 # The AccessTransform whose lookups also show what the client could enable itself.
 _WIDENED: ContextVar[object | None] = ContextVar("fastmcp_filtering_widened", default=None)
 # (request, owner, widened, policy): one policy per wire request, AccessTransform and mode.
 _CACHED: ContextVar[tuple[object, object, bool, Policy] | None] = ContextVar(
     "fastmcp_filtering_policy", default=None
 )
-
-
-@contextlib.contextmanager
-def unrestricted() -> Iterator[None]:
-    """Look components up as no client sees them: the whole catalog, every layer aside.
-
-    Outside a request FastMCP's lookups find nothing once a layer is set up
-    (there is no client to judge for). Server code that needs the whole
-    catalog (a startup check, an admin script) and the package's own
-    bookkeeping (counting a group's members) look inside this block; never
-    hand what it returns to a client.
-
-    Example:
-        ```python
-        with unrestricted():
-            every_tool = await mcp.list_tools(run_middleware=False)
-        ```
-    """
-    token = _UNRESTRICTED.set(True)
-    try:
-        yield
-    finally:
-        _UNRESTRICTED.reset(token)
 
 
 @contextlib.contextmanager
@@ -288,11 +263,6 @@ def widened(owner: object) -> Iterator[None]:
         _WIDENED.reset(token)
 
 
-def is_unrestricted() -> bool:
-    """Whether lookups show the whole catalog (inside ``unrestricted()``)."""
-    return _UNRESTRICTED.get()
-
-
 def is_widened() -> bool:
     """Whether this is a discovery listing (see ``widened``)."""
     return _WIDENED.get() is not None
@@ -307,7 +277,7 @@ async def load_policy(
     owner: object, layers: Sequence[PolicyLayer], memo: Memo | None = None
 ) -> Policy:
     """This request's policy over ``layers``, loaded once per request and ``owner``."""
-    if not layers or _UNRESTRICTED.get():
+    if not layers or is_unrestricted():
         return ALLOW_ALL
     request = current_request()
     if request is None:

@@ -12,14 +12,15 @@ from typing_extensions import override
 
 from fastmcp_filtering.core.catalog import kind_label
 from fastmcp_filtering.core.declarations import is_meta_tool
+from fastmcp_filtering.core.scope import unrestricted
 from fastmcp_filtering.core.state import StateUnavailable, client_key, load_state, save_state
+from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.decision import (
     CONCEALED,
     ClientRequest,
     Hidden,
     LayerView,
     PolicyLayer,
-    unrestricted,
 )
 from fastmcp_filtering.policy.disclosure import (
     as_names,
@@ -129,7 +130,7 @@ class ProgressiveLayer(PolicyLayer):
         return f"ProgressiveLayer(initial={sorted(self.store.initial)!r})"
 
     async def view(self, client: ClientRequest) -> LayerView:
-        tree = await self.catalog.access.tree()
+        tree = await access_of(self.catalog).tree()
         return _View(self, tree, await self.store.load(client.ctx, client.key, tree))
 
     async def members(self, server: FastMCP) -> dict[str, frozenset[str]]:
@@ -140,7 +141,7 @@ class ProgressiveLayer(PolicyLayer):
         a tool access control conceals from this principal, whose count would
         betray it (and refuse room the principal could use).
         """
-        access = await self.catalog.access.judge()
+        access = await access_of(self.catalog).judge()
         with unrestricted():
             tools = await server.list_tools(run_middleware=False)
         members: dict[str, set[str]] = {}
@@ -156,7 +157,7 @@ class ProgressiveLayer(PolicyLayer):
             return None
         if self.max_tools is None:
             return {self.enable_tool: {"groups": list(enable)}}
-        tree = await self.catalog.access.tree()
+        tree = await access_of(self.catalog).tree()
         enabled = await self.store.load(ctx, client_key(ctx), tree)
         members = await self.members(ctx.fastmcp)
         # The shortest path first; when max_tools refuses it, the group's other parents.

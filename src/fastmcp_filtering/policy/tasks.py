@@ -49,6 +49,7 @@ from typing_extensions import override
 from fastmcp_filtering._fastmcp import state_store
 from fastmcp_filtering.core.declarations import GROUPS_META_KEY
 from fastmcp_filtering.core.protocol import request_info, requested_version
+from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.transform import AccessTransform
 
 if TYPE_CHECKING:
@@ -204,7 +205,7 @@ class TaskGuard(Middleware):
         """The tool's groups, as this client's principal may know them (None: no marks)."""
         if self._catalog is None:
             return None
-        tree = await self._catalog.access.tree()
+        tree = await access_of(self._catalog).tree()
         return list(tree.membership(tool).direct)
 
     def _marked_model(self, result: BaseModel, groups: list[str] | None) -> BaseModel:

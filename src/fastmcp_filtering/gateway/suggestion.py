@@ -1,4 +1,4 @@
-"""A ``SuggestedConfig`` as a commented TOML file that ``load_config`` reads."""
+"""A proposed configuration (``SuggestedConfig``) as the commented TOML ``load_config`` reads."""
 
 from __future__ import annotations
 
@@ -6,16 +6,90 @@ import json
 import re
 import textwrap
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fastmcp_filtering.gateway.suggest import SuggestedConfig
+    from fastmcp_filtering.gateway.config import ConcernConfig, GroupConfig, TagConfig
 
-__all__ = ["counted", "render", "toml_value"]
+__all__ = ["SuggestedConfig", "counted", "render", "toml_value"]
 
 _WIDTH = 100
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
 _UPSTREAM_KEYS = ("name", "command", "args", "env", "cwd", "url", "headers", "namespace", "mode")
+
+
+@dataclass(frozen=True)
+class SuggestedConfig:
+    """A proposed proxy configuration, in the configuration's own models.
+
+    ``groups``, ``tags`` and ``concerns`` are what ``[[groups]]``, ``[[tags]]``
+    and ``[[concerns]]`` hold; ``members`` names each group's own tools,
+    ``risk`` each tool's risk value and ``guessed`` those whose risk comes from
+    their name. ``to_toml(upstreams=[...])`` writes the commented file that
+    ``load_config`` reads.
+
+    Example:
+        ```python
+        suggestion = suggest_config(await client.list_tools())
+        text = suggestion.to_toml(upstreams=[{"command": "npx", "args": ["-y", "server"]}])
+        ```
+    """
+
+    groups: tuple[GroupConfig, ...]
+    members: Mapping[str, tuple[str, ...]]
+    tags: tuple[TagConfig, ...]
+    concerns: tuple[ConcernConfig, ...]
+    concern_mapping: Mapping[str, Mapping[str, str]]
+    risk: Mapping[str, str]
+    guessed: frozenset[str]
+    initial_groups: tuple[str, ...]
+    max_tools: int
+    progressive: bool
+    max_group_size: int
+    namespaces: tuple[str, ...] = ()
+    others: tuple[str, ...] = field(default=())
+    """Prompts, resources and templates: left in no group, so every client sees them."""
+
+    @property
+    def tool_count(self) -> int:
+        """How many tools the proposal places."""
+        return len(self.risk)
+
+    def to_toml(
+        self,
+        *,
+        upstreams: Sequence[Mapping[str, Any]],
+        name: str | None = None,
+        source: str | None = None,
+    ) -> str:
+        """The proposal as a commented TOML file for ``load_config``.
+
+        ``upstreams`` are ``[[upstreams]]`` tables (``command``/``args``/``env``
+        or ``url``/``headers``, ``name``, ``namespace``...), one per namespace
+        of a proposal made for several servers. ``name`` is the proxy's name,
+        ``source`` what the proposal was made from (for the header comment).
+
+        Example:
+            ```python
+            Path("proxy.toml").write_text(suggestion.to_toml(upstreams=[{"url": url}]))
+            ```
+        """
+        if not upstreams:
+            raise ValueError(
+                "to_toml needs the upstreams to proxy: "
+                "to_toml(upstreams=[{'command': 'npx', 'args': ['-y', 'some-server']}])"
+            )
+        namespaces = tuple(str(u["namespace"]) for u in upstreams if u.get("namespace"))
+        if sorted(namespaces) != sorted(self.namespaces):
+            raise ValueError(
+                f"the proposal is for namespaces {list(self.namespaces)}; give one upstream "
+                f"with each namespace, got {list(namespaces)}"
+                if self.namespaces
+                else "the proposal is for tools without a namespace; remove namespace from "
+                "the upstreams, or propose with suggest_config({namespace: tools})"
+            )
+        return render(self, upstreams=upstreams, name=name, source=source)
 
 
 def counted(count: int, noun: str) -> str:
