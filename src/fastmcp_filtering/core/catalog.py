@@ -256,15 +256,15 @@ class Catalog:
 
     def children(self, name: str) -> tuple[str, ...]:
         """Groups that name ``name`` as a parent, in declaration order."""
-        return self._children.get(name, ())
+        return self._resolved.children.get(name, ())
 
     def descendants(self, name: str) -> frozenset[str]:
         """``name`` and every group below it."""
-        return self._descendants.get(name, frozenset())
+        return self._resolved.descendants.get(name, frozenset())
 
     def ancestors(self, name: str) -> frozenset[str]:
         """``name`` and every group above it."""
-        return self._ancestors.get(name, frozenset())
+        return self._resolved.ancestors.get(name, frozenset())
 
     def roots(self) -> tuple[str, ...]:
         """Groups with no parent, in declaration order."""
@@ -272,96 +272,33 @@ class Catalog:
 
     def _rebuild(self, groups: dict[str, Group]) -> None:
         """Validate ``groups`` as a whole and swap in its hierarchy and a fresh cache."""
-        for group in groups.values():
-            for parent in group.parents:
-                if parent not in groups:
-                    raise ValueError(
-                        f"group {group.name!r} names unknown parent {parent!r}; "
-                        f"declare Group({parent!r}) or fix the name (known: {sorted(groups)})"
-                    )
-        ancestors: dict[str, frozenset[str]] = {}
-        for name in groups:
-            ancestors[name] = _walk(name, groups)
-        children: dict[str, list[str]] = {}
-        for group in groups.values():
-            for parent in group.parents:
-                children.setdefault(parent, []).append(group.name)
-        descendants = {name: {name} for name in groups}
-        for name, above in ancestors.items():
-            for ancestor in above:
-                descendants[ancestor].add(name)
+        self._resolved = _Resolved(groups, on_unseen=self._unseen)
         self._groups = groups
-        self._ancestors = ancestors
-        self._children = {k: tuple(v) for k, v in children.items()}
-        self._descendants = {k: frozenset(v) for k, v in descendants.items()}
-        self._order = {name: i for i, name in enumerate(groups)}
-        self._patterns = [
-            (group.name, re.compile("|".join(fnmatch.translate(p) for p in group.tools)))
-            for group in groups.values()
-            if group.tools
-        ]
-        self._cache: dict[tuple[Any, ...], Membership] = {}
-        self._by_id: dict[int, tuple[FastMCPComponent, Membership]] = {}
         self._version = getattr(self, "_version", -1) + 1
         # The change that rebuilt us announces itself; the next look starts a new baseline.
         self._watch.baseline = None
         self._watch.stale = True
 
-    # -- membership -------------------------------------------------------------------
-
     def membership(self, component: FastMCPComponent) -> Membership:
         """The groups ``component`` belongs to, from the cache when nothing changed."""
-        by_id = self._by_id.get(id(component))
-        if by_id is not None and by_id[0] is component:
-            return by_id[1]
-        if is_meta_tool(component):
-            # A pattern like "search_*" must not put the stack's own search_tools in a group.
-            return _NO_GROUPS
-        membership = self._membership(component)
-        if len(self._by_id) > _MAX_CACHED:
-            self._by_id.clear()
-        # Holding the component keeps its id from being reused by another object.
-        self._by_id[id(component)] = (component, membership)
-        return membership
+        return self._resolved.membership(component)
 
-    def _membership(self, component: FastMCPComponent) -> Membership:
-        kind = kind_of(component)
-        claimed = declared_groups_of(component)
-        key = (kind, *match_names(component, kind), claimed)
-        cached = self._cache.get(key)
-        if cached is not None:
-            return cached
+    def _unseen(self, kind: ComponentKind, component: str, undeclared: tuple[str, ...]) -> None:
         # A component never seen before: the catalog may have grown since the last look.
         self._watch.stale = True
-        found = dict.fromkeys(g for g in claimed if g in self._groups)
-        names = match_names(component, kind)
-        for group_name, pattern in self._patterns:
-            if any(pattern.match(n) for n in names):
-                found[group_name] = None
-        direct = tuple(sorted(found, key=self._order.__getitem__))
-        effective: set[str] = set()
-        for name in direct:
-            effective |= self._ancestors[name]
-        undeclared = tuple(g for g in claimed if g not in self._groups)
-        for name in undeclared:
-            self._warn_undeclared(kind, component.name, name)
-        membership = Membership(direct, frozenset(effective), undeclared)
-        self._cache[key] = membership
-        return membership
-
-    def _warn_undeclared(self, kind: str, component: str, group: str) -> None:
-        if (component, group) in self._warned:
-            return
-        self._warned.add((component, group))
-        logger.warning(
-            "%s %r claims group %r, which no Group declares; it is left out of that group. "
-            "Declare Group(%r) or fix the name (declared: %s)",
-            kind,
-            component,
-            group,
-            group,
-            sorted(self._groups),
-        )
+        for group in undeclared:
+            if (component, group) in self._warned:
+                continue
+            self._warned.add((component, group))
+            logger.warning(
+                "%s %r claims group %r, which no Group declares; it is left out of that group. "
+                "Declare Group(%r) or fix the name (declared: %s)",
+                kind,
+                component,
+                group,
+                group,
+                sorted(self._groups),
+            )
 
     # -- runtime changes ----------------------------------------------------------------
 
@@ -384,7 +321,7 @@ class Catalog:
         """Remove the group called ``name`` and tell connected clients the lists changed."""
         if name not in self._groups:
             raise ValueError(f"no group {name!r} to remove (declared: {sorted(self._groups)})")
-        if children := self._children.get(name):
+        if children := self._resolved.children.get(name):
             raise ValueError(
                 f"group {name!r} is the parent of {list(children)}; remove or re-parent them first"
             )
@@ -419,6 +356,86 @@ class Catalog:
     async def broadcast(self, *methods: str) -> None:
         """Send each notification in ``methods`` to every connected session-era client."""
         await self._watch.broadcast(*methods)
+
+
+class _Resolved:
+    """One version of the declarations, resolved: the hierarchy's closure and who is in what.
+
+    Built whole on every change to the groups (so a bad parent or a cycle fails
+    the change, not a later request) and never modified after; its membership
+    cache lives and dies with it.
+    """
+
+    def __init__(
+        self,
+        groups: dict[str, Group],
+        *,
+        on_unseen: Callable[[ComponentKind, str, tuple[str, ...]], None],
+    ) -> None:
+        for group in groups.values():
+            for parent in group.parents:
+                if parent not in groups:
+                    raise ValueError(
+                        f"group {group.name!r} names unknown parent {parent!r}; "
+                        f"declare Group({parent!r}) or fix the name (known: {sorted(groups)})"
+                    )
+        self.ancestors = {name: _walk(name, groups) for name in groups}
+        children: dict[str, list[str]] = {}
+        for group in groups.values():
+            for parent in group.parents:
+                children.setdefault(parent, []).append(group.name)
+        descendants = {name: {name} for name in groups}
+        for name, above in self.ancestors.items():
+            for ancestor in above:
+                descendants[ancestor].add(name)
+        self.children = {k: tuple(v) for k, v in children.items()}
+        self.descendants = {k: frozenset(v) for k, v in descendants.items()}
+        self._groups = groups
+        self._order = {name: i for i, name in enumerate(groups)}
+        self._patterns = [
+            (group.name, re.compile("|".join(fnmatch.translate(p) for p in group.tools)))
+            for group in groups.values()
+            if group.tools
+        ]
+        self._on_unseen = on_unseen
+        self._cache: dict[tuple[Any, ...], Membership] = {}
+        self._by_id: dict[int, tuple[FastMCPComponent, Membership]] = {}
+
+    def membership(self, component: FastMCPComponent) -> Membership:
+        by_id = self._by_id.get(id(component))
+        if by_id is not None and by_id[0] is component:
+            return by_id[1]
+        if is_meta_tool(component):
+            # A pattern like "search_*" must not put the stack's own search_tools in a group.
+            return _NO_GROUPS
+        membership = self._resolve(component)
+        if len(self._by_id) > _MAX_CACHED:
+            self._by_id.clear()
+        # Holding the component keeps its id from being reused by another object.
+        self._by_id[id(component)] = (component, membership)
+        return membership
+
+    def _resolve(self, component: FastMCPComponent) -> Membership:
+        kind = kind_of(component)
+        claimed = declared_groups_of(component)
+        names = match_names(component, kind)
+        key = (kind, *names, claimed)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        found = dict.fromkeys(g for g in claimed if g in self._groups)
+        for group_name, pattern in self._patterns:
+            if any(pattern.match(n) for n in names):
+                found[group_name] = None
+        direct = tuple(sorted(found, key=self._order.__getitem__))
+        effective: set[str] = set()
+        for name in direct:
+            effective |= self.ancestors[name]
+        undeclared = tuple(g for g in claimed if g not in self._groups)
+        self._on_unseen(kind, component.name, undeclared)
+        membership = Membership(direct, frozenset(effective), undeclared)
+        self._cache[key] = membership
+        return membership
 
 
 class _Watch:
