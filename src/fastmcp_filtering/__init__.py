@@ -20,7 +20,7 @@ from __future__ import annotations
 from fastmcp_filtering._moved import install_moved_modules
 from fastmcp_filtering.core.catalog import Catalog, Membership
 from fastmcp_filtering.core.declarations import GROUPS_META_KEY, Group, Tag, in_group
-from fastmcp_filtering.core.scope import unrestricted
+from fastmcp_filtering.core.request import unrestricted
 from fastmcp_filtering.gateway.suggest import SuggestedConfig, suggest_config
 from fastmcp_filtering.middleware.access import AccessPolicy, GroupAccessMiddleware
 from fastmcp_filtering.middleware.concerns import Concern, ConcernMiddleware, concerns

@@ -16,7 +16,7 @@ from fastmcp.resources.template import ResourceTemplate
 from fastmcp.tools.base import Tool
 
 from fastmcp_filtering.core.declarations import Group, Tag, declared_groups_of, is_meta_tool
-from fastmcp_filtering.core.scope import unrestricted
+from fastmcp_filtering.core.request import unrestricted
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable

@@ -14,7 +14,7 @@ from fastmcp_filtering.core.declarations import (
     set_function_attribute,
     validate_name,
 )
-from fastmcp_filtering.core.protocol import invalid_params
+from fastmcp_filtering.core.request import invalid_params
 
 if TYPE_CHECKING:
     from fastmcp.utilities.components import FastMCPComponent

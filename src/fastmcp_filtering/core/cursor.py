@@ -14,7 +14,7 @@ from fastmcp_filtering._fastmcp import sdk_middleware
 from fastmcp_filtering.core.catalog import LIST_METHOD
 from fastmcp_filtering.core.concerns import REQUEST_META_KEY as CONCERNS_META_KEY
 from fastmcp_filtering.core.concerns import request_override
-from fastmcp_filtering.core.protocol import invalid_params
+from fastmcp_filtering.core.request import invalid_params
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP

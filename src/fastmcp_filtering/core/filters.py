@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastmcp_filtering.core.catalog import LIST_METHOD, ComponentKind
 from fastmcp_filtering.core.declarations import MAX_NAME_LENGTH
-from fastmcp_filtering.core.protocol import RequestInfo, invalid_params
+from fastmcp_filtering.core.request import RequestInfo, invalid_params
 
 if TYPE_CHECKING:
     from fastmcp.utilities.components import FastMCPComponent

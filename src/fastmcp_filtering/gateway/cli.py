@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from fastmcp_filtering.core.catalog import match_names
-from fastmcp_filtering.core.scope import unrestricted
+from fastmcp_filtering.core.request import unrestricted
 from fastmcp_filtering.gateway.config import ConfigError, FilteringConfig, load_config
 from fastmcp_filtering.gateway.init import InitRequest, run_init
 from fastmcp_filtering.gateway.proxy import _build

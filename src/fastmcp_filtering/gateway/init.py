@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from pydantic import ValidationError
 
 from fastmcp_filtering.core.catalog import ComponentKind, match_names
-from fastmcp_filtering.core.scope import unrestricted
+from fastmcp_filtering.core.request import unrestricted
 from fastmcp_filtering.gateway.config import FilteringConfig
 from fastmcp_filtering.gateway.mcp_json import McpJsonError, namespace_of, read_servers
 from fastmcp_filtering.gateway.proxy import _build

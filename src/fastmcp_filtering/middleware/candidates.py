@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from fastmcp.tools import Tool
 
     from fastmcp_filtering.core.catalog import GroupTree
-    from fastmcp_filtering.core.protocol import RequestInfo
+    from fastmcp_filtering.core.request import RequestInfo
     from fastmcp_filtering.policy.decision import Policy
 
 __all__ = ["CatalogSnapshot", "Selection"]

@@ -24,17 +24,20 @@ from fastmcp_filtering.core.concerns import (
 )
 from fastmcp_filtering.core.cursor import LIST_METHODS
 from fastmcp_filtering.core.declarations import WARNINGS_META_KEY
-from fastmcp_filtering.core.marks import Marks
-from fastmcp_filtering.core.protocol import (
+from fastmcp_filtering.core.request import (
     RequestInfo,
+    StateUnavailable,
     add_capabilities,
+    client_key,
     custom_result,
     invalid_params,
+    load_state,
     request_info,
+    save_state,
+    unrestricted,
 )
-from fastmcp_filtering.core.scope import unrestricted
-from fastmcp_filtering.core.state import StateUnavailable, client_key, load_state, save_state
 from fastmcp_filtering.middleware.changes import listing, notify_changes
+from fastmcp_filtering.middleware.hooks import Marks
 from fastmcp_filtering.middleware.layers import LayerMiddleware
 from fastmcp_filtering.policy.concerns import STATE_NAMESPACE, ApplyDefaults, ConcernLayer
 

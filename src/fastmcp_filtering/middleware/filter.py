@@ -14,15 +14,14 @@ from fastmcp_filtering._fastmcp import list_page_size
 from fastmcp_filtering.core.catalog import Catalog, ComponentKind
 from fastmcp_filtering.core.declarations import GROUPS_META_KEY, Group, Tag
 from fastmcp_filtering.core.filters import narrow
-from fastmcp_filtering.core.marks import Marks
-from fastmcp_filtering.core.protocol import (
+from fastmcp_filtering.core.request import (
     add_capabilities,
     custom_result,
     invalid_params,
     request_info,
 )
 from fastmcp_filtering.middleware.access import enforce_access
-from fastmcp_filtering.middleware.hooks import ListHooks
+from fastmcp_filtering.middleware.hooks import ListHooks, Marks
 from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.tasks import install_task_guard
 

@@ -20,11 +20,16 @@ from fastmcp.exceptions import (
 )
 from typing_extensions import override
 
-from fastmcp_filtering.core.protocol import brief, invalid_params, request_info, requested_version
-from fastmcp_filtering.core.scope import unrestricted
+from fastmcp_filtering.core.request import (
+    brief,
+    invalid_params,
+    request_info,
+    requested_version,
+    unrestricted,
+)
 from fastmcp_filtering.middleware.discovery import remedy
 from fastmcp_filtering.middleware.hooks import ListHooks
-from fastmcp_filtering.policy.disclosure import call_hint
+from fastmcp_filtering.policy.progressive import call_hint
 from fastmcp_filtering.policy.renderers import VisibleRenderers, is_renderer
 from fastmcp_filtering.policy.transform import AccessTransform
 

@@ -12,9 +12,7 @@ from typing_extensions import override
 
 from fastmcp_filtering.core.catalog import Catalog
 from fastmcp_filtering.core.declarations import mark_meta_tool
-from fastmcp_filtering.core.protocol import request_info
-from fastmcp_filtering.core.scope import is_unrestricted
-from fastmcp_filtering.core.state import client_key
+from fastmcp_filtering.core.request import client_key, is_unrestricted, request_info
 from fastmcp_filtering.middleware.access import enforce_access
 from fastmcp_filtering.middleware.layers import LayerMiddleware
 from fastmcp_filtering.middleware.progressive_tools import (
@@ -23,8 +21,7 @@ from fastmcp_filtering.middleware.progressive_tools import (
     EnableToolsWithSchemasResult,
     MetaToolBodies,
 )
-from fastmcp_filtering.policy.disclosure import closed, path_to
-from fastmcp_filtering.policy.progressive import EnabledStore, ProgressiveLayer
+from fastmcp_filtering.policy.progressive import EnabledStore, ProgressiveLayer, closed, path_to
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

@@ -11,11 +11,10 @@ from fastmcp.exceptions import NotFoundError, ToolError
 from pydantic import BaseModel
 
 from fastmcp_filtering.core.declarations import is_meta_tool
-from fastmcp_filtering.core.protocol import REPLY_CONFIG, brief
-from fastmcp_filtering.core.state import StateUnavailable, client_key
+from fastmcp_filtering.core.request import REPLY_CONFIG, StateUnavailable, brief, client_key
 from fastmcp_filtering.middleware.changes import Listing, listing, notify_changes
 from fastmcp_filtering.policy.access import access_of
-from fastmcp_filtering.policy.disclosure import as_names, call_hint, disable, enable, offered
+from fastmcp_filtering.policy.progressive import as_names, call_hint, disable, enable, offered
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering._fastmcp import client_identity
 from fastmcp_filtering.core.catalog import LIST_METHOD
-from fastmcp_filtering.core.protocol import request_info
+from fastmcp_filtering.core.request import request_info
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

@@ -11,7 +11,7 @@ from fastmcp_filtering._fastmcp import list_page_size, sdk_middleware
 from fastmcp_filtering.core.catalog import LIST_METHOD, Catalog, ComponentKind
 from fastmcp_filtering.core.cursor import search_page
 from fastmcp_filtering.core.filters import narrow
-from fastmcp_filtering.core.protocol import (
+from fastmcp_filtering.core.request import (
     MAX_QUERY_LENGTH,
     RequestInfo,
     add_capabilities,

@@ -13,7 +13,7 @@ import anyio
 from fastmcp.utilities.versions import version_sort_key
 
 from fastmcp_filtering.core.declarations import is_meta_tool
-from fastmcp_filtering.core.scope import unrestricted
+from fastmcp_filtering.core.request import unrestricted
 from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.retrieval.fusion import blend
 from fastmcp_filtering.retrieval.ranking import Document, SearchIndex, best_first

@@ -37,7 +37,7 @@ from fastmcp.server.transforms.visibility import get_session_transforms
 from typing_extensions import override
 
 from fastmcp_filtering._fastmcp import catalog_generation, lists_its_storage
-from fastmcp_filtering.core.scope import unrestricted
+from fastmcp_filtering.core.request import unrestricted
 from fastmcp_filtering.middleware.candidates import CatalogSnapshot
 from fastmcp_filtering.middleware.discovery import can_enable
 from fastmcp_filtering.policy.transform import AccessTransform

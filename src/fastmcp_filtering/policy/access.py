@@ -32,7 +32,7 @@ from fastmcp.utilities.components import FastMCPComponent
 
 from fastmcp_filtering._fastmcp import current_request
 from fastmcp_filtering.core.catalog import Membership, Unauthenticated
-from fastmcp_filtering.core.scope import is_unrestricted
+from fastmcp_filtering.core.request import is_unrestricted
 from fastmcp_filtering.policy.decision import CONCEALED, ClientRequest, Hidden, PolicyLayer
 
 if TYPE_CHECKING:

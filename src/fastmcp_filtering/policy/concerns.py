@@ -18,7 +18,7 @@ from fastmcp_filtering.core.concerns import (
     request_override,
 )
 from fastmcp_filtering.core.declarations import validate_name
-from fastmcp_filtering.core.state import StateUnavailable, load_state
+from fastmcp_filtering.core.request import StateUnavailable, load_state
 from fastmcp_filtering.policy.decision import (
     CONCEALED,
     ClientRequest,

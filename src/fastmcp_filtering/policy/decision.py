@@ -31,9 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from fastmcp_filtering._fastmcp import current_request
-from fastmcp_filtering.core.protocol import RequestInfo, info_of
-from fastmcp_filtering.core.scope import is_unrestricted
-from fastmcp_filtering.core.state import client_key
+from fastmcp_filtering.core.request import RequestInfo, client_key, info_of, is_unrestricted
 
 if TYPE_CHECKING:
     from collections.abc import Hashable, Iterator, Sequence

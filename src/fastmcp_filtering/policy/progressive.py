@@ -1,19 +1,32 @@
-"""The progressive-disclosure layer of the access policy: enabled groups per client, and hints."""
+"""Progressive disclosure in the policy: which groups are offered, and each client's enabled ones.
+
+The pure rules come first (which groups a client is offered, what enabling or
+disabling some does, the paths that reach a group); then ``ProgressiveLayer``, the
+policy layer that hides what no enabled group shows, with the per-client store of
+enabled groups and the hints that tell an agent what to enable.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from typing_extensions import override
 
 from fastmcp_filtering.core.catalog import kind_label
 from fastmcp_filtering.core.declarations import is_meta_tool
-from fastmcp_filtering.core.scope import unrestricted
-from fastmcp_filtering.core.state import StateUnavailable, client_key, load_state, save_state
+from fastmcp_filtering.core.request import (
+    StateUnavailable,
+    brief,
+    client_key,
+    load_state,
+    save_state,
+    unrestricted,
+)
 from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.decision import (
     CONCEALED,
@@ -22,18 +35,9 @@ from fastmcp_filtering.policy.decision import (
     LayerView,
     PolicyLayer,
 )
-from fastmcp_filtering.policy.disclosure import (
-    as_names,
-    call_hint,
-    closed,
-    path_to,
-    paths_to,
-    room_for,
-    shown,
-)
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
 
     from fastmcp import FastMCP
     from fastmcp.server.context import Context
@@ -41,9 +45,334 @@ if TYPE_CHECKING:
 
     from fastmcp_filtering.core.catalog import Catalog, GroupTree, Membership
 
-__all__ = ["Enabled", "EnabledStore", "ProgressiveLayer"]
+__all__ = [
+    "Change",
+    "Enabled",
+    "EnabledStore",
+    "ProgressiveLayer",
+    "as_names",
+    "call_hint",
+    "closed",
+    "disable",
+    "enable",
+    "offered",
+    "shown",
+]
 
 logger = logging.getLogger("fastmcp_filtering")
+
+# -- the rules: offered groups, changes, paths ----------------------------------------
+
+
+MAX_GROUP_NAMES = 100
+"""Most group names one enable_tools / disable_tools call takes."""
+
+
+def call_hint(tool: str, groups: Sequence[str]) -> str:
+    """``enable_tools(groups=["code", "repos"])``: a call the agent can copy."""
+    return f"{tool}(groups={json.dumps(list(groups))})"
+
+
+def as_names(names: Iterable[str]) -> str:
+    """``["a", "b"]``: names as the agent would pass them."""
+    return json.dumps(list(names))
+
+
+def shown(membership: Membership, enabled: frozenset[str], *, hide_ungrouped: bool) -> bool:
+    """Whether a component with ``membership`` is visible when ``enabled`` are enabled.
+
+    A component is visible when one of its direct groups is enabled. Enabling a
+    parent does not show the members of its children: it offers the children.
+    A component in no group is visible unless ``hide_ungrouped``; one that only
+    claims undeclared groups is hidden, so a typo never exposes a tool.
+    """
+    if membership.direct:
+        return not enabled.isdisjoint(membership.direct)
+    if membership.undeclared:
+        return False
+    return not hide_ungrouped
+
+
+def _reachable(catalog: GroupTree, name: str, enabled: Iterable[str]) -> bool:
+    """A root, or a group with at least one enabled parent."""
+    group = catalog.group(name)
+    if group is None:
+        return False
+    return not group.parents or any(p in enabled for p in group.parents)
+
+
+def closed(catalog: GroupTree, names: Iterable[str]) -> frozenset[str]:
+    """``names`` cut down to declared groups whose parents are enabled.
+
+    Stored state can outlive a group (``Catalog.remove_group``) or a parent
+    link; the enabled set must still form a tree hanging from the roots.
+    """
+    kept = {n for n in names if catalog.group(n) is not None}
+    while True:
+        dropped = {n for n in kept if not _reachable(catalog, n, kept)}
+        if not dropped:
+            return frozenset(kept)
+        kept -= dropped
+
+
+def offered(catalog: GroupTree, enabled: frozenset[str], *, roots: bool = True) -> list[str]:
+    """Groups that can be enabled now, in declaration order: roots and children of enabled.
+
+    With ``roots=False`` only the children: the groups that enabling opened up.
+    """
+    return [
+        g.name
+        for g in catalog.groups
+        if g.name not in enabled and (roots or g.parents) and _reachable(catalog, g.name, enabled)
+    ]
+
+
+def path_to(catalog: GroupTree, name: str, enabled: frozenset[str]) -> list[str]:
+    """The shortest list of groups to enable, root first, so that ``name`` becomes enabled."""
+    return paths_to(catalog, name, enabled)[0]
+
+
+# Most alternative paths weighed for one group (a group may have several parents at each level).
+_MAX_PATHS = 16
+
+
+def paths_to(catalog: GroupTree, name: str, enabled: frozenset[str]) -> list[list[str]]:
+    """Every way to enable ``name`` (through each of its parents), shortest first.
+
+    Each is the groups to enable, root first; ties keep the parents' declared
+    order. Empty lists never occur: ``name`` itself ends each path, unless it is
+    enabled already (then the one path is empty).
+    """
+    if name in enabled:
+        return [[]]
+    found: list[list[str]] = []
+
+    def walk(current: str, chain: list[str], seen: frozenset[str]) -> None:
+        if len(found) >= _MAX_PATHS:
+            return
+        chain = [current, *chain]
+        group = catalog.group(current)
+        if group is None or not group.parents:
+            found.append(chain)
+            return
+        if any(p in enabled for p in group.parents):
+            found.append(chain)
+        # Through a parent not enabled yet too: enabling it may fit where the other does not.
+        for parent in group.parents:
+            if parent not in enabled and parent not in seen:
+                walk(parent, chain, seen | {parent})
+
+    walk(name, [], frozenset({name}))
+    return sorted(found, key=len) or [[name]]
+
+
+@dataclass
+class Change:
+    """What one ``enable_tools`` / ``disable_tools`` call did."""
+
+    enabled: frozenset[str]
+    changed: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _request_errors(groups: object, tool: str) -> tuple[list[str], list[str]]:
+    """The string names in ``groups`` and an error for everything else."""
+    if not isinstance(groups, list):
+        got = type(groups).__name__
+        example = call_hint(
+            tool, [groups] if isinstance(groups, str) and len(groups) <= 64 else ["<group>"]
+        )
+        return [], [f"groups must be a list of group names, got {got}: call {example}"]
+    if len(groups) > MAX_GROUP_NAMES:
+        return [], [
+            f"groups has {len(groups)} names; at most {MAX_GROUP_NAMES} fit in one call: "
+            "name the groups you need"
+        ]
+    # A dict keeps the order and makes each duplicate check constant time.
+    names: dict[str, None] = {}
+    errors: list[str] = []
+    repeated: dict[str, None] = {}
+    for item in groups:
+        if not isinstance(item, str):
+            errors.append(f"group names are strings, got {brief(item)}")
+        elif item in names:
+            repeated.setdefault(item, None)
+        else:
+            names[item] = None
+    # Said once per name: the group is handled once, as if named once.
+    errors.extend(f"group {brief(name)} is named more than once; handled once" for name in repeated)
+    return list(names), errors
+
+
+def enable(
+    catalog: GroupTree,
+    enabled: frozenset[str],
+    groups: object,
+    *,
+    tool: str,
+    disable_tool: str,
+    members: Mapping[str, frozenset[str]],
+    max_tools: int | None,
+) -> Change:
+    """Enable ``groups`` on top of ``enabled``; each group is enabled whole or not at all.
+
+    Parents are handled before children, so a child named with its parent in
+    one call is enabled whatever the order. ``members`` maps each group to the
+    grouped tools it shows; ``max_tools`` caps the union over enabled groups.
+    """
+    names, errors = _request_errors(groups, tool)
+    change = Change(enabled=enabled, errors=errors)
+    known = [n for n in names if catalog.group(n) is not None]
+    for name in names:
+        if catalog.group(name) is None:
+            change.errors.append(
+                f"unknown group {brief(name)}; groups you can enable now: "
+                f"{as_names(offered(catalog, enabled))}"
+            )
+    for name in _parents_first(catalog, known):
+        current = change.enabled
+        if name in current:
+            if name in change.changed:
+                continue
+            change.errors.append(f"group {name!r} is already enabled")
+            continue
+        if not _reachable(catalog, name, current):
+            path = path_to(catalog, name, current)
+            parents = catalog.group(name).parents  # type: ignore[union-attr]
+            change.errors.append(
+                f"group {name!r} needs its parent {_either(parents)} enabled first: "
+                f"call {call_hint(tool, path)}"
+            )
+            continue
+        if max_tools is not None:
+            in_use = _union(members, current)
+            after = in_use | members.get(name, frozenset())
+            if len(after) > max_tools:
+                change.errors.append(
+                    _over_cap(
+                        catalog, name, in_use, after, current, members, max_tools, disable_tool
+                    )
+                )
+                continue
+        change.enabled = current | {name}
+        change.changed.append(name)
+    return change
+
+
+def _parents_first(catalog: GroupTree, names: Sequence[str]) -> list[str]:
+    """``names`` in the order given, except that a group comes after its named ancestors."""
+    requested = set(names)
+    order: list[str] = []
+    for name in names:
+        above = (catalog.ancestors(name) - {name}) & requested
+        for ancestor in sorted(above, key=lambda n: len(catalog.ancestors(n))):
+            if ancestor not in order:
+                order.append(ancestor)
+        if name not in order:
+            order.append(name)
+    return order
+
+
+def _either(names: Sequence[str]) -> str:
+    if len(names) == 1:
+        return repr(names[0])
+    return "one of " + ", ".join(repr(n) for n in names)
+
+
+def _union(members: Mapping[str, frozenset[str]], groups: Iterable[str]) -> frozenset[str]:
+    result: set[str] = set()
+    for group in groups:
+        result |= members.get(group, frozenset())
+    return frozenset(result)
+
+
+def _over_cap(
+    catalog: GroupTree,
+    name: str,
+    in_use: frozenset[str],
+    after: frozenset[str],
+    enabled: frozenset[str],
+    members: Mapping[str, frozenset[str]],
+    max_tools: int,
+    disable_tool: str,
+) -> str:
+    needed = len(after) - len(in_use)
+    message = (
+        f"cannot enable {name!r}: it adds {needed} tool{'s' if needed != 1 else ''} "
+        f"and {len(in_use)} of max_tools={max_tools} are in use"
+    )
+    # What disabling each enabled group (and, by cascade, its descendants) frees, largest first.
+    frees = sorted(
+        ((len(in_use - _union(members, enabled - catalog.descendants(g))), g) for g in enabled),
+        key=lambda pair: (-pair[0], pair[1]),
+    )
+    frees = [(n, g) for n, g in frees if n]
+    if not frees:
+        return message + "; this group alone is larger than max_tools"
+    must_free = len(after) - max_tools
+    suggestions = ", ".join(f"{call_hint(disable_tool, [g])} frees {n}" for n, g in frees[:3])
+    return f"{message}; disable groups that free at least {must_free} first: {suggestions}"
+
+
+def room_for(
+    catalog: GroupTree,
+    enabled: frozenset[str],
+    path: Sequence[str],
+    members: Mapping[str, frozenset[str]],
+    max_tools: int,
+) -> tuple[str, ...] | None:
+    """Enabled groups to disable so that enabling ``path`` stays within ``max_tools``.
+
+    Empty when it fits already; None when it cannot (the path alone is larger).
+    Groups that free the most go first; the enabled parent ``path`` hangs on is
+    never offered, since disabling it would take the path's root with it.
+    """
+    wanted = frozenset(path)
+    keep = catalog.ancestors(path[0]) if path else frozenset()
+    current = enabled
+    chosen: list[str] = []
+    while len(_union(members, current | wanted)) > max_tools:
+        in_use = _union(members, current | wanted)
+        best: tuple[int, str] | None = None
+        for group in _ordered(catalog, current - keep):
+            rest = current - catalog.descendants(group)
+            freed = len(in_use - _union(members, rest | wanted))
+            if freed and (best is None or freed > best[0]):
+                best = (freed, group)
+        if best is None:
+            return None
+        chosen.append(best[1])
+        current = current - catalog.descendants(best[1])
+    return tuple(chosen)
+
+
+def disable(catalog: GroupTree, enabled: frozenset[str], groups: object, *, tool: str) -> Change:
+    """Disable ``groups`` and, with each, every enabled group below it."""
+    names, errors = _request_errors(groups, tool)
+    change = Change(enabled=enabled, errors=errors)
+    for name in names:
+        if catalog.group(name) is None:
+            change.errors.append(
+                f"unknown group {brief(name)}; "
+                f"enabled groups: {as_names(_ordered(catalog, enabled))}"
+            )
+            continue
+        if name not in change.enabled:
+            if name not in change.changed:
+                change.errors.append(f"group {name!r} is not enabled")
+            continue
+        gone = catalog.descendants(name) & change.enabled
+        change.changed.extend([name, *(n for n in _ordered(catalog, gone) if n != name)])
+        change.enabled = change.enabled - gone
+    return change
+
+
+def _ordered(catalog: GroupTree, names: Iterable[str]) -> list[str]:
+    wanted = set(names)
+    return [g.name for g in catalog.groups if g.name in wanted]
+
+
+# -- the layer ------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,7 +48,7 @@ from typing_extensions import override
 
 from fastmcp_filtering._fastmcp import state_store
 from fastmcp_filtering.core.declarations import GROUPS_META_KEY
-from fastmcp_filtering.core.protocol import request_info, requested_version
+from fastmcp_filtering.core.request import request_info, requested_version
 from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.transform import AccessTransform
 

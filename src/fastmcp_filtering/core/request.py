@@ -1,10 +1,19 @@
-"""Wire-level helpers: the raw request, JSON-RPC errors, capabilities, custom results."""
+"""The request as the package sees it: what it carries, whose it is, and how it is answered.
+
+- ``RequestInfo``: the raw request (method, params, ``_meta``, era) whatever FastMCP parsed;
+  JSON-RPC errors (``invalid_params``), capabilities and custom results for replies.
+- The client's identity (``client_key``) and its state in FastMCP's session state store
+  (``load_state`` / ``save_state``), keyed by an identity the server trusts.
+- The scope the running code is in: inside ``unrestricted()`` lookups show the whole catalog.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import reprlib
 import unicodedata
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -16,12 +25,17 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ConfigDict
 
 from fastmcp_filtering._fastmcp import (
+    client_identity,
     current_request,
     request_connection,
     request_method_and_params,
+    state_store,
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from fastmcp.server.context import Context
     from fastmcp.server.dependencies import FastMCPRequestContext
     from fastmcp.server.middleware import MiddlewareContext
     from mcp.server.connection import Connection
@@ -30,15 +44,21 @@ __all__ = [
     "MAX_QUERY_LENGTH",
     "REPLY_CONFIG",
     "RequestInfo",
+    "StateUnavailable",
     "add_capabilities",
     "brief",
     "clean_query",
+    "client_key",
     "current_info",
     "custom_result",
     "info_of",
     "invalid_params",
+    "is_unrestricted",
+    "load_state",
     "request_info",
     "requested_version",
+    "save_state",
+    "unrestricted",
 ]
 
 _ResultT = TypeVar("_ResultT")
@@ -219,3 +239,94 @@ def clean_query(raw: object, *, field: str) -> str:
         )
     cleaned = "".join(" " if unicodedata.category(ch)[0] == "C" else ch for ch in raw)
     return cleaned.strip()
+
+
+# -- the client's identity and state --------------------------------------------------
+
+_PREFIX = "fastmcp-filtering"
+_TTL_SECONDS = 86_400
+
+
+class StateUnavailable(Exception):
+    """The client has no identity to keep state under, or the store failed."""
+
+
+def client_key(context: Context) -> str | None:
+    """Who this request's state belongs to, or None when nothing identifies the client.
+
+    2025-11-25: the session the server issued (a client-chosen session id on a
+    stateless HTTP server is no identity). 2026-07-28: the authenticated
+    principal; on stdio and in-memory transports, which serve one client, the
+    process. None means no client ever reads another's state: there is none.
+    """
+    return client_identity(context)
+
+
+def _store_key(namespace: str, key: str) -> str:
+    return f"{_PREFIX}:{namespace}:{key}"
+
+
+async def load_state(context: Context, namespace: str) -> Any:
+    """The value stored for this client under ``namespace``, or None.
+
+    Raises ``StateUnavailable`` when the client has no identity or the store fails,
+    so callers can fail closed.
+    """
+    key = client_key(context)
+    if key is None:
+        raise StateUnavailable("this client has no session or authenticated principal")
+    try:
+        stored = await state_store(context.fastmcp).get(key=_store_key(namespace, key))
+    except Exception as exc:
+        # The exception's text may name the store's address: the client gets its type only.
+        raise StateUnavailable(f"the session state store failed: {type(exc).__name__}") from exc
+    return None if stored is None else stored.value
+
+
+async def save_state(context: Context, namespace: str, value: Any) -> None:
+    """Store ``value`` for this client under ``namespace``; raises ``StateUnavailable``."""
+    from fastmcp.server.server import StateValue
+
+    key = client_key(context)
+    if key is None:
+        raise StateUnavailable("this client has no session or authenticated principal")
+    try:
+        await state_store(context.fastmcp).put(
+            key=_store_key(namespace, key), value=StateValue(value=value), ttl=_TTL_SECONDS
+        )
+    except Exception as exc:
+        # The exception's text may name the store's address: the client gets its type only.
+        raise StateUnavailable(f"the session state store failed: {type(exc).__name__}") from exc
+
+
+# -- the scope the running code is in -------------------------------------------------
+
+_UNRESTRICTED: ContextVar[bool] = ContextVar("fastmcp_filtering_unrestricted", default=False)
+
+
+@contextlib.contextmanager
+def unrestricted() -> Iterator[None]:
+    """Look components up as no client sees them: the whole catalog, every layer aside.
+
+    Outside a request FastMCP's lookups find nothing once a layer is set up
+    (there is no client to judge for). Server code that needs the whole
+    catalog (a startup check, an admin script) and the package's own
+    bookkeeping (counting a group's members) look inside this block; never
+    hand what it returns to a client.
+
+    Example:
+        ```python
+        with unrestricted():
+            every_tool = await mcp.list_tools(run_middleware=False)
+        ```
+    """
+    token = _UNRESTRICTED.set(True)
+    try:
+        yield
+    finally:
+        _UNRESTRICTED.reset(token)
+
+
+def is_unrestricted() -> bool:
+    """Whether lookups show the whole catalog (inside ``unrestricted()``)."""
+    return _UNRESTRICTED.get()
