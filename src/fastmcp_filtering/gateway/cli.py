@@ -48,9 +48,11 @@ from fastmcp_filtering.gateway.serve import (
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from fastmcp.tools import Tool
     from fastmcp.utilities.components import FastMCPComponent
 
-    from fastmcp_filtering.core.catalog import ComponentKind
+    from fastmcp_filtering.core.catalog import Catalog, ComponentKind
+    from fastmcp_filtering.core.declarations import Group
 
 
 __all__ = ["CheckReport", "check", "main"]
@@ -122,6 +124,40 @@ async def check(
             "or fix [state] url"
         )
     meta_names = _meta_names(config)
+    listing = await _list_upstreams(config, upstream_log=upstream_log)
+    for label, reason in listing.dead.items():
+        report.errors.append(
+            f"upstream {label!r} cannot be listed: {reason}; check its command/args (run it "
+            "by hand) or url, and that it speaks MCP"
+        )
+    if len(listing.dead) == len(config.upstreams):
+        return report
+    tools = [t for t in listing.tools if t.name not in meta_names]
+    catalog = config.catalog()
+    report.tools = sorted({t.name for t in tools})
+    _count_upstreams(report, config, listing.dead)
+    _sort_into_groups(report, catalog, tools, listing.others, listing.dead)
+    _warn_meta_patterns(report, catalog, meta_names)
+    _report_tags(report, config, catalog, tools)
+    _report_concerns(report, config, tools)
+    return report
+
+
+@dataclass
+class _Listing:
+    """What the upstreams listed, unfiltered; ``dead``: each upstream that failed, and why."""
+
+    tools: Sequence[Tool]
+    others: list[tuple[ComponentKind, FastMCPComponent]]
+    dead: dict[str, str]
+
+
+async def _list_upstreams(config: FilteringConfig, *, upstream_log: TextIO | None) -> _Listing:
+    """List every upstream's tools, prompts, resources and templates through a fresh proxy.
+
+    An upstream that fails is left out and named in ``dead``; the proxy is closed
+    before returning.
+    """
     # Each upstream that fails is recorded (health) and left out, whatever serve would do;
     # the report names it, so it is not logged too.
     proxy = _build(
@@ -142,18 +178,12 @@ async def check(
             ]
     finally:
         await proxy.close()
-    dead = dict(proxy.health.unavailable)
-    for label, reason in dead.items():
-        report.errors.append(
-            f"upstream {label!r} cannot be listed: {reason}; check its command/args (run it "
-            "by hand) or url, and that it speaks MCP"
-        )
-    if len(dead) == len(config.upstreams):
-        return report
-    tools = [t for t in listed if t.name not in meta_names]
-    catalog = config.catalog()
-    names = sorted({t.name for t in tools})
-    report.tools = names
+    return _Listing(tools=listed, others=others, dead=dict(proxy.health.unavailable))
+
+
+def _count_upstreams(report: CheckReport, config: FilteringConfig, dead: dict[str, str]) -> None:
+    """Add each upstream with its tool count (None: not countable) and its error, if any."""
+    names = report.tools
     for upstream in config.upstreams:
         prefix = f"{upstream.namespace}_" if upstream.namespace else ""
         if prefix:
@@ -170,6 +200,16 @@ async def check(
                 "error": error,
             }
         )
+
+
+def _sort_into_groups(
+    report: CheckReport,
+    catalog: Catalog,
+    tools: list[Tool],
+    others: list[tuple[ComponentKind, FastMCPComponent]],
+    dead: dict[str, str],
+) -> None:
+    """Add each group with its members, the tools in no group, and an error per empty group."""
     direct: dict[str, list[str]] = {g.name: [] for g in catalog.groups}
     effective: dict[str, list[str]] = {g.name: [] for g in catalog.groups}
     for tool in sorted(tools, key=lambda t: t.name):
@@ -201,17 +241,26 @@ async def check(
             }
         )
         if not effective[group.name]:
-            patterns = ", ".join(repr(p) for p in group.tools) or "no tools patterns"
-            unlisted = (
-                f" (not counting upstream {', '.join(repr(d) for d in dead)}, which did not answer)"
-                if dead
-                else ""
-            )
-            report.errors.append(
-                f"group {group.name!r} matches no tool, prompt, resource or template "
-                f"({patterns}){unlisted}; fix its tools patterns against the names above, or "
-                "remove the group"
-            )
+            report.errors.append(_empty_group_error(group, dead))
+
+
+def _empty_group_error(group: Group, dead: dict[str, str]) -> str:
+    """The error for a group that matches nothing, naming the upstreams that did not answer."""
+    patterns = ", ".join(repr(p) for p in group.tools) or "no tools patterns"
+    unlisted = (
+        f" (not counting upstream {', '.join(repr(d) for d in dead)}, which did not answer)"
+        if dead
+        else ""
+    )
+    return (
+        f"group {group.name!r} matches no tool, prompt, resource or template "
+        f"({patterns}){unlisted}; fix its tools patterns against the names above, or "
+        "remove the group"
+    )
+
+
+def _warn_meta_patterns(report: CheckReport, catalog: Catalog, meta_names: set[str]) -> None:
+    """Warn of each group pattern that also matches one of the stack's meta-tools."""
     for group in catalog.groups:
         for pattern in group.tools:
             for meta_name in sorted(fnmatch.filter(meta_names, pattern)):
@@ -219,6 +268,12 @@ async def check(
                     f"group {group.name!r} pattern {pattern!r} also matches the meta-tool "
                     f"{meta_name!r}, which then follows the group; name the tools instead"
                 )
+
+
+def _report_tags(
+    report: CheckReport, config: FilteringConfig, catalog: Catalog, tools: list[Tool]
+) -> None:
+    """Add each tag (declared first, then found) with its tools; warn of patterns matching none."""
     declared = {t.name: t.description for t in catalog.tags}
     found = [*declared, *sorted({tag for t in tools for tag in t.tags} - set(declared))]
     for tag in found:
@@ -226,10 +281,14 @@ async def check(
         report.tags.append({"name": tag, "description": declared.get(tag), "tools": members})
     for tag_config in config.tags:
         for pattern in tag_config.tools:
-            if not fnmatch.filter(names, pattern):
+            if not fnmatch.filter(report.tools, pattern):
                 report.warnings.append(
                     f"tag {tag_config.name!r} pattern {pattern!r} matches no tool"
                 )
+
+
+def _report_concerns(report: CheckReport, config: FilteringConfig, tools: list[Tool]) -> None:
+    """Add each concern's count of tools per value; warn of mapping keys matching no tool."""
     for concern in config.concerns:
         counts = {value: 0 for value in concern.values or ()}
         unmapped = 0
@@ -248,9 +307,8 @@ async def check(
             }
         )
     for pattern in config.concern_mapping:
-        if not fnmatch.filter(names, pattern):
+        if not fnmatch.filter(report.tools, pattern):
             report.warnings.append(f"concern_mapping key {pattern!r} matches no tool")
-    return report
 
 
 def _meta_names(config: FilteringConfig) -> set[str]:

@@ -209,16 +209,40 @@ def _build(
         config.name, instructions=config.instructions, lifespan=close_upstreams, **served
     )
     server.provider_error_strategy = strategy
+    providers = _add_upstreams(
+        server, config, transports, health=health, on_error=strategy, relay=relay
+    )
+    _add_filtering(server, config)
+    # Innermost: the stack's paragraphs are appended after the upstreams' instructions.
+    server.add_middleware(UpstreamInstructions(providers))
+    return _Proxy(server, transports, health)
+
+
+def _add_upstreams(
+    server: FastMCP[Any],
+    config: FilteringConfig,
+    transports: Sequence[ClientTransport],
+    *,
+    health: UpstreamHealth,
+    on_error: Literal["raise", "warn"],
+    relay: bool,
+) -> list[UpstreamProvider]:
+    """Add a provider per upstream, under its namespace; returns them in the configured order."""
     providers = []
     for upstream, transport in zip(config.upstreams, transports, strict=True):
         provider = UpstreamProvider(
             client_factory(transport, _MODES[upstream.mode], relay=relay),
             label=upstream.label,
             health=health,
-            on_error=strategy,
+            on_error=on_error,
         )
         server.add_provider(provider, namespace=upstream.namespace or "")
         providers.append(provider)
+    return providers
+
+
+def _add_filtering(server: FastMCP[Any], config: FilteringConfig) -> None:
+    """Add the configured annotations (a transform) and the filtering stack (middleware)."""
     server.add_transform(
         ConfigAnnotations(
             tags={t.name: t.tools for t in config.tags if t.tools},
@@ -239,9 +263,6 @@ def _build(
         else False,
         unauthenticated=config.unauthenticated,
     )
-    # Innermost: the stack's paragraphs are appended after the upstreams' instructions.
-    server.add_middleware(UpstreamInstructions(providers))
-    return _Proxy(server, transports, health)
 
 
 def _same(cached: object, component: object) -> bool:

@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     from fastmcp.tools import Tool
     from fastmcp.utilities.components import FastMCPComponent
 
+    from fastmcp_filtering.core.catalog import GroupTree
+    from fastmcp_filtering.core.cursor import SearchPage
     from fastmcp_filtering.core.declarations import Group, Tag
     from fastmcp_filtering.middleware.discovery import Hit
     from fastmcp_filtering.retrieval.embedders import Embedder
@@ -131,6 +133,7 @@ class SearchMiddleware(ListHooks):
         )
         self._snapshots = Snapshots(self._service, self)
         self._search_tool = SearchTool(self._service, self._snapshots, self.catalog)
+        self._listing = _QueryListing(self, self._service, self._snapshots)
         self._meta_tools = (
             {search_tool: self._search_tool.tool(search_tool, self.discover)} if search_tool else {}
         )
@@ -203,67 +206,7 @@ class SearchMiddleware(ListHooks):
             # A discovery listing (this very search, listing what enabling would show) wants
             # every candidate, not a ranking.
             return await call_next(context)
-        page = search_page()
-        if page is not None and page.owner is not None and page.owner is not self:
-            # A mounted server's search, inside its parent's: the parent ranks and pages all.
-            return await call_next(context)
-        server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
-        if page is None or page.server is not server:
-            # A mounted server's search under a parent that does not search: the parent's
-            # FastMCP pages the whole list with its own cursors, so rank every match here.
-            usable = narrow(self.catalog, info, kind, await call_next(context))
-            return await self._service.rank(kind, usable, query, len(usable))
-        page.owner = self
-        if info is not None and info.params.get("cursor") is not None:
-            # The cursor scope takes this search's own page cursors out of the params.
-            raise invalid_params(
-                "cursor was not issued for this query; send the nextCursor of the previous "
-                "page with the same query, or search again without a cursor",
-                field="cursor",
-            )
-        size = self.max_results
-        page_size = list_page_size(server) if server is not None else None
-        if page_size is not None:
-            # FastMCP pages what this returns by its own size: a page never exceeds it.
-            size = min(size, page_size)
-        listed: Sequence[_C] | None = None
-        # The groups this client's principal may use: a filter naming another is unknown.
-        tree = await access_of(self.catalog).tree()
-        if kind == "tool" and server is not None and context.fastmcp_context is not None:
-            snapshot = await self._snapshots.current(server)
-            if snapshot is not None and await request_trusts(snapshot, context.fastmcp_context):
-                selection = snapshot.selection(await current_policy(server), tree, info, query)
-                keys = await self._service.rank_keys(
-                    query,
-                    selection.within,
-                    selection.versioned,
-                    snapshot.component_of(selection),
-                    # A page, what precedes it, and room for matches it skips (enable-able).
-                    first=2 * (page.offset + size) + 16,
-                )
-                tools, more, groups = _page(map(selection.hit, keys), page.offset, size)
-                used, result = await through_chain(tools, context, call_next)
-                if used:
-                    page.next = more
-                    report_better(server, groups[: self.max_results])
-                    return cast("Sequence[_C]", result)
-                # The chain listed the catalog itself (a middleware came after Prefilled).
-                listed = cast("Sequence[_C]", result)
-        # Candidates are what the rest of the chain lists for this client; with a filter,
-        # only its matches, whatever the order of the middlewares.
-        usable = narrow(
-            tree, info, kind, listed if listed is not None else await call_next(context)
-        )
-        extra = await discoverable(server, kind, usable) if server is not None else []
-        if extra:
-            admitted = {id(c) for c in narrow(tree, info, kind, [h.component for h in extra])}
-            extra = [h for h in extra if id(h.component) in admitted]
-        found, page.next, better = _page(
-            await rank_hits(self._service, kind, usable, extra, query), page.offset, size
-        )
-        if server is not None:
-            report_better(server, better[: self.max_results])
-        return found
+        return await self._listing.answer(context, call_next, kind, info=info, query=query)
 
     async def search_tools(
         self, server: FastMCP, query: str, *, limit: int | None = None
@@ -319,6 +262,158 @@ class SearchMiddleware(ListHooks):
         else:
             # The snapshot indexed the words; the meanings are embedded here, not at a search.
             await self._service.embed()
+
+
+class _QueryListing:
+    """A ``SearchMiddleware``'s answer to a list request with a ``query``: ranked and paged.
+
+    Reads the middleware's ``catalog`` and ``max_results`` at each request, as the
+    middleware did; ``owner`` is that middleware, the search page's owner.
+    """
+
+    def __init__(
+        self, owner: SearchMiddleware, service: SearchService, snapshots: Snapshots
+    ) -> None:
+        self.owner = owner
+        self.service = service
+        self.snapshots = snapshots
+
+    async def answer(
+        self,
+        context: MiddlewareContext[Any],
+        call_next: CallNext[Any, Sequence[_C]],
+        kind: ComponentKind,
+        *,
+        info: RequestInfo | None,
+        query: str,
+    ) -> Sequence[_C]:
+        """This search's page of matches for ``query``; every match when a parent server pages.
+
+        Raises -32602 for a cursor this search did not issue.
+        """
+        owner = self.owner
+        page = search_page()
+        if page is not None and page.owner is not None and page.owner is not owner:
+            # A mounted server's search, inside its parent's: the parent ranks and pages all.
+            return await call_next(context)
+        server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
+        if page is None or page.server is not server:
+            # A mounted server's search under a parent that does not search: the parent's
+            # FastMCP pages the whole list with its own cursors, so rank every match here.
+            usable = narrow(owner.catalog, info, kind, await call_next(context))
+            return await self.service.rank(kind, usable, query, len(usable))
+        page.owner = owner
+        if info is not None and info.params.get("cursor") is not None:
+            # The cursor scope takes this search's own page cursors out of the params.
+            raise invalid_params(
+                "cursor was not issued for this query; send the nextCursor of the previous "
+                "page with the same query, or search again without a cursor",
+                field="cursor",
+            )
+        size = self._page_size(server)
+        listed: Sequence[_C] | None = None
+        # The groups this client's principal may use: a filter naming another is unknown.
+        tree = await access_of(owner.catalog).tree()
+        if kind == "tool" and server is not None and context.fastmcp_context is not None:
+            served = await self._snapshot_page(
+                context, call_next, server, page, tree=tree, info=info, query=query, size=size
+            )
+            if served is not None:
+                used, result = served
+                if used:
+                    return cast("Sequence[_C]", result)
+                # The chain listed the catalog itself (a middleware came after Prefilled).
+                listed = cast("Sequence[_C]", result)
+        return await self._ranked_page(
+            context,
+            call_next,
+            kind,
+            listed,
+            server,
+            page,
+            tree=tree,
+            info=info,
+            query=query,
+            size=size,
+        )
+
+    def _page_size(self, server: FastMCP | None) -> int:
+        """How many matches a page holds: ``max_results``, at most the server's page size."""
+        size = self.owner.max_results
+        page_size = list_page_size(server) if server is not None else None
+        if page_size is not None:
+            # FastMCP pages what this returns by its own size: a page never exceeds it.
+            size = min(size, page_size)
+        return size
+
+    async def _snapshot_page(
+        self,
+        context: MiddlewareContext[Any],
+        call_next: CallNext[Any, Any],
+        server: FastMCP,
+        page: SearchPage,
+        *,
+        tree: GroupTree,
+        info: RequestInfo | None,
+        query: str,
+        size: int,
+    ) -> tuple[bool, Sequence[Tool]] | None:
+        """The page of tools ranked over the server's catalog snapshot, through the chain.
+
+        None when this request may not use a snapshot; else whether the chain served the
+        page (then ``page.next`` is set), and what it returned (False: its own listing).
+        """
+        assert context.fastmcp_context is not None
+        snapshot = await self.snapshots.current(server)
+        if snapshot is None or not await request_trusts(snapshot, context.fastmcp_context):
+            return None
+        selection = snapshot.selection(await current_policy(server), tree, info, query)
+        keys = await self.service.rank_keys(
+            query,
+            selection.within,
+            selection.versioned,
+            snapshot.component_of(selection),
+            # A page, what precedes it, and room for matches it skips (enable-able).
+            first=2 * (page.offset + size) + 16,
+        )
+        tools, more, groups = _page(map(selection.hit, keys), page.offset, size)
+        used, result = await through_chain(tools, context, call_next)
+        if used:
+            page.next = more
+            report_better(server, groups[: self.owner.max_results])
+        return used, result
+
+    async def _ranked_page(
+        self,
+        context: MiddlewareContext[Any],
+        call_next: CallNext[Any, Sequence[_C]],
+        kind: ComponentKind,
+        listed: Sequence[_C] | None,
+        server: FastMCP | None,
+        page: SearchPage,
+        *,
+        tree: GroupTree,
+        info: RequestInfo | None,
+        query: str,
+        size: int,
+    ) -> Sequence[_C]:
+        """The page of ``listed`` (else of what the chain lists) and of what enabling would
+        add, ranked for ``query``; sets ``page.next``."""
+        # Candidates are what the rest of the chain lists for this client; with a filter,
+        # only its matches, whatever the order of the middlewares.
+        usable = narrow(
+            tree, info, kind, listed if listed is not None else await call_next(context)
+        )
+        extra = await discoverable(server, kind, usable) if server is not None else []
+        if extra:
+            admitted = {id(c) for c in narrow(tree, info, kind, [h.component for h in extra])}
+            extra = [h for h in extra if id(h.component) in admitted]
+        found, page.next, better = _page(
+            await rank_hits(self.service, kind, usable, extra, query), page.offset, size
+        )
+        if server is not None:
+            report_better(server, better[: self.owner.max_results])
+        return found
 
 
 def _page(

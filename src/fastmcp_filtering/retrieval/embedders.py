@@ -95,7 +95,44 @@ class Embedder(Protocol):
     def __call__(self, texts: Sequence[str], /) -> Sequence[Sequence[float]]: ...
 
 
-class _OnnxEmbedder:
+class _LoadsOnce:
+    """A model loaded lazily, once, whichever thread asks first.
+
+    A subclass says whether its model is in memory (``loaded``) and loads it
+    (``_load``, called under ``_lock``).
+    """
+
+    _lock: threading.Lock
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory."""
+        raise NotImplementedError
+
+    def load(self) -> None:
+        """Load the tokenizer and the model now instead of at the first call.
+
+        Raises ``ImportError`` naming the install command when the extra is missing.
+        """
+        if self.loaded:
+            return
+        with self._lock:
+            if self.loaded:
+                return
+            self._load()
+
+    def _load(self) -> None:
+        """Load the model; ``load`` calls it once, holding ``_lock``."""
+        raise NotImplementedError
+
+    def _ready(self, texts: Sequence[str]) -> None:
+        """Load the model; raises ``TypeError`` for one string given as ``texts``."""
+        if isinstance(texts, str):
+            raise TypeError("texts must be a sequence of strings, not one string")
+        self.load()
+
+
+class _OnnxEmbedder(_LoadsOnce):
     """A sentence encoder run with onnxruntime and its ``tokenizers`` tokenizer.
 
     A subclass says where its two files are and how the model was trained to be
@@ -159,39 +196,31 @@ class _OnnxEmbedder:
         """Whether the model is in memory."""
         return self._session is not None
 
-    def load(self) -> None:
-        """Load the tokenizer and the model now instead of at the first call.
+    def _load(self) -> None:
+        """Read the tokenizer and start an onnxruntime session on the model."""
+        _require(_RUNTIME_MODULES, what=type(self).__name__, hint=self._install_hint)
+        from tokenizers import Tokenizer
 
-        Raises ``ImportError`` naming the install command when the extra is missing.
-        """
-        if self._session is not None:
-            return
-        with self._lock:
-            if self._session is not None:
-                return
-            _require(_RUNTIME_MODULES, what=type(self).__name__, hint=self._install_hint)
-            from tokenizers import Tokenizer
-
-            ort = importlib.import_module("onnxruntime")
-            model = self._model_path or self._model_file()
-            tokenizer = Tokenizer.from_file(str(self._tokenizer_path or self._tokenizer_file()))
-            # Tokenizer files often pad and truncate to a fixed length; pad a batch only to
-            # its longest text instead (padding is masked out anyway) and cut where the model
-            # was trained to.
-            tokenizer.no_padding()
-            tokenizer.enable_truncation(max_length=self.max_length)
-            options = ort.SessionOptions()
-            options.log_severity_level = 3
-            # Idle worker threads would otherwise spin, taking CPU from the server itself.
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            if self.threads is not None:
-                options.intra_op_num_threads = self.threads
-            session = ort.InferenceSession(
-                str(model), sess_options=options, providers=["CPUExecutionProvider"]
-            )
-            self._input_names = frozenset(i.name for i in session.get_inputs())
-            self._tokenizer = tokenizer
-            self._session = session
+        ort = importlib.import_module("onnxruntime")
+        model = self._model_path or self._model_file()
+        tokenizer = Tokenizer.from_file(str(self._tokenizer_path or self._tokenizer_file()))
+        # Tokenizer files often pad and truncate to a fixed length; pad a batch only to
+        # its longest text instead (padding is masked out anyway) and cut where the model
+        # was trained to.
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(max_length=self.max_length)
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        # Idle worker threads would otherwise spin, taking CPU from the server itself.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        if self.threads is not None:
+            options.intra_op_num_threads = self.threads
+        session = ort.InferenceSession(
+            str(model), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        self._input_names = frozenset(i.name for i in session.get_inputs())
+        self._tokenizer = tokenizer
+        self._session = session
 
     def __call__(self, texts: Sequence[str], /) -> list[list[float]]:
         """Embed catalog texts: one unit vector per text, in order."""
@@ -203,9 +232,7 @@ class _OnnxEmbedder:
 
     def encode(self, texts: Sequence[str], *, query: bool = False) -> NDArray[np.float32]:
         """Embed ``texts`` (as queries if ``query``) as a float32 array of unit vectors."""
-        if isinstance(texts, str):
-            raise TypeError("texts must be a sequence of strings, not one string")
-        self.load()
+        self._ready(texts)
         import numpy as np
 
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
@@ -319,7 +346,7 @@ class MiniLMEmbedder(_OnnxEmbedder):
         )
 
 
-class WordLlamaEmbedder:
+class WordLlamaEmbedder(_LoadsOnce):
     """WordLlama's static word vectors on the CPU, from the ``semantic-wordllama`` extra.
 
     A text's vector is the mean of its tokens' vectors in WordLlama's l2_supercat
@@ -376,46 +403,38 @@ class WordLlamaEmbedder:
         """Whether the model is in memory."""
         return self._vectors is not None
 
-    def load(self) -> None:
-        """Load the tokenizer and the word vectors now instead of at the first call.
+    def _load(self) -> None:
+        """Read the tokenizer and the word vectors, checking the vectors' shape."""
+        _require(_WORDLLAMA_MODULES, what="WordLlamaEmbedder", hint=WORDLLAMA_INSTALL_HINT)
+        from tokenizers import Tokenizer
 
-        Raises ``ImportError`` naming the install command when the extra is missing.
-        """
-        if self._vectors is not None:
-            return
-        with self._lock:
-            if self._vectors is not None:
-                return
-            _require(_WORDLLAMA_MODULES, what="WordLlamaEmbedder", hint=WORDLLAMA_INSTALL_HINT)
-            from tokenizers import Tokenizer
-
-            weights = self._weights_path or _package_file(
-                _WORDLLAMA_PACKAGE,
-                _WORDLLAMA_WEIGHTS,
-                _WORDLLAMA_WEIGHTS_SHA256,
-                what="WordLlamaEmbedder",
-                hint=WORDLLAMA_INSTALL_HINT,
-                path_argument="weights_path",
+        weights = self._weights_path or _package_file(
+            _WORDLLAMA_PACKAGE,
+            _WORDLLAMA_WEIGHTS,
+            _WORDLLAMA_WEIGHTS_SHA256,
+            what="WordLlamaEmbedder",
+            hint=WORDLLAMA_INSTALL_HINT,
+            path_argument="weights_path",
+        )
+        tokenizer_file = self._tokenizer_path or _package_file(
+            _WORDLLAMA_PACKAGE,
+            _WORDLLAMA_TOKENIZER,
+            _WORDLLAMA_TOKENIZER_SHA256,
+            what="WordLlamaEmbedder",
+            hint=WORDLLAMA_INSTALL_HINT,
+        )
+        tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        # Every token counts, however long the text: a mean of vectors needs no limit.
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        vectors = _read_safetensor(weights, "embedding.weight")
+        if vectors.ndim != 2 or vectors.shape[1] != self.dimension:
+            raise ValueError(
+                f"{weights} holds vectors of shape {vectors.shape}, not (vocabulary, "
+                f"{self.dimension}); pass WordLlama's l2_supercat_256 weights"
             )
-            tokenizer_file = self._tokenizer_path or _package_file(
-                _WORDLLAMA_PACKAGE,
-                _WORDLLAMA_TOKENIZER,
-                _WORDLLAMA_TOKENIZER_SHA256,
-                what="WordLlamaEmbedder",
-                hint=WORDLLAMA_INSTALL_HINT,
-            )
-            tokenizer = Tokenizer.from_file(str(tokenizer_file))
-            # Every token counts, however long the text: a mean of vectors needs no limit.
-            tokenizer.no_padding()
-            tokenizer.no_truncation()
-            vectors = _read_safetensor(weights, "embedding.weight")
-            if vectors.ndim != 2 or vectors.shape[1] != self.dimension:
-                raise ValueError(
-                    f"{weights} holds vectors of shape {vectors.shape}, not (vocabulary, "
-                    f"{self.dimension}); pass WordLlama's l2_supercat_256 weights"
-                )
-            self._tokenizer = tokenizer
-            self._vectors = vectors
+        self._tokenizer = tokenizer
+        self._vectors = vectors
 
     def __call__(self, texts: Sequence[str], /) -> list[list[float]]:
         """Embed ``texts``: one normalised 256-number vector per text, in order."""
@@ -426,9 +445,7 @@ class WordLlamaEmbedder:
 
         A text with no tokens (the empty string) gets the zero vector.
         """
-        if isinstance(texts, str):
-            raise TypeError("texts must be a sequence of strings, not one string")
-        self.load()
+        self._ready(texts)
         import numpy as np
 
         assert self._tokenizer is not None
@@ -603,6 +620,19 @@ def sentence_transformers_embedder(
         embed = sentence_transformers_embedder("all-MiniLM-L6-v2", device="cpu")
         ```
     """
+    build, label = _sentence_transformer_builder(model_name_or_model, kwargs)
+    return _LazyEmbedder(
+        build,
+        _sentence_transformer_embed,
+        f"sentence_transformers_embedder({label})",
+        _sentence_transformer_embed_query,
+    )
+
+
+def _sentence_transformer_builder(
+    model_name_or_model: Any, kwargs: dict[str, Any]
+) -> tuple[Callable[[], Any], str]:
+    """What builds the model (at the first call), and how the embedder's repr names it."""
     if isinstance(model_name_or_model, str | os.PathLike):
         name = os.fspath(model_name_or_model)
         _check_model_name(name, "model_name_or_model")
@@ -616,8 +646,8 @@ def sentence_transformers_embedder(
             module = importlib.import_module("sentence_transformers")
             return module.SentenceTransformer(name, **kwargs)
 
-        label = repr(name)
-    elif callable(getattr(model_name_or_model, "encode", None)):
+        return build, repr(name)
+    if callable(getattr(model_name_or_model, "encode", None)):
         if kwargs:
             raise ValueError(
                 f"keyword arguments {sorted(kwargs)} only apply when a model name is given; "
@@ -625,30 +655,32 @@ def sentence_transformers_embedder(
             )
         model = model_name_or_model
 
-        def build() -> Any:
+        def given() -> Any:
             return model
 
-        label = type(model).__name__
-    else:
-        raise ValueError(
-            "model_name_or_model must be a model name or path, or an object with an "
-            f"encode() method such as a SentenceTransformer, got {model_name_or_model!r}"
-        )
+        return given, type(model).__name__
+    raise ValueError(
+        "model_name_or_model must be a model name or path, or an object with an "
+        f"encode() method such as a SentenceTransformer, got {model_name_or_model!r}"
+    )
 
-    def encode_with(method: Any, texts: list[str]) -> list[list[float]]:
-        vectors = method(
-            texts, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-        )
-        return [_floats(vector) for vector in vectors]
 
-    def embed(model: Any, texts: list[str]) -> list[list[float]]:
-        return encode_with(model.encode, texts)
+def _sentence_transformer_encode(method: Any, texts: list[str]) -> list[list[float]]:
+    vectors = method(
+        texts, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+    )
+    return [_floats(vector) for vector in vectors]
 
-    def embed_query(model: Any, texts: list[str]) -> list[list[float]]:
-        encode_query = getattr(model, "encode_query", None)
-        return encode_with(encode_query if callable(encode_query) else model.encode, texts)
 
-    return _LazyEmbedder(build, embed, f"sentence_transformers_embedder({label})", embed_query)
+def _sentence_transformer_embed(model: Any, texts: list[str]) -> list[list[float]]:
+    return _sentence_transformer_encode(model.encode, texts)
+
+
+def _sentence_transformer_embed_query(model: Any, texts: list[str]) -> list[list[float]]:
+    encode_query = getattr(model, "encode_query", None)
+    return _sentence_transformer_encode(
+        encode_query if callable(encode_query) else model.encode, texts
+    )
 
 
 class _LazyEmbedder:

@@ -75,43 +75,12 @@ def match_query(
     said: set[str] = set()
     values = _quoted_only(query, rules.stopwords) if rules.quoted_weight != 1.0 else set()
     for word in dict.fromkeys(words):
-        start = len(groups)
-        near: dict[str, float] = {}
-
-        def add(term: str, weight: float, near: dict[str, float] = near) -> None:
-            near[term] = max(near.get(term, 0.0), weight)
-
-        known = live(word)
-        if not known and len(word) >= 3:
-            for typo in _first(vocabulary.near(word), live):
-                add(typo, _FUZZY_WEIGHT)
-                said.add(typo)
-        if rules.related_weight and not (many and is_reading(word)):
-            # "show me my apps" asks for a list, not for the get tool "show" relates to.
-            for other in related(word):
-                if live(other):
-                    add(other, rules.related_weight)
-                    said.add(other)
-        if len(word) >= 3:
-            for longer in _first(vocabulary.prefixed(word), live):
-                add(longer, _PREFIX_WEIGHT)
-        if known:
-            said.add(word)
-            near.pop(word, None)
-            if rules.near_matches == "best":
-                near[word] = 1.0
-            else:
-                groups.append({word: 1.0})
-        if rules.near_matches == "all":
-            groups.extend({term: weight} for term, weight in near.items())
-        elif near:
-            groups.append(near)
+        own = _word_groups(word, rules, vocabulary, live, many=many, said=said)
         if word in values:
             # A value the request passes ("title it \"Weekly report\"") says little of
             # what it asks to do.
-            for group in groups[start:]:
-                for term in group:
-                    group[term] *= rules.quoted_weight
+            own = [{t: w * rules.quoted_weight for t, w in group.items()} for group in own]
+        groups.extend(own)
     if rules.compounds:
         for first, second in itertools.pairwise(words):
             joined = first + second
@@ -119,6 +88,54 @@ def match_query(
                 groups.append({joined: 1.0})
                 said.add(joined)
     return _claimed(groups), said
+
+
+def _word_groups(
+    word: str,
+    rules: Rules,
+    vocabulary: Vocabulary,
+    live: Callable[[str], bool],
+    *,
+    many: bool,
+    said: set[str],
+) -> list[dict[str, float]]:
+    """The groups one query word matches: itself if known, then its near matches.
+
+    Adds the terms the word says (itself, typo neighbours, related verbs) to ``said``;
+    ``many``: the query asks for a list, so a reading verb relates to nothing.
+    """
+    near: dict[str, float] = {}
+
+    def add(term: str, weight: float) -> None:
+        near[term] = max(near.get(term, 0.0), weight)
+
+    known = live(word)
+    if not known and len(word) >= 3:
+        for typo in _first(vocabulary.near(word), live):
+            add(typo, _FUZZY_WEIGHT)
+            said.add(typo)
+    if rules.related_weight and not (many and is_reading(word)):
+        # "show me my apps" asks for a list, not for the get tool "show" relates to.
+        for other in related(word):
+            if live(other):
+                add(other, rules.related_weight)
+                said.add(other)
+    if len(word) >= 3:
+        for longer in _first(vocabulary.prefixed(word), live):
+            add(longer, _PREFIX_WEIGHT)
+    groups: list[dict[str, float]] = []
+    if known:
+        said.add(word)
+        near.pop(word, None)
+        if rules.near_matches == "best":
+            near[word] = 1.0
+        else:
+            groups.append({word: 1.0})
+    if rules.near_matches == "all":
+        groups.extend({term: weight} for term, weight in near.items())
+    elif near:
+        groups.append(near)
+    return groups
 
 
 def _first(candidates: Iterable[str], keep: Callable[[str], bool]) -> list[str]:

@@ -204,8 +204,6 @@ class EmbeddingIndex:
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
         ):
             raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
-        import numpy as np
-
         if refresh:
             self.refresh()
         if not self._rows.keys:
@@ -214,45 +212,17 @@ class EmbeddingIndex:
         if within is not None and not isinstance(within, AbstractSet | KeysView):
             within = set(within)  # membership is tested per candidate below
         with self._lock:
-            matrix, keys = self._rows.matrix, self._rows.keys
-            if matrix is None or not keys:
+            keys = self._rows.keys
+            if self._rows.matrix is None or not keys:
                 return []
-            rows: NDArray[np.intp] | None = None
             gather = within is not None and len(within) * _GATHER_SHARE < len(keys)
-            if gather and within is not None:
-                # A few candidates: score only their rows.
-                row_of = self._rows.row_of
-                rows = np.unique(
-                    np.fromiter((row_of[k] for k in within if k in row_of), dtype=np.intp)
-                )
-                scores = _dot(matrix[rows], vector)
-            else:
-                scores = _dot(matrix[: len(keys)], vector)
-            if min_score is not None:
-                keep = np.flatnonzero(scores >= min_score)
-                rows = keep if rows is None else rows[keep]
-                scores = scores[keep]
+            rows, scores = self._rows.scores(
+                vector, only=within if gather else None, min_score=min_score
+            )
             if within is not None and not gather:
-                # Most keys are candidates: walk the best rows until enough are in ``within``,
-                # rather than looking up every candidate's row.
-                order = np.argsort(-scores, kind="stable")
-                picked = order if rows is None else rows[order]
-                found: list[tuple[str, float]] = []
-                for row, score in zip(picked.tolist(), scores[order].tolist(), strict=True):
-                    if keys[row] in within:
-                        found.append((keys[row], score))
-                        if len(found) == limit:
-                            break
+                found = _best_within(keys, rows, scores, within=within, limit=limit)
             else:
-                if limit is not None and limit < len(scores):
-                    top = np.argpartition(-scores, limit - 1)[:limit]
-                else:
-                    top = np.arange(len(scores))
-                picked = top if rows is None else rows[top]
-                found = [
-                    (keys[row], score)
-                    for row, score in zip(picked.tolist(), scores[top].tolist(), strict=True)
-                ]
+                found = _best(keys, rows, scores, limit=limit)
         found.sort(key=lambda item: (-item[1], item[0]))
         return found
 
@@ -337,6 +307,35 @@ class _Rows:
         self.matrix[row] = vector
         self.row_hash[key] = digest
 
+    def scores(
+        self,
+        vector: NDArray[np.float32],
+        *,
+        only: Collection[str] | None,
+        min_score: float | None,
+    ) -> tuple[NDArray[np.intp] | None, NDArray[np.float32]]:
+        """Each used row's cosine similarity to ``vector``, and which rows were scored.
+
+        With ``only``, the rows of those keys (sorted); with ``min_score``, the rows
+        scoring that or more. The rows are None when every used row is scored, in order.
+        """
+        import numpy as np
+
+        assert self.matrix is not None
+        rows: NDArray[np.intp] | None = None
+        if only is not None:
+            # A few candidates: score only their rows.
+            row_of = self.row_of
+            rows = np.unique(np.fromiter((row_of[k] for k in only if k in row_of), dtype=np.intp))
+            scores = _dot(self.matrix[rows], vector)
+        else:
+            scores = _dot(self.matrix[: len(self.keys)], vector)
+        if min_score is not None:
+            keep = np.flatnonzero(scores >= min_score)
+            rows = keep if rows is None else rows[keep]
+            scores = scores[keep]
+        return rows, scores
+
     def drop(self, key: str) -> None:
         row = self.row_of.pop(key, None)
         if row is None:
@@ -359,6 +358,50 @@ class _Rows:
         self.reuse.move_to_end(digest)
         while len(self.reuse) > self.reuse_size:
             self.reuse.popitem(last=False)
+
+
+def _best_within(
+    keys: Sequence[str],
+    rows: NDArray[np.intp] | None,
+    scores: NDArray[np.float32],
+    *,
+    within: Collection[str],
+    limit: int | None,
+) -> list[tuple[str, float]]:
+    """The best-scored keys in ``within``, at most ``limit``, best first."""
+    import numpy as np
+
+    # Most keys are candidates: walk the best rows until enough are in ``within``,
+    # rather than looking up every candidate's row.
+    order = np.argsort(-scores, kind="stable")
+    picked = order if rows is None else rows[order]
+    found: list[tuple[str, float]] = []
+    for row, score in zip(picked.tolist(), scores[order].tolist(), strict=True):
+        if keys[row] in within:
+            found.append((keys[row], score))
+            if len(found) == limit:
+                break
+    return found
+
+
+def _best(
+    keys: Sequence[str],
+    rows: NDArray[np.intp] | None,
+    scores: NDArray[np.float32],
+    *,
+    limit: int | None,
+) -> list[tuple[str, float]]:
+    """The ``limit`` best-scored keys (every key without a limit), in no order."""
+    import numpy as np
+
+    if limit is not None and limit < len(scores):
+        top = np.argpartition(-scores, limit - 1)[:limit]
+    else:
+        top = np.arange(len(scores))
+    picked = top if rows is None else rows[top]
+    return [
+        (keys[row], score) for row, score in zip(picked.tolist(), scores[top].tolist(), strict=True)
+    ]
 
 
 def _dot(matrix: NDArray[np.float32], vector: NDArray[np.float32]) -> NDArray[np.float32]:
