@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import sys
@@ -112,3 +113,16 @@ class TestLayering:
         root = _architecture().ROOT
         assert len(list(root.glob("*.py"))) <= 12
         assert {p.name for p in root.iterdir() if (p / "__init__.py").exists()} == set(_ALLOWED)
+
+
+class TestSmallPieces:
+    @pytest.mark.parametrize(
+        ("kind", "most"),
+        [(ast.ClassDef, 250), (ast.FunctionDef, 60), (ast.AsyncFunctionDef, 60)],
+        ids=["classes", "functions", "async functions"],
+    )
+    def test_no_piece_is_longer_than_the_house_allows(self, kind: type[ast.AST], most: int) -> None:
+        bench = _architecture()
+        paths = {bench.module_name(p): p for p in sorted(bench.ROOT.rglob("*.py"))}
+        longest = bench.longest(paths, kind, most=1)
+        assert [(lines, name) for lines, name in longest if lines > most] == []

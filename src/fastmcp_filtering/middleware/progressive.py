@@ -131,21 +131,10 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
                 "enabled too)"
             )
         self.available_groups = available_groups
-        names = {"enable_tool_name": enable_tool_name, "disable_tool_name": disable_tool_name}
-        if call_tool_name is not None:
-            names["call_tool_name"] = call_tool_name
-        for option, value in names.items():
-            if not isinstance(value, str) or not _TOOL_NAME.fullmatch(value):
-                raise ValueError(
-                    f"{option}={value!r} is not a valid tool name: use 1 to 128 letters, "
-                    "digits, '_', '-' or '.'"
-                )
-        if len(set(names.values())) != len(names):
-            raise ValueError(f"meta-tool names must differ, got {names}")
         self.enable_tool_name = enable_tool_name
         self.disable_tool_name = disable_tool_name
         self.call_tool_name = call_tool_name
-        self._meta_names = frozenset(names.values())
+        self._meta_names = _meta_tool_names(enable_tool_name, disable_tool_name, call_tool_name)
         self._state_tools = frozenset((enable_tool_name, disable_tool_name))
         if not isinstance(state_namespace, str) or not state_namespace:
             raise ValueError(f"state_namespace must be a non-empty string, got {state_namespace!r}")
@@ -336,3 +325,19 @@ def _holds_state(_auth: AuthContext) -> bool:
     except RuntimeError:
         return False
     return client_key(ctx) is not None
+
+
+def _meta_tool_names(enable: str, disable: str, call: str | None) -> frozenset[str]:
+    """The meta-tools' names, checked: valid MCP tool names, all different."""
+    names = {"enable_tool_name": enable, "disable_tool_name": disable}
+    if call is not None:
+        names["call_tool_name"] = call
+    for option, value in names.items():
+        if not isinstance(value, str) or not _TOOL_NAME.fullmatch(value):
+            raise ValueError(
+                f"{option}={value!r} is not a valid tool name: use 1 to 128 letters, "
+                "digits, '_', '-' or '.'"
+            )
+    if len(set(names.values())) != len(names):
+        raise ValueError(f"meta-tool names must differ, got {names}")
+    return frozenset(names.values())

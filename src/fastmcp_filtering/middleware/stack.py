@@ -121,21 +121,13 @@ def filtering_stack(
         ```
     """
     catalog = Catalog.shared(catalog, groups, tags, unauthenticated=unauthenticated)
-    if concerns is None and concern_mapping is not None:
-        raise ValueError("concern_mapping needs concerns=[Concern(...)] to map onto")
+    concern_middleware = _concerns(concerns, concern_mapping, apply_concern_defaults)
     search_middleware = (
         SearchMiddleware(catalog=catalog, **_options(search, "search")) if search else None
     )
     progressive_middleware = (
         ProgressiveDisclosureMiddleware(catalog=catalog, **_options(progressive, "progressive"))
         if progressive
-        else None
-    )
-    concern_middleware = (
-        ConcernMiddleware(
-            concerns=concerns, mapping=concern_mapping, apply_defaults=apply_concern_defaults
-        )
-        if concerns is not None
         else None
     )
     holds_catalog = filter or search_middleware is not None or progressive_middleware is not None
@@ -147,6 +139,19 @@ def filtering_stack(
         progressive=progressive_middleware,
         access=None if holds_catalog else GroupAccessMiddleware(catalog=catalog),
     )
+
+
+def _concerns(
+    concerns: Iterable[Concern] | None,
+    mapping: Mapping[str, Mapping[str, str]] | None,
+    apply_defaults: ApplyDefaults,
+) -> ConcernMiddleware | None:
+    """The stack's ``ConcernMiddleware``, when concerns are declared."""
+    if concerns is None:
+        if mapping is not None:
+            raise ValueError("concern_mapping needs concerns=[Concern(...)] to map onto")
+        return None
+    return ConcernMiddleware(concerns=concerns, mapping=mapping, apply_defaults=apply_defaults)
 
 
 def add_filtering(mcp: FastMCP, **options: Unpack[StackOptions]) -> FilteringStack:
