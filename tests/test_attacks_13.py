@@ -9,9 +9,9 @@ from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering import FilterMiddleware, Group, SearchMiddleware
 from fastmcp_filtering.client import call_method, list_tools, update_concerns
-from fastmcp_filtering.core.cursor import _PREFIX, _scope_of
 from fastmcp_filtering.core.declarations import CONCERNS_META_ALIAS, CONCERNS_META_KEY
 from fastmcp_filtering.core.request import save_state
+from fastmcp_filtering.middleware.wire import _PREFIX, _scope_of
 from fastmcp_filtering.policy.concerns import STATE_NAMESPACE
 
 from .conftest import Connect, use

@@ -145,7 +145,7 @@ class TestConcernsFirstRequests:
 
         await asyncio.gather(*(one() for _ in range(4)))
         installed = [type(m).__name__ for m in mcp._mcp_server.middleware]
-        assert installed.count("_ListWarnings") == 1
+        assert installed.count("Wire") == 1
 
 
 class TestConfigTypes:

@@ -10,7 +10,6 @@ import mcp_types as mt
 from mcp.shared.exceptions import MCPError
 from typing_extensions import override
 
-from fastmcp_filtering._fastmcp import sdk_middleware
 from fastmcp_filtering.core.concerns import (
     COMPONENT_META_KEY,
     REQUEST_META_ALIAS,
@@ -22,8 +21,6 @@ from fastmcp_filtering.core.concerns import (
     parse_config,
     request_override,
 )
-from fastmcp_filtering.core.cursor import LIST_METHODS
-from fastmcp_filtering.core.declarations import WARNINGS_META_KEY
 from fastmcp_filtering.core.request import (
     RequestInfo,
     StateUnavailable,
@@ -39,6 +36,7 @@ from fastmcp_filtering.core.request import (
 from fastmcp_filtering.middleware.changes import listing, notify_changes
 from fastmcp_filtering.middleware.hooks import Marks
 from fastmcp_filtering.middleware.layers import LayerMiddleware
+from fastmcp_filtering.middleware.wire import report
 from fastmcp_filtering.policy.concerns import STATE_NAMESPACE, ApplyDefaults, ConcernLayer
 
 if TYPE_CHECKING:
@@ -48,8 +46,6 @@ if TYPE_CHECKING:
     from fastmcp.server.context import Context
     from fastmcp.server.middleware import CallNext, MiddlewareContext
     from fastmcp.utilities.components import FastMCPComponent
-    from mcp.server.context import CallNext as SDKCallNext
-    from mcp.server.context import HandlerResult, ServerRequestContext
 
     from fastmcp_filtering.core.catalog import ComponentKind
 
@@ -195,12 +191,6 @@ class ConcernMiddleware(LayerMiddleware):
             )
 
     @override
-    def setup(self, server: FastMCP) -> None:
-        super().setup(server)
-        # Outermost, like the cursor scope, so it sees the serialized list result.
-        sdk_middleware(server).insert(0, _ListWarnings(self._concerns))
-
-    @override
     async def on_message(
         self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
     ) -> Any:
@@ -208,7 +198,12 @@ class ConcernMiddleware(LayerMiddleware):
         override_config = request_override(info.meta) if info is not None else None
         if override_config is not None:
             # Bad input is -32602 here, before any lookup judges with it.
-            parse_config(override_config, self._concerns, field=f"_meta[{REQUEST_META_KEY!r}]")
+            _, warnings = parse_config(
+                override_config, self._concerns, field=f"_meta[{REQUEST_META_KEY!r}]"
+            )
+            if warnings and context.fastmcp_context is not None:
+                # A list result carries them in its _meta (other requests have no place).
+                report(context.fastmcp_context.fastmcp, warnings=warnings)
         return await super().on_message(context, call_next)
 
     @override
@@ -329,38 +324,6 @@ class ConcernMiddleware(LayerMiddleware):
 
 # The concern proposal's method names, answered as MCP's slash-separated ones.
 _ALIASES = {"listConcerns": "concerns/list", "updateConcerns": "concerns/update"}
-
-
-class _ListWarnings:
-    """SDK-level middleware: a list request's ``_meta`` override reports ignored names.
-
-    FastMCP list hooks return components, not the result, so the warnings a
-    per-request override earns are added to the serialized list result's
-    ``_meta`` here.
-    """
-
-    def __init__(self, concerns: Mapping[str, Concern]) -> None:
-        self._concerns = concerns
-
-    async def __call__(
-        self, ctx: ServerRequestContext[Any, Any], call_next: SDKCallNext
-    ) -> HandlerResult:
-        result = await call_next(ctx)
-        params = ctx.params
-        if ctx.method not in LIST_METHODS or not isinstance(params, Mapping):
-            return result
-        meta = params.get("_meta")
-        override_config = request_override(meta) if isinstance(meta, Mapping) else None
-        if override_config is None or not isinstance(result, dict):
-            return result
-        # The list hooks already validated it; a bad override never gets this far.
-        _, warnings = parse_config(override_config, self._concerns, field=REQUEST_META_KEY)
-        if warnings:
-            # Result _meta: typed clients keep it, where they drop unknown top-level keys.
-            result_meta = dict(result.get("_meta") or {})
-            result_meta[WARNINGS_META_KEY] = [*result_meta.get(WARNINGS_META_KEY, []), *warnings]
-            result = {**result, "_meta": result_meta}
-        return result
 
 
 def _cannot_store(info: RequestInfo | None, reason: str, *, identified: bool = False) -> MCPError:

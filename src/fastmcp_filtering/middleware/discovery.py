@@ -11,12 +11,9 @@ candidates, so no ranking, count or hint names them.
 
 from __future__ import annotations
 
-import weakref
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from fastmcp_filtering.core.cursor import LIST_METHODS
 from fastmcp_filtering.core.declarations import BETTER_MATCHES_META_KEY
 from fastmcp_filtering.middleware.search_service import search_key
 from fastmcp_filtering.policy.decision import Policy, PolicyLayer, widened
@@ -28,22 +25,18 @@ if TYPE_CHECKING:
     from fastmcp import FastMCP
     from fastmcp.server.context import Context
     from fastmcp.utilities.components import FastMCPComponent
-    from mcp.server.context import CallNext as SDKCallNext
-    from mcp.server.context import HandlerResult, ServerRequestContext
 
     from fastmcp_filtering.core.catalog import ComponentKind
     from fastmcp_filtering.middleware.search_service import SearchService
 
 __all__ = [
     "BETTER_MATCHES_META_KEY",
-    "BetterMatches",
     "Hit",
     "can_enable",
     "candidates",
     "discoverable",
     "rank_hits",
     "remedy",
-    "report_better",
 ]
 
 _C = TypeVar("_C", bound="FastMCPComponent")
@@ -158,48 +151,3 @@ async def remedy(ctx: Context, enable: Sequence[str]) -> dict[str, Any] | None:
         if calls is not None:
             return calls
     return None
-
-
-# (server, groups): the list request being answered by that server's SDK handler.
-_GROUPS: ContextVar[tuple[object, list[str]] | None] = ContextVar(
-    "fastmcp_filtering_better", default=None
-)
-
-
-def report_better(server: FastMCP, groups: Sequence[str]) -> None:
-    """Say, in the result ``_meta`` of ``server``'s list being answered, which groups hold better
-    matches; a mounted server's search, answering inside its parent's list, says nothing."""
-    current = _GROUPS.get()
-    if current is not None and current[0] is server:
-        holder = current[1]
-        holder.extend(g for g in groups if g not in holder)
-
-
-class BetterMatches:
-    """SDK-level middleware: puts ``report_better``'s groups in a list result's ``_meta``.
-
-    FastMCP's list hooks return components, not the result; the serialized
-    result is only reachable here.
-    """
-
-    def __init__(self, server: FastMCP) -> None:
-        self._server = weakref.ref(server)
-
-    async def __call__(
-        self, ctx: ServerRequestContext[Any, Any], call_next: SDKCallNext
-    ) -> HandlerResult:
-        server = self._server()
-        if ctx.method not in LIST_METHODS or server is None:
-            return await call_next(ctx)
-        holder: list[str] = []
-        token = _GROUPS.set((server, holder))
-        try:
-            result = await call_next(ctx)
-        finally:
-            _GROUPS.reset(token)
-        if holder and isinstance(result, dict):
-            meta = result.get("_meta")
-            meta = dict(meta) if isinstance(meta, dict) else {}
-            meta[BETTER_MATCHES_META_KEY] = holder
-            result = {**result, "_meta": meta}
-        return result

@@ -12,9 +12,8 @@ from fastmcp_filtering._fastmcp import (
     mounted_servers,
     serving_server,
 )
-from fastmcp_filtering.core.cursor import install_cursor_scope
 from fastmcp_filtering.core.declarations import same_kind
-from fastmcp_filtering.middleware.cache_hints import install_cache_hints
+from fastmcp_filtering.middleware.wire import install_wire
 from fastmcp_filtering.policy.tasks import install_task_guard
 from fastmcp_filtering.policy.transform import AccessTransform
 
@@ -70,7 +69,7 @@ def set_up(server: FastMCP) -> list[Middleware]:
     for child in mounted_servers(server):
         set_up(child)
     # Its answers may hold a mounted server's shaped ones, whatever its own middlewares.
-    install_cache_hints(server, _own_layers)
+    install_wire(server, _own_layers)
     return [m for m in server.middleware if not any(m is b for b in before)]
 
 
@@ -152,7 +151,7 @@ class ListHooks(ToolInjectionMiddleware):
 
     def setup(self, server: FastMCP) -> None:
         """Prepare ``server`` for this middleware; called once per server, by ``set_up``."""
-        install_cursor_scope(server)
+        install_wire(server, _own_layers)
         # Background tasks name a task id, not a tool: the guard judges the task's tool.
         install_task_guard(server)
         _SET_UP.setdefault(server, []).append(self)

@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from fastmcp.server.middleware import Middleware
 from typing_extensions import override
 
-from fastmcp_filtering._fastmcp import list_page_size, sdk_middleware
+from fastmcp_filtering._fastmcp import list_page_size
 from fastmcp_filtering.core.catalog import LIST_METHOD, Catalog, ComponentKind
-from fastmcp_filtering.core.cursor import search_page
 from fastmcp_filtering.core.filters import narrow
 from fastmcp_filtering.core.request import (
     MAX_QUERY_LENGTH,
@@ -21,16 +20,15 @@ from fastmcp_filtering.core.request import (
 )
 from fastmcp_filtering.middleware.access import enforce_access
 from fastmcp_filtering.middleware.discovery import (
-    BetterMatches,
     discoverable,
     rank_hits,
-    report_better,
 )
 from fastmcp_filtering.middleware.hooks import ListHooks
 from fastmcp_filtering.middleware.rate_limit import counted, is_search, rate_limit_key
 from fastmcp_filtering.middleware.search_service import SearchService
 from fastmcp_filtering.middleware.search_tool import SearchTool, SearchToolsResult
 from fastmcp_filtering.middleware.snapshot import Snapshots, request_trusts, through_chain
+from fastmcp_filtering.middleware.wire import report, search_page
 from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.decision import is_widened
 from fastmcp_filtering.policy.transform import current_policy
@@ -45,9 +43,9 @@ if TYPE_CHECKING:
     from fastmcp.utilities.components import FastMCPComponent
 
     from fastmcp_filtering.core.catalog import GroupTree
-    from fastmcp_filtering.core.cursor import SearchPage
     from fastmcp_filtering.core.declarations import Group, Tag
     from fastmcp_filtering.middleware.discovery import Hit
+    from fastmcp_filtering.middleware.wire import SearchPage
     from fastmcp_filtering.retrieval.embedders import Embedder
 
 __all__ = ["MAX_QUERY_LENGTH", "SearchMiddleware", "SearchToolsResult", "rate_limit_key"]
@@ -152,9 +150,6 @@ class SearchMiddleware(ListHooks):
     def setup(self, server: FastMCP) -> None:
         super().setup(server)
         enforce_access(server, self.catalog)
-        chain = sdk_middleware(server)
-        if not any(isinstance(m, BetterMatches) for m in chain):
-            chain.insert(0, BetterMatches(server))
 
     # -- capabilities and instructions --------------------------------------------------
 
@@ -380,7 +375,7 @@ class _QueryListing:
         used, result = await through_chain(tools, context, call_next)
         if used:
             page.next = more
-            report_better(server, groups[: self.owner.max_results])
+            report(server, better=groups[: self.owner.max_results])
         return used, result
 
     async def _ranked_page(
@@ -412,7 +407,7 @@ class _QueryListing:
             await rank_hits(self.service, kind, usable, extra, query), page.offset, size
         )
         if server is not None:
-            report_better(server, better[: self.owner.max_results])
+            report(server, better=better[: self.owner.max_results])
         return found
 
 
