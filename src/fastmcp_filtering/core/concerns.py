@@ -30,7 +30,6 @@ __all__ = [
     "label",
     "merge_values",
     "parse_config",
-    "request_override",
 ]
 
 REQUEST_META_KEY = CONCERNS_META_KEY
@@ -145,25 +144,6 @@ class Concern:
         if self.ordered:
             wire["ordered"] = True
         return wire
-
-
-def request_override(meta: Mapping[str, Any]) -> Any:
-    """The request's one-request concerns override from its ``_meta``; None when it has none.
-
-    Read under ``REQUEST_META_KEY`` or its alias; the two giving different
-    values is -32602, since either answer would ignore what the client sent.
-    """
-    value = meta.get(REQUEST_META_KEY)
-    alias = meta.get(REQUEST_META_ALIAS)
-    if value is None:
-        return alias
-    if alias is not None and alias != value:
-        raise invalid_params(
-            f"_meta has both {REQUEST_META_KEY!r} and {REQUEST_META_ALIAS!r} with different "
-            f"concerns; send only {REQUEST_META_KEY!r}",
-            field=f"_meta.{REQUEST_META_ALIAS}",
-        )
-    return value
 
 
 def parse_config(

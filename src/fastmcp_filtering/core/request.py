@@ -31,6 +31,7 @@ from fastmcp_filtering._fastmcp import (
     request_method_and_params,
     state_store,
 )
+from fastmcp_filtering.core.declarations import CONCERNS_META_ALIAS, CONCERNS_META_KEY
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -56,6 +57,7 @@ __all__ = [
     "is_unrestricted",
     "load_state",
     "request_info",
+    "request_override",
     "requested_version",
     "save_state",
     "unrestricted",
@@ -147,6 +149,25 @@ _SHORT = reprlib.Repr()
 _SHORT.maxstring = 64
 _SHORT.maxother = 64
 _SHORT.maxlevel = 2
+
+
+def request_override(meta: Mapping[str, Any]) -> Any:
+    """The request's one-request concerns override from its ``_meta``; None when it has none.
+
+    Read under ``CONCERNS_META_KEY`` or its alias; the two giving different
+    values is -32602, since either answer would ignore what the client sent.
+    """
+    value = meta.get(CONCERNS_META_KEY)
+    alias = meta.get(CONCERNS_META_ALIAS)
+    if value is None:
+        return alias
+    if alias is not None and alias != value:
+        raise invalid_params(
+            f"_meta has both {CONCERNS_META_KEY!r} and {CONCERNS_META_ALIAS!r} with different "
+            f"concerns; send only {CONCERNS_META_KEY!r}",
+            field=f"_meta.{CONCERNS_META_ALIAS}",
+        )
+    return value
 
 
 def brief(value: object) -> str:

@@ -19,7 +19,6 @@ from fastmcp_filtering.core.concerns import (
     declare_on,
     merge_values,
     parse_config,
-    request_override,
 )
 from fastmcp_filtering.core.request import (
     RequestInfo,
@@ -30,6 +29,7 @@ from fastmcp_filtering.core.request import (
     invalid_params,
     load_state,
     request_info,
+    request_override,
     save_state,
     unrestricted,
 )

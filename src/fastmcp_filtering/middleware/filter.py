@@ -175,7 +175,10 @@ class FilterMiddleware(ListHooks):
     ) -> Sequence[_C]:
         components = await call_next(context)
         tree = await access_of(self.catalog).tree()
-        narrowed = narrow(tree, request_info(context), kind, components)
+        info = request_info(context)
+        # Most listings send no filter: nothing to parse, check or narrow.
+        unfiltered = info is None or info.params.get("filter") is None
+        narrowed = components if unfiltered else narrow(tree, info, kind, components)
         marked = self._marks.apply(narrowed, tree.key, lambda c: _group_marks(tree, c))
         if context.fastmcp_context is not None:
             await self.catalog.refresh(context.fastmcp_context.fastmcp)

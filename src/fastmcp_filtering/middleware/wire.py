@@ -36,9 +36,8 @@ from pydantic import BaseModel
 from fastmcp_filtering._fastmcp import mounted_servers, sdk_middleware
 from fastmcp_filtering.core.catalog import LIST_METHOD
 from fastmcp_filtering.core.concerns import REQUEST_META_KEY as CONCERNS_META_KEY
-from fastmcp_filtering.core.concerns import request_override
 from fastmcp_filtering.core.declarations import BETTER_MATCHES_META_KEY, WARNINGS_META_KEY
-from fastmcp_filtering.core.request import invalid_params
+from fastmcp_filtering.core.request import invalid_params, request_override
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence

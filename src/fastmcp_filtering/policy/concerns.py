@@ -15,10 +15,9 @@ from fastmcp_filtering.core.concerns import (
     declared_values_of,
     label,
     parse_config,
-    request_override,
 )
 from fastmcp_filtering.core.declarations import validate_name
-from fastmcp_filtering.core.request import StateUnavailable, load_state
+from fastmcp_filtering.core.request import StateUnavailable, load_state, request_override
 from fastmcp_filtering.policy.decision import (
     CONCEALED,
     ClientRequest,
