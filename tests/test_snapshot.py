@@ -20,8 +20,9 @@ from fastmcp.tools import Tool
 from fastmcp_filtering import Group, install
 from fastmcp_filtering._fastmcp import current_request
 from fastmcp_filtering.client import call_method, update_concerns
+from fastmcp_filtering.middleware.hooks import Prefilled
 from fastmcp_filtering.middleware.search import SearchMiddleware
-from fastmcp_filtering.middleware.snapshot import Prefilled, Snapshots
+from fastmcp_filtering.middleware.snapshot import Snapshots
 
 from . import test_discovery
 from ._full_stack import build_full_stack_server

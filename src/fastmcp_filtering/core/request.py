@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import mcp_types as mt
 from fastmcp.server.dependencies import extract_version_spec
+from fastmcp.server.dependencies import get_context as _fastmcp_context
 from fastmcp.utilities.versions import VersionSpec
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from fastmcp.server.context import Context
     from fastmcp.server.dependencies import FastMCPRequestContext
     from fastmcp.server.middleware import MiddlewareContext
+    from fastmcp.utilities.authorization import AuthContext
     from mcp.server.connection import Connection
 
 __all__ = [
@@ -52,6 +54,7 @@ __all__ = [
     "client_key",
     "current_info",
     "custom_result",
+    "holds_state",
     "info_of",
     "invalid_params",
     "is_unrestricted",
@@ -351,3 +354,19 @@ def unrestricted() -> Iterator[None]:
 def is_unrestricted() -> bool:
     """Whether lookups show the whole catalog (inside ``unrestricted()``)."""
     return _UNRESTRICTED.get()
+
+
+def holds_state(_auth: AuthContext) -> bool:
+    """An auth check (``Tool(auth=...)``): only a client whose state can be kept passes.
+
+    A client nothing identifies (unauthenticated stateless HTTP) could only be
+    refused by them, so they do not exist for it. No request: no client; inside
+    ``unrestricted()`` (server code reading the whole catalog) they exist.
+    """
+    if is_unrestricted():
+        return True
+    try:
+        ctx = _fastmcp_context()
+    except RuntimeError:
+        return False
+    return client_key(ctx) is not None

@@ -116,6 +116,8 @@ class GroupAccessMiddleware(LayerMiddleware):
         ```
     """
 
+    catalog: Catalog
+
     def __init__(
         self,
         *,

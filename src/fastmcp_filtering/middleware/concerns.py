@@ -93,6 +93,9 @@ def concerns(values: Mapping[str, str] | None = None, /, **kwargs: str) -> Calla
     return decorate
 
 
+_ALIASES = {"listConcerns": "concerns/list", "updateConcerns": "concerns/update"}
+
+
 class ConcernMiddleware(LayerMiddleware):
     """Concern-based filtering: list only what suits the client's stated preferences.
 
@@ -120,6 +123,9 @@ class ConcernMiddleware(LayerMiddleware):
         ))
         ```
     """
+
+    answers = LayerMiddleware.answers | {"concerns/list", "concerns/update", *_ALIASES}
+    meta_keys = frozenset({REQUEST_META_KEY, REQUEST_META_ALIAS})
 
     def __init__(
         self,
@@ -191,20 +197,15 @@ class ConcernMiddleware(LayerMiddleware):
             )
 
     @override
-    async def on_message(
-        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
-    ) -> Any:
-        info = request_info(context)
-        override_config = request_override(info.meta) if info is not None else None
+    def check_meta(self, context: MiddlewareContext[Any], info: RequestInfo) -> None:
+        override_config = request_override(info.meta)
         if override_config is not None:
-            # Bad input is -32602 here, before any lookup judges with it.
             _, warnings = parse_config(
                 override_config, self._concerns, field=f"_meta[{REQUEST_META_KEY!r}]"
             )
             if warnings and context.fastmcp_context is not None:
                 # A list result carries them in its _meta (other requests have no place).
                 report(context.fastmcp_context.fastmcp, warnings=warnings)
-        return await super().on_message(context, call_next)
 
     @override
     async def on_list(
@@ -288,15 +289,13 @@ class ConcernMiddleware(LayerMiddleware):
             logger.warning("%s concerns not stored, the defaults apply: %s", source, exc)
 
     @override
-    async def on_request(
-        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
-    ) -> Any:
+    async def answer(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
         method = _ALIASES.get(context.method or "", context.method)
         if method == "concerns/list":
             return custom_result(request_info(context), {"concerns": self._declaration()})
         if method == "concerns/update":
             return await self._update(context)
-        return await super().on_request(context, call_next)
+        return await super().answer(context, call_next)
 
     async def _update(self, context: MiddlewareContext[Any]) -> dict[str, Any]:
         info = request_info(context)
@@ -323,7 +322,6 @@ class ConcernMiddleware(LayerMiddleware):
 
 
 # The concern proposal's method names, answered as MCP's slash-separated ones.
-_ALIASES = {"listConcerns": "concerns/list", "updateConcerns": "concerns/update"}
 
 
 def _cannot_store(info: RequestInfo | None, reason: str, *, identified: bool = False) -> MCPError:

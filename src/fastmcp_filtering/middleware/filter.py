@@ -21,9 +21,8 @@ from fastmcp_filtering.core.request import (
     request_info,
 )
 from fastmcp_filtering.middleware.access import enforce_access
-from fastmcp_filtering.middleware.hooks import ListHooks, Marks
+from fastmcp_filtering.middleware.hooks import ListHooks, Marks, install_task_guard
 from fastmcp_filtering.policy.access import access_of
-from fastmcp_filtering.policy.tasks import install_task_guard
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -61,6 +60,9 @@ class FilterMiddleware(ListHooks):
         ```
     """
 
+    answers = frozenset({"groups/list", "tags/list"})
+    catalog: Catalog
+
     def __init__(
         self,
         *,
@@ -90,17 +92,6 @@ class FilterMiddleware(ListHooks):
         # A task carries its tool's groups in _meta, as the tool does in tools/list.
         install_task_guard(server).mark_with(self.catalog)
 
-    # -- session bookkeeping ------------------------------------------------------------
-
-    @override
-    async def on_message(
-        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
-    ) -> Any:
-        info = request_info(context)
-        if info is not None and not info.modern and info.connection is not None:
-            self.catalog.remember(info.connection)
-        return await super().on_message(context, call_next)
-
     # -- capabilities -------------------------------------------------------------------
 
     @override
@@ -121,9 +112,7 @@ class FilterMiddleware(ListHooks):
     # -- groups/list and tags/list ------------------------------------------------------
 
     @override
-    async def on_request(
-        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
-    ) -> Any:
+    async def answer(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
         if context.method == "groups/list":
             tree = await access_of(self.catalog).tree()
             return custom_result(request_info(context), self._groups_page(context, tree))

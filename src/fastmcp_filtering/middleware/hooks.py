@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import weakref
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from fastmcp.server.middleware import Middleware
 from fastmcp.server.middleware.tool_injection import ToolInjectionMiddleware
 from typing_extensions import override
 
@@ -13,8 +16,9 @@ from fastmcp_filtering._fastmcp import (
     serving_server,
 )
 from fastmcp_filtering.core.declarations import same_kind
+from fastmcp_filtering.core.request import request_info
 from fastmcp_filtering.middleware.wire import install_wire
-from fastmcp_filtering.policy.tasks import install_task_guard
+from fastmcp_filtering.policy.tasks import GUARDED_METHODS, TaskGuard, task_guard
 from fastmcp_filtering.policy.transform import AccessTransform
 
 if TYPE_CHECKING:
@@ -25,14 +29,26 @@ if TYPE_CHECKING:
     from fastmcp.prompts.base import Prompt
     from fastmcp.resources.base import Resource
     from fastmcp.resources.template import ResourceTemplate
-    from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+    from fastmcp.server.middleware import CallNext, MiddlewareContext
     from fastmcp.tools.base import Tool
     from fastmcp.utilities.components import FastMCPComponent
 
-    from fastmcp_filtering.core.catalog import ComponentKind
+    from fastmcp_filtering.core.catalog import Catalog, ComponentKind
+    from fastmcp_filtering.core.request import RequestInfo
     from fastmcp_filtering.policy.decision import PolicyLayer
 
-__all__ = ["ListHooks", "Marks", "set_up", "set_up_on"]
+__all__ = [
+    "Gate",
+    "ListHooks",
+    "Marks",
+    "Prefilled",
+    "install_task_guard",
+    "prefilled_last",
+    "set_up",
+    "set_up_on",
+    "shaped",
+    "through_chain",
+]
 
 _C = TypeVar("_C", bound="FastMCPComponent")
 _R = TypeVar("_R")
@@ -80,6 +96,8 @@ def _own_layers(server: FastMCP) -> Sequence[PolicyLayer]:
 
 
 _SEEN: weakref.WeakSet[ListHooks] = weakref.WeakSet()
+# The middlewares a message has reached (``ListHooks.serving`` ran for them).
+_SERVING: weakref.WeakSet[ListHooks] = weakref.WeakSet()
 
 
 def _seen_by_fastmcp(middleware: ListHooks) -> None:
@@ -117,6 +135,108 @@ def _through(
     return chain
 
 
+def install_task_guard(server: FastMCP) -> TaskGuard:
+    """The server's ``TaskGuard``, added behind a ``Gate`` the first time."""
+    guard = task_guard(server)
+    if not any(isinstance(m, Gate) and m.inner is guard for m in server.middleware):
+        server.add_middleware(Gate(guard, GUARDED_METHODS))
+    return guard
+
+
+class Gate(Middleware):
+    """Hands ``inner`` only the requests whose method it handles; the rest pass straight by.
+
+    FastMCP runs every middleware for every message; a middleware that handles a few
+    methods (the task guard: ``tasks/*`` and ``tools/call``) is wrapped in one, so a
+    listing never runs its code.
+    """
+
+    def __init__(self, inner: Middleware, methods: frozenset[str]) -> None:
+        self.inner = inner
+        self.methods = methods
+
+    def __repr__(self) -> str:
+        return f"Gate({self.inner!r}, methods={sorted(self.methods)!r})"
+
+    @override
+    async def __call__(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
+        if context.method in self.methods:
+            return await self.inner(context, call_next)
+        return await call_next(context)
+
+
+@dataclass(slots=True)
+class _Prefill:
+    message: object | None
+    """The request it answers; None: the next listing to reach ``Prefilled``."""
+    page: Sequence[Tool]
+    used: bool = False
+
+
+_PREFILL: ContextVar[_Prefill | None] = ContextVar("fastmcp_filtering_prefill", default=None)
+
+
+class Prefilled(Middleware):
+    """The innermost middleware: answers a search's ``tools/list`` with the page it ranked.
+
+    Every other middleware runs as for any listing (its hooks, its marks), on
+    the page instead of the whole catalog. Passes every other request through.
+    """
+
+    @override
+    async def on_list_tools(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Sequence[Tool]]
+    ) -> Sequence[Tool]:
+        prefill = _PREFILL.get()
+        if (
+            prefill is not None
+            and not prefill.used
+            and (prefill.message is None or prefill.message is context.message)
+        ):
+            prefill.used = True
+            return prefill.page
+        return await call_next(context)
+
+
+async def through_chain(
+    page: Sequence[Tool], context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+) -> tuple[bool, Sequence[Tool]]:
+    """``page`` as the rest of the chain returns it, and True; or False and the chain's own
+    listing when ``Prefilled`` did not answer (it was not the innermost middleware)."""
+    prefill = _Prefill(context.message, page)
+    token = _PREFILL.set(prefill)
+    try:
+        result = await call_next(context)
+    finally:
+        _PREFILL.reset(token)
+    return prefill.used, result
+
+
+async def shaped(server: FastMCP, page: Sequence[Tool]) -> Sequence[Tool] | None:
+    """``page`` as ``server.list_tools()`` gives it through the whole middleware chain; None
+    when ``Prefilled`` did not answer (it was not the innermost middleware)."""
+    prefill = _Prefill(None, page)
+    token = _PREFILL.set(prefill)
+    try:
+        result = await server.list_tools()
+    finally:
+        _PREFILL.reset(token)
+    return result if prefill.used else None
+
+
+def prefilled_last(server: FastMCP) -> bool:
+    """Whether the server's ``Prefilled`` is its innermost middleware; makes it so for the
+    next request when it is not (this request's chain is already built)."""
+    chain = server.middleware
+    if chain and isinstance(chain[-1], Prefilled):
+        return True
+    found = next((m for m in chain if isinstance(m, Prefilled)), None)
+    if found is not None:
+        chain.remove(found)
+    chain.append(found or Prefilled())
+    return False
+
+
 class ListHooks(ToolInjectionMiddleware):
     """Routes tools, prompts, resources and templates lists to one ``on_list``.
 
@@ -131,23 +251,60 @@ class ListHooks(ToolInjectionMiddleware):
     setting up adds also see that message). It binds pagination cursors to the
     parameters that shape a listing, since every middleware of the package
     narrows or reorders lists, and installs the server's ``TaskGuard``
-    (``_tasks.py``). ``meta_tools`` are the tools it adds to the server.
+    (``policy.tasks``). ``meta_tools`` are the tools it adds to the server.
+
+    What a subclass takes part in is declared as data, so a request it has nothing
+    to do with passes by without running its code: ``answers`` (the methods its
+    ``answer`` handles), ``list_params`` (the parameters a list must carry for its
+    ``on_list``), ``meta_keys`` (the request ``_meta`` keys its ``check_meta``
+    validates), ``catalog`` (whose session-era clients are remembered, and whose
+    version its ``meta_tools`` follow).
     """
 
+    answers: frozenset[str] = frozenset()
+    """Request methods this middleware answers or checks in ``answer``."""
+    list_params: frozenset[str] | None = None
+    """Parameters one of which a list must carry for ``on_list`` to run; None: every list."""
+    meta_keys: frozenset[str] = frozenset()
+    """Request ``_meta`` keys ``check_meta`` validates, before any lookup."""
+    catalog: Catalog | None = None
+    """The declarations this middleware shares, if any."""
+    _meta_built: tuple[int | None, dict[str, Tool]] | None = None
+
     def meta_tools(self) -> dict[str, Tool]:
-        """The tools this middleware adds to the server, by name (none unless overridden)."""
+        """The tools this middleware adds to the server, by name (none unless overridden).
+
+        Built again only when ``catalog``'s version changes (stable bytes for clients).
+        """
         return {}
+
+    def _current_meta_tools(self) -> dict[str, Tool]:
+        version = self.catalog.version if self.catalog is not None else None
+        built = self._meta_built
+        if built is None or built[0] != version:
+            built = self._meta_built = (version, self.meta_tools())
+        return built[1]
 
     @property
     @override
     def injected_tools(self) -> Sequence[Tool]:
         _seen_by_fastmcp(self)
-        return list(self.meta_tools().values())
+        return list(self._current_meta_tools().values())
 
     @override
     def get_injected_tool(self, name: str) -> Tool | None:
         _seen_by_fastmcp(self)
-        return self.meta_tools().get(name)
+        return self._current_meta_tools().get(name)
+
+    def serving(self, server: FastMCP) -> None:
+        """The first message reaching this middleware on ``server`` (in the server's loop)."""
+
+    async def answer(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
+        """Answer (or check, then pass on) a request whose method is in ``answers``."""
+        return await call_next(context)
+
+    def check_meta(self, context: MiddlewareContext[Any], info: RequestInfo) -> None:
+        """Validate the request's ``_meta`` entries under ``meta_keys`` (-32602 when bad)."""
 
     def setup(self, server: FastMCP) -> None:
         """Prepare ``server`` for this middleware; called once per server, by ``set_up``."""
@@ -199,7 +356,45 @@ class ListHooks(ToolInjectionMiddleware):
                 # First sight of the server (added with mcp.add_middleware): set it up before
                 # this message goes on, and let it pass what setting up added.
                 call_next = _through(set_up(server), call_next)
+            if self not in _SERVING:
+                _SERVING.add(self)
+                self.serving(server)
         return await super().__call__(context, call_next)
+
+    @override
+    async def on_message(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+    ) -> Any:
+        info = request_info(context)
+        if info is not None:
+            if self.catalog is not None and not info.modern and info.connection is not None:
+                # Runtime group changes are announced to the session-era clients it remembers.
+                self.catalog.remember(info.connection)
+            if self.meta_keys and not self.meta_keys.isdisjoint(info.meta):
+                # Bad input is -32602 here, before any lookup judges with it.
+                self.check_meta(context, info)
+        return await call_next(context)
+
+    @override
+    async def on_request(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+    ) -> Any:
+        if context.method in self.answers:
+            return await self.answer(context, call_next)
+        return await call_next(context)
+
+    async def _listed(
+        self,
+        context: MiddlewareContext[Any],
+        call_next: CallNext[Any, Sequence[_C]],
+        kind: ComponentKind,
+    ) -> Sequence[_C]:
+        params = self.list_params
+        if params is not None:
+            info = request_info(context)
+            if info is None or all(info.params.get(p) is None for p in params):
+                return await call_next(context)
+        return await self.on_list(context, call_next, kind)
 
     @override
     async def on_list_tools(
@@ -207,7 +402,7 @@ class ListHooks(ToolInjectionMiddleware):
         context: MiddlewareContext[mt.ListToolsRequest],
         call_next: CallNext[mt.ListToolsRequest, Sequence[Tool]],
     ) -> Sequence[Tool]:
-        return await self.on_list(context, call_next, "tool")
+        return await self._listed(context, call_next, "tool")
 
     @override
     async def on_list_prompts(
@@ -215,7 +410,7 @@ class ListHooks(ToolInjectionMiddleware):
         context: MiddlewareContext[mt.ListPromptsRequest],
         call_next: CallNext[mt.ListPromptsRequest, Sequence[Prompt]],
     ) -> Sequence[Prompt]:
-        return await self.on_list(context, call_next, "prompt")
+        return await self._listed(context, call_next, "prompt")
 
     @override
     async def on_list_resources(
@@ -223,7 +418,7 @@ class ListHooks(ToolInjectionMiddleware):
         context: MiddlewareContext[mt.ListResourcesRequest],
         call_next: CallNext[mt.ListResourcesRequest, Sequence[Resource]],
     ) -> Sequence[Resource]:
-        return await self.on_list(context, call_next, "resource")
+        return await self._listed(context, call_next, "resource")
 
     @override
     async def on_list_resource_templates(
@@ -231,7 +426,7 @@ class ListHooks(ToolInjectionMiddleware):
         context: MiddlewareContext[mt.ListResourceTemplatesRequest],
         call_next: CallNext[mt.ListResourceTemplatesRequest, Sequence[ResourceTemplate]],
     ) -> Sequence[ResourceTemplate]:
-        return await self.on_list(context, call_next, "template")
+        return await self._listed(context, call_next, "template")
 
 
 _MAX_CACHED = 100_000

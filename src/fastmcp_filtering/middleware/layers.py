@@ -39,12 +39,11 @@ if TYPE_CHECKING:
     import mcp_types as mt
     from fastmcp import FastMCP
     from fastmcp.prompts.base import PromptResult
-    from fastmcp.resources.base import ResourceResult
+    from fastmcp.resources.base import Resource, ResourceResult
     from fastmcp.server.middleware import CallNext, MiddlewareContext
     from fastmcp.tools.base import ToolResult
     from fastmcp.utilities.components import FastMCPComponent
 
-    from fastmcp_filtering.core.catalog import ComponentKind
     from fastmcp_filtering.policy.decision import Hidden, PolicyLayer
 
 _C = TypeVar("_C", bound="FastMCPComponent")
@@ -61,6 +60,7 @@ class LayerMiddleware(ListHooks):
     """
 
     policy_layer: PolicyLayer
+    answers = frozenset({"completion/complete"})
 
     @override
     def setup(self, server: FastMCP) -> None:
@@ -68,19 +68,25 @@ class LayerMiddleware(ListHooks):
         AccessTransform.ensure(server).add_layer(self.policy_layer)
 
     @override
-    async def on_list(
+    async def on_list_resources(
         self,
-        context: MiddlewareContext[Any],
-        call_next: CallNext[Any, Sequence[_C]],
-        kind: ComponentKind,
-    ) -> Sequence[_C]:
-        listed = await call_next(context)
-        if kind != "resource" or not any(_renderer(c) for c in listed):
-            return listed
-        # FastMCP synthesizes a Prefab renderer resource for every Prefab tool from the
-        # providers' storage, past every transform: keep only those of tools this client sees.
-        visible = await _visible_renderers(context)
-        return [c for c in listed if not _renderer(c) or visible.allows(str(getattr(c, "uri", "")))]
+        context: MiddlewareContext[mt.ListResourcesRequest],
+        call_next: CallNext[mt.ListResourcesRequest, Sequence[Resource]],
+    ) -> Sequence[Resource]:
+        async def renderers_judged(
+            context: MiddlewareContext[mt.ListResourcesRequest],
+        ) -> Sequence[Resource]:
+            listed = await call_next(context)
+            if not any(_renderer(c) for c in listed):
+                return listed
+            # FastMCP synthesizes a Prefab renderer resource for every Prefab tool from the
+            # providers' storage, past every transform: keep those of tools this client sees.
+            visible = await _visible_renderers(context)
+            return [
+                c for c in listed if not _renderer(c) or visible.allows(str(getattr(c, "uri", "")))
+            ]
+
+        return await super().on_list_resources(context, renderers_judged)
 
     @override
     async def on_call_tool(
@@ -134,9 +140,7 @@ class LayerMiddleware(ListHooks):
             raise AuthorizationError(f"Unknown resource: {brief(uri)}")
 
     @override
-    async def on_request(
-        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
-    ) -> Any:
+    async def answer(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
         if context.method == "completion/complete":
             await _check_completion(context)
         return await call_next(context)

@@ -6,13 +6,12 @@ import re
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from fastmcp.server.context import Context  # noqa: TC002 - meta-tool signatures resolve it
-from fastmcp.server.dependencies import get_context
 from fastmcp.tools.base import Tool, ToolResult
 from typing_extensions import override
 
 from fastmcp_filtering.core.catalog import Catalog
 from fastmcp_filtering.core.declarations import mark_meta_tool
-from fastmcp_filtering.core.request import client_key, is_unrestricted, request_info
+from fastmcp_filtering.core.request import client_key, holds_state
 from fastmcp_filtering.middleware.access import enforce_access
 from fastmcp_filtering.middleware.layers import LayerMiddleware
 from fastmcp_filtering.middleware.progressive_tools import (
@@ -27,8 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from fastmcp import FastMCP
-    from fastmcp.server.middleware import CallNext, MiddlewareContext
-    from fastmcp.utilities.authorization import AuthContext
+    from fastmcp.server.middleware import MiddlewareContext
 
     from fastmcp_filtering.core.declarations import Group
 
@@ -101,6 +99,8 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
         ```
     """
 
+    catalog: Catalog
+
     def __init__(
         self,
         *,
@@ -140,7 +140,6 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
             raise ValueError(f"state_namespace must be a non-empty string, got {state_namespace!r}")
         self.state_namespace = state_namespace
         self.initial_groups = self._validate_initial(initial_groups)
-        self._built: tuple[int, dict[str, Tool]] | None = None
         store = EnabledStore(self.catalog, self.initial_groups, state_namespace)
         self.policy_layer = ProgressiveLayer(
             store,
@@ -234,9 +233,7 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
 
     @override
     def meta_tools(self) -> dict[str, Tool]:
-        """The meta-tools, rebuilt only when the group declarations change (stable bytes)."""
-        if self._built is not None and self._built[0] == self.catalog.version:
-            return self._built[1]
+        """The meta-tools; their descriptions name the groups, so they follow the catalog."""
         bodies = self._bodies
 
         async def enable_tools(ctx: Context, groups: Any = None) -> EnableToolsResult:
@@ -260,7 +257,7 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
         # FastMCP checks a component's own auth wherever it lists or looks one up (the
         # list, a call by name, a background task): the one place that hides them all.
         tools = [
-            t.model_copy(update={"parameters": _GROUPS_SCHEMA, "auth": _holds_state}) for t in tools
+            t.model_copy(update={"parameters": _GROUPS_SCHEMA, "auth": holds_state}) for t in tools
         ]
         if self.call_tool_name is not None:
 
@@ -274,9 +271,7 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
                 output_schema=None,
             )
             tools.append(proxy.model_copy(update={"parameters": _CALL_SCHEMA}))
-        built: dict[str, Tool] = {t.name: mark_meta_tool(t) for t in tools}
-        self._built = (self.catalog.version, built)
-        return built
+        return {t.name: mark_meta_tool(t) for t in tools}
 
     @override
     def unknown_tool_hint(self, context: MiddlewareContext[Any], name: str) -> str | None:
@@ -296,35 +291,6 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
         current = result.instructions
         text = f"{current}\n\n{paragraph}" if current else paragraph
         return result.model_copy(update={"instructions": text})  # type: ignore[attr-defined,no-any-return]
-
-    # -- session bookkeeping ---------------------------------------------------------------
-
-    @override
-    async def on_message(
-        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
-    ) -> Any:
-        # Runtime group changes (Catalog.add_group) rewrite the meta-tool descriptions;
-        # the catalog announces them to the session-era clients it remembers.
-        info = request_info(context)
-        if info is not None and not info.modern and info.connection is not None:
-            self.catalog.remember(info.connection)
-        return await super().on_message(context, call_next)
-
-
-def _holds_state(_auth: AuthContext) -> bool:
-    """The component auth of ``enable_tools`` / ``disable_tools``: only for a client with state.
-
-    A client nothing identifies (unauthenticated stateless HTTP) could only be
-    refused by them, so they do not exist for it. No request: no client; inside
-    ``unrestricted()`` (server code reading the whole catalog) they exist.
-    """
-    if is_unrestricted():
-        return True
-    try:
-        ctx = get_context()
-    except RuntimeError:
-        return False
-    return client_key(ctx) is not None
 
 
 def _meta_tool_names(enable: str, disable: str, call: str | None) -> frozenset[str]:

@@ -23,12 +23,12 @@ from fastmcp_filtering.middleware.discovery import (
     discoverable,
     rank_hits,
 )
-from fastmcp_filtering.middleware.hooks import ListHooks
+from fastmcp_filtering.middleware.hooks import ListHooks, through_chain
 from fastmcp_filtering.middleware.rate_limit import counted, is_search, rate_limit_key
 from fastmcp_filtering.middleware.search_service import SearchService
 from fastmcp_filtering.middleware.search_tool import SearchTool, SearchToolsResult
-from fastmcp_filtering.middleware.snapshot import Snapshots, request_trusts, through_chain
-from fastmcp_filtering.middleware.wire import report, search_page
+from fastmcp_filtering.middleware.snapshot import Snapshots, request_trusts
+from fastmcp_filtering.middleware.wire import LIST_METHODS, report, search_page
 from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.decision import is_widened
 from fastmcp_filtering.policy.transform import current_policy
@@ -49,6 +49,8 @@ if TYPE_CHECKING:
     from fastmcp_filtering.retrieval.embedders import Embedder
 
 __all__ = ["MAX_QUERY_LENGTH", "SearchMiddleware", "SearchToolsResult", "rate_limit_key"]
+
+_SEARCH_METHODS = frozenset({*LIST_METHODS, "tools/call"})
 
 _C = TypeVar("_C", bound="FastMCPComponent")
 
@@ -86,6 +88,9 @@ class SearchMiddleware(ListHooks):
         ```
     """
 
+    list_params = frozenset({"query"})
+    catalog: Catalog
+
     def __init__(
         self,
         *,
@@ -113,6 +118,8 @@ class SearchMiddleware(ListHooks):
         self.catalog = Catalog.shared(catalog, groups, tags)
         self.max_results = max_results
         self.rate_limit = rate_limit
+        # Searches are what a rate limit counts: lists with a query, search_tools calls.
+        self.answers = _SEARCH_METHODS if rate_limit is not None else frozenset()
         self.search_tool = search_tool
         self.instructions = instructions
         self._weights = dict(weights or {})
@@ -221,19 +228,13 @@ class SearchMiddleware(ListHooks):
         return await self._search_tool.discover(ctx, query, limit=self.max_results)
 
     @override
-    async def on_message(
-        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
-    ) -> Any:
-        if context.fastmcp_context is not None:
-            # Index the catalog while the client connects and lists, in a worker thread,
-            # rather than during the first search.
-            self._service.warm(context.fastmcp_context.fastmcp, self._snapshots.snapshot)
-        return await super().on_message(context, call_next)
+    def serving(self, server: FastMCP) -> None:
+        # Index the catalog while the client connects and lists, in a worker thread,
+        # rather than during the first search.
+        self._service.warm(server, self._snapshots.snapshot)
 
     @override
-    async def on_request(
-        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
-    ) -> Any:
+    async def answer(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
         limiter = self.rate_limit
         if limiter is None or not is_search(
             context, self, self.search_tool, lambda raw: clean_query(raw, field="query")

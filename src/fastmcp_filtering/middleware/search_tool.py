@@ -11,7 +11,8 @@ from pydantic import BaseModel, Field
 from fastmcp_filtering.core.declarations import mark_meta_tool
 from fastmcp_filtering.core.request import REPLY_CONFIG, clean_query
 from fastmcp_filtering.middleware.discovery import Hit, candidates, rank_hits, remedy
-from fastmcp_filtering.middleware.snapshot import request_trusts, shaped
+from fastmcp_filtering.middleware.hooks import shaped
+from fastmcp_filtering.middleware.snapshot import request_trusts
 from fastmcp_filtering.policy.transform import current_policy
 
 if TYPE_CHECKING:

@@ -26,110 +26,33 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import weakref
-from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
-from fastmcp.server.middleware import Middleware
 from fastmcp.server.transforms import Namespace, ToolTransform, VersionFilter, Visibility
 from fastmcp.server.transforms.visibility import get_session_transforms
-from typing_extensions import override
 
 from fastmcp_filtering._fastmcp import catalog_generation, lists_its_storage
 from fastmcp_filtering.core.request import unrestricted
 from fastmcp_filtering.middleware.candidates import CatalogSnapshot
 from fastmcp_filtering.middleware.discovery import can_enable
+from fastmcp_filtering.middleware.hooks import Gate, ListHooks, Prefilled, prefilled_last
 from fastmcp_filtering.policy.transform import AccessTransform
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from fastmcp import FastMCP
     from fastmcp.server.context import Context
-    from fastmcp.server.middleware import CallNext, MiddlewareContext
+    from fastmcp.server.middleware import Middleware
     from fastmcp.tools import Tool
 
     from fastmcp_filtering.middleware.search_service import SearchService
 
-__all__ = ["Prefilled", "Snapshots", "request_trusts", "shaped", "through_chain"]
+__all__ = ["Snapshots", "request_trusts"]
 
 # Transforms that do the same to every request's listing, whoever asks.
 _STATIC_TRANSFORMS = (Visibility, Namespace, ToolTransform, VersionFilter)
 # Up to this many new or replaced tools are indexed in place; more, in a new index.
 _INCREMENTAL = 256
-
-
-@dataclass(slots=True)
-class _Prefill:
-    message: object | None
-    """The request it answers; None: the next listing to reach ``Prefilled``."""
-    page: Sequence[Tool]
-    used: bool = False
-
-
-_PREFILL: ContextVar[_Prefill | None] = ContextVar("fastmcp_filtering_prefill", default=None)
-
-
-class Prefilled(Middleware):
-    """The innermost middleware: answers a search's ``tools/list`` with the page it ranked.
-
-    Every other middleware runs as for any listing (its hooks, its marks), on
-    the page instead of the whole catalog. Passes every other request through.
-    """
-
-    @override
-    async def on_list_tools(
-        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Sequence[Tool]]
-    ) -> Sequence[Tool]:
-        prefill = _PREFILL.get()
-        if (
-            prefill is not None
-            and not prefill.used
-            and (prefill.message is None or prefill.message is context.message)
-        ):
-            prefill.used = True
-            return prefill.page
-        return await call_next(context)
-
-
-async def through_chain(
-    page: Sequence[Tool], context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
-) -> tuple[bool, Sequence[Tool]]:
-    """``page`` as the rest of the chain returns it, and True; or False and the chain's own
-    listing when ``Prefilled`` did not answer (it was not the innermost middleware)."""
-    prefill = _Prefill(context.message, page)
-    token = _PREFILL.set(prefill)
-    try:
-        result = await call_next(context)
-    finally:
-        _PREFILL.reset(token)
-    return prefill.used, result
-
-
-async def shaped(server: FastMCP, page: Sequence[Tool]) -> Sequence[Tool] | None:
-    """``page`` as ``server.list_tools()`` gives it through the whole middleware chain; None
-    when ``Prefilled`` did not answer (it was not the innermost middleware)."""
-    prefill = _Prefill(None, page)
-    token = _PREFILL.set(prefill)
-    try:
-        result = await server.list_tools()
-    finally:
-        _PREFILL.reset(token)
-    return result if prefill.used else None
-
-
-def prefilled_last(server: FastMCP) -> bool:
-    """Whether the server's ``Prefilled`` is its innermost middleware; makes it so for the
-    next request when it is not (this request's chain is already built)."""
-    chain = server.middleware
-    if chain and isinstance(chain[-1], Prefilled):
-        return True
-    found = next((m for m in chain if isinstance(m, Prefilled)), None)
-    if found is not None:
-        chain.remove(found)
-    chain.append(found or Prefilled())
-    return False
 
 
 def fingerprint(server: FastMCP, search: Middleware) -> tuple[object, ...] | None:
@@ -173,7 +96,7 @@ def fingerprint(server: FastMCP, search: Middleware) -> tuple[object, ...] | Non
 
 
 # The hooks through which a middleware could change what a tools/list returns.
-_LISTING_HOOKS = ("__call__", "on_message", "on_request", "on_list_tools", "on_list")
+_LISTING_HOOKS = ("__call__", "on_message", "on_request", "on_list_tools", "on_list", "answer")
 
 
 def _known(middleware: Middleware, *, inner: bool) -> bool:
@@ -193,7 +116,6 @@ def _known(middleware: Middleware, *, inner: bool) -> bool:
     from fastmcp.server.middleware.timing import DetailedTimingMiddleware, TimingMiddleware
     from fastmcp.server.middleware.tool_injection import ToolInjectionMiddleware
 
-    from fastmcp_filtering.middleware.hooks import ListHooks
     from fastmcp_filtering.policy.tasks import TaskGuard
 
     known: tuple[type, ...] = (
@@ -212,6 +134,8 @@ def _known(middleware: Middleware, *, inner: bool) -> bool:
     if not inner:
         # Its copies change parameter text, which search ranks: outside the search only.
         known = (*known, DereferenceRefsMiddleware)
+    if isinstance(middleware, Gate):
+        return _known(middleware.inner, inner=inner)
     if type(middleware) in known:
         return True
     return isinstance(middleware, ListHooks) and all(

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 
     from fastmcp_filtering.core.catalog import Catalog
 
-__all__ = ["TASK_METHODS", "TaskGuard", "install_task_guard", "task_not_found"]
+__all__ = ["GUARDED_METHODS", "TASK_METHODS", "TaskGuard", "task_guard", "task_not_found"]
 
 logger = logging.getLogger("fastmcp_filtering")
 
@@ -77,12 +77,15 @@ _GUARDS: weakref.WeakKeyDictionary[FastMCP, TaskGuard] = weakref.WeakKeyDictiona
 _OPEN: dict[type[BaseModel], type[BaseModel]] = {}
 
 
-def install_task_guard(server: FastMCP) -> TaskGuard:
-    """The server's ``TaskGuard``, added as a middleware the first time."""
+GUARDED_METHODS = TASK_METHODS | {"tools/call"}
+"""What the guard acts on: task methods, and the calls that may start a task."""
+
+
+def task_guard(server: FastMCP) -> TaskGuard:
+    """The server's ``TaskGuard`` (made the first time; the caller adds it to the server)."""
     guard = _GUARDS.get(server)
     if guard is None:
         guard = _GUARDS[server] = TaskGuard(server)
-        server.add_middleware(guard)
     return guard
 
 
