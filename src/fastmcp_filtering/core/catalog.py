@@ -8,21 +8,21 @@ import re
 import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from fastmcp.prompts.base import Prompt
 from fastmcp.resources.base import Resource
 from fastmcp.resources.template import ResourceTemplate
 from fastmcp.tools.base import Tool
+from fastmcp.utilities.components import FastMCPComponent
 
-from fastmcp_filtering.core.declarations import Group, Tag, declared_groups_of, is_meta_tool
+from fastmcp_filtering.core.declarations import META_TOOL_KEY, Group, Tag, declared_groups_of
 from fastmcp_filtering.core.request import unrestricted
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable
 
     from fastmcp import FastMCP
-    from fastmcp.utilities.components import FastMCPComponent
     from mcp.server.connection import Connection
 
 __all__ = [
@@ -32,9 +32,12 @@ __all__ = [
     "GroupTree",
     "Membership",
     "Unauthenticated",
+    "is_meta_tool",
     "kind_label",
     "kind_of",
+    "mark_meta_tool",
     "match_names",
+    "same_kind",
 ]
 
 logger = logging.getLogger("fastmcp_filtering")
@@ -59,6 +62,38 @@ LIST_METHOD: dict[ComponentKind, str] = {
 """The list request of each kind."""
 GROUPS_LIST_CHANGED = "notifications/groups/list_changed"
 TAGS_LIST_CHANGED = "notifications/tags/list_changed"
+
+
+# The meta-tool objects this package built, by id (held, so an id is never reused).
+_META_TOOLS: dict[int, FastMCPComponent] = {}
+
+_T = TypeVar("_T")
+
+
+def mark_meta_tool(tool: _T) -> _T:
+    """Record ``tool`` as one of the package's meta-tools and mark its ``_meta`` for clients.
+
+    Meta-tools belong to no group, whatever a group's patterns say. What makes
+    one is this record of the object, never its ``_meta``: a proxied upstream
+    tool could carry any ``_meta`` it likes.
+    """
+    assert isinstance(tool, FastMCPComponent)
+    tool.meta = {**(tool.meta or {}), META_TOOL_KEY: True}
+    _META_TOOLS[id(tool)] = tool
+    return tool
+
+
+def same_kind(original: FastMCPComponent, copy: _T) -> _T:
+    """``copy`` (a model copy of ``original``), recorded as a meta-tool if ``original`` is one."""
+    if is_meta_tool(original):
+        assert isinstance(copy, FastMCPComponent)
+        _META_TOOLS[id(copy)] = copy
+    return copy
+
+
+def is_meta_tool(component: FastMCPComponent) -> bool:
+    """Whether ``component`` is a meta-tool this package built (by identity)."""
+    return _META_TOOLS.get(id(component)) is component
 
 
 def kind_of(component: FastMCPComponent) -> ComponentKind:

@@ -22,8 +22,6 @@ __all__ = [
     "Group",
     "Tag",
     "in_group",
-    "is_meta_tool",
-    "mark_meta_tool",
 ]
 
 GROUPS_META_KEY = "io.modelcontextprotocol/groups"
@@ -45,9 +43,6 @@ CONCERNS_META_ALIAS = "io.modelcontextprotocol/concerns"
 WARNINGS_META_KEY = "io.github.fastmcp-filtering/warnings"
 """Result ``_meta`` key of a list whose concerns override named concerns the server ignored."""
 
-# The meta-tool objects this package built, by id (held, so an id is never reused).
-_META_TOOLS: dict[int, FastMCPComponent] = {}
-
 MAX_NAME_LENGTH = 256
 """Longest group or tag name accepted, in declarations and in a client's ``filter``."""
 
@@ -57,32 +52,6 @@ _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/\-]*")
 _FN_ATTRIBUTE = "__fastmcp_filtering_groups__"
 
 _T = TypeVar("_T")
-
-
-def mark_meta_tool(tool: _T) -> _T:
-    """Record ``tool`` as one of the package's meta-tools and mark its ``_meta`` for clients.
-
-    Meta-tools belong to no group, whatever a group's patterns say. What makes
-    one is this record of the object, never its ``_meta``: a proxied upstream
-    tool could carry any ``_meta`` it likes.
-    """
-    assert isinstance(tool, FastMCPComponent)
-    tool.meta = {**(tool.meta or {}), META_TOOL_KEY: True}
-    _META_TOOLS[id(tool)] = tool
-    return tool
-
-
-def same_kind(original: FastMCPComponent, copy: _T) -> _T:
-    """``copy`` (a model copy of ``original``), recorded as a meta-tool if ``original`` is one."""
-    if is_meta_tool(original):
-        assert isinstance(copy, FastMCPComponent)
-        _META_TOOLS[id(copy)] = copy
-    return copy
-
-
-def is_meta_tool(component: FastMCPComponent) -> bool:
-    """Whether ``component`` is a meta-tool this package built (by identity)."""
-    return _META_TOOLS.get(id(component)) is component
 
 
 def validate_name(name: object, *, what: str) -> str:

@@ -3,7 +3,7 @@
 What ``tools/list`` with ``query`` ranks is what the client's listing holds
 (every visible version, the highest of each key ranked) narrowed by the
 request's ``filter``, and, where a layer can show what it hides, what the
-client could enable under the keys it cannot use at all (``_discovery``). The
+client could enable under the keys it cannot use at all (``middleware.discovery``). The
 same policy answers for every client whose views are in the same state
 (``Policy.state``), so those candidates are worked out once per state and
 filter, within a bounded budget, and every later search of that state only ranks.
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from fastmcp.utilities.versions import version_sort_key
 
-from fastmcp_filtering.core.declarations import is_meta_tool
+from fastmcp_filtering.core.catalog import is_meta_tool
 from fastmcp_filtering.core.filters import ListFilter, checked_filter, matches
 from fastmcp_filtering.middleware.discovery import Hit
 from fastmcp_filtering.middleware.search_service import search_key

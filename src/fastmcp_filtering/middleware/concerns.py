@@ -33,9 +33,8 @@ from fastmcp_filtering.core.request import (
     save_state,
     unrestricted,
 )
-from fastmcp_filtering.middleware.changes import listing, notify_changes
 from fastmcp_filtering.middleware.hooks import Marks
-from fastmcp_filtering.middleware.layers import LayerMiddleware
+from fastmcp_filtering.middleware.layers import LayerMiddleware, listing, notify_changes
 from fastmcp_filtering.middleware.wire import report
 from fastmcp_filtering.policy.concerns import STATE_NAMESPACE, ApplyDefaults, ConcernLayer
 

@@ -15,7 +15,7 @@ from fastmcp_filtering._fastmcp import (
     mounted_servers,
     serving_server,
 )
-from fastmcp_filtering.core.declarations import same_kind
+from fastmcp_filtering.core.catalog import same_kind
 from fastmcp_filtering.core.request import request_info
 from fastmcp_filtering.middleware.wire import install_wire
 from fastmcp_filtering.policy.tasks import GUARDED_METHODS, TaskGuard, task_guard

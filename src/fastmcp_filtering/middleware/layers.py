@@ -1,7 +1,10 @@
 """``LayerMiddleware``: a middleware that owns a layer of the access policy.
 
-The decision itself lives in ``_policy.py`` and is applied inside FastMCP's
-lookup by ``_transform.AccessTransform``. What only a middleware can do stays
+Also what a client lists before and after its own call changes a layer's state
+(``enable_tools``, ``concerns/update``), and the ``list_changed`` it is owed.
+
+The decision itself lives in ``policy.decision`` and is applied inside FastMCP's
+lookup by ``policy.transform.AccessTransform``. What only a middleware can do stays
 here: registering the layer when the server is set up, turning FastMCP's
 "Unknown tool" into the agent-facing hint when the policy says the tool exists
 for this client but is hidden (and the client may learn of it), and refusing
@@ -10,9 +13,12 @@ for this client but is hidden (and the client may learn of it), and refusing
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import mcp_types as mt
 from fastmcp.exceptions import (
     AuthorizationError,
     NotFoundError,
@@ -29,19 +35,20 @@ from fastmcp_filtering.core.request import (
 )
 from fastmcp_filtering.middleware.discovery import remedy
 from fastmcp_filtering.middleware.hooks import ListHooks
+from fastmcp_filtering.policy.decision import invalidate
 from fastmcp_filtering.policy.progressive import call_hint
 from fastmcp_filtering.policy.renderers import VisibleRenderers, is_renderer
 from fastmcp_filtering.policy.transform import AccessTransform
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
-    import mcp_types as mt
     from fastmcp import FastMCP
     from fastmcp.prompts.base import PromptResult
     from fastmcp.resources.base import Resource, ResourceResult
+    from fastmcp.server.context import Context
     from fastmcp.server.middleware import CallNext, MiddlewareContext
-    from fastmcp.tools.base import ToolResult
+    from fastmcp.tools.base import Tool, ToolResult
     from fastmcp.utilities.components import FastMCPComponent
 
     from fastmcp_filtering.policy.decision import Hidden, PolicyLayer
@@ -49,7 +56,61 @@ if TYPE_CHECKING:
 _C = TypeVar("_C", bound="FastMCPComponent")
 _R = TypeVar("_R")
 
-__all__ = ["LayerMiddleware", "access_of", "judge_hidden"]
+__all__ = ["LayerMiddleware", "Listing", "access_of", "judge_hidden", "listing", "notify_changes"]
+
+
+logger = logging.getLogger("fastmcp_filtering")
+
+_NOTIFICATIONS: dict[str, Callable[[], mt.ServerNotification]] = {
+    "tools": mt.ToolListChangedNotification,
+    "prompts": mt.PromptListChangedNotification,
+    "resources": mt.ResourceListChangedNotification,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """What one client lists at one moment: its tools, and every list's component keys."""
+
+    tools: Sequence[Tool]
+    keys: Mapping[str, frozenset[str]]
+    """Component keys by the notification that announces a change to them."""
+
+
+def _keys(components: Iterable[FastMCPComponent]) -> frozenset[str]:
+    return frozenset(c.key for c in components)
+
+
+async def listing(server: FastMCP) -> Listing:
+    """What this client lists now, through the whole middleware chain and its current policy."""
+    invalidate()
+    tools = await server.list_tools()
+    return Listing(
+        tools,
+        {
+            "tools": _keys(tools),
+            "prompts": _keys(await server.list_prompts()),
+            "resources": _keys(await server.list_resources())
+            | _keys(await server.list_resource_templates()),
+        },
+    )
+
+
+async def notify_changes(
+    ctx: Context, before: Listing, after: Listing, *, always: Iterable[str] = ()
+) -> None:
+    """Tell this client (only it) which of its lists changed; nothing when none did.
+
+    ``always`` names lists announced whatever changed (``"tools"`` when the
+    enabled groups changed: what the meta-tools offer changed with them).
+    """
+    forced = set(always)
+    for kind, make in _NOTIFICATIONS.items():
+        if kind in forced or before.keys.get(kind) != after.keys.get(kind):
+            try:
+                await ctx.send_notification(make())
+            except Exception:
+                logger.debug("could not send %s list_changed", kind, exc_info=True)
 
 
 class LayerMiddleware(ListHooks):

@@ -9,8 +9,7 @@ from fastmcp.server.context import Context  # noqa: TC002 - meta-tool signatures
 from fastmcp.tools.base import Tool, ToolResult
 from typing_extensions import override
 
-from fastmcp_filtering.core.catalog import Catalog
-from fastmcp_filtering.core.declarations import mark_meta_tool
+from fastmcp_filtering.core.catalog import Catalog, mark_meta_tool
 from fastmcp_filtering.core.request import client_key, holds_state
 from fastmcp_filtering.middleware.access import enforce_access
 from fastmcp_filtering.middleware.layers import LayerMiddleware

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 from fastmcp.exceptions import NotFoundError, ToolError
 from pydantic import BaseModel
 
-from fastmcp_filtering.core.declarations import is_meta_tool
+from fastmcp_filtering.core.catalog import is_meta_tool
 from fastmcp_filtering.core.request import REPLY_CONFIG, StateUnavailable, brief, client_key
-from fastmcp_filtering.middleware.changes import Listing, listing, notify_changes
+from fastmcp_filtering.middleware.layers import Listing, listing, notify_changes
 from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.progressive import as_names, call_hint, disable, enable, offered
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 from fastmcp.utilities.versions import version_sort_key
 
-from fastmcp_filtering.core.declarations import is_meta_tool
+from fastmcp_filtering.core.catalog import is_meta_tool
 from fastmcp_filtering.core.request import unrestricted
 from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.retrieval.fusion import blend

@@ -8,7 +8,7 @@ from fastmcp.server.context import Context  # noqa: TC002 - the meta-tool's sign
 from fastmcp.tools import Tool
 from pydantic import BaseModel, Field
 
-from fastmcp_filtering.core.declarations import mark_meta_tool
+from fastmcp_filtering.core.catalog import mark_meta_tool
 from fastmcp_filtering.core.request import REPLY_CONFIG, clean_query
 from fastmcp_filtering.middleware.discovery import Hit, candidates, rank_hits, remedy
 from fastmcp_filtering.middleware.hooks import shaped

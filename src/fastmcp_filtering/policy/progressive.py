@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from typing_extensions import override
 
-from fastmcp_filtering.core.catalog import kind_label
-from fastmcp_filtering.core.declarations import is_meta_tool
+from fastmcp_filtering.core.catalog import is_meta_tool, kind_label
 from fastmcp_filtering.core.request import (
     StateUnavailable,
     brief,

@@ -15,12 +15,12 @@ every path FastMCP has. The paths, each covered by ``tests/test_lookup_paths.py`
   tool, which judge the version they will run, not the outer request's;
 - ``PromptsAsTools`` and ``ResourcesAsTools`` (their tools look up through the server);
 - ``resources/read`` of a resource or a URI a template matches, ``prompts/get``;
-- ``completion/complete`` (refused in ``_layers.LayerMiddleware`` after the same lookup);
+- ``completion/complete`` (refused in ``LayerMiddleware`` after the same lookup);
 - FastMCP's resource access check (``LayerMiddleware.check_resource_access``);
 - mounted servers and proxies (their components reach the parent's lookup);
 - starting a background task: FastMCP's tasks extension looks the tool up with
   ``get_tool``, and runs a hidden one as the ordinary call, which fails. Polling,
-  answering and cancelling a task name only its id: ``_tasks.TaskGuard`` judges
+  answering and cancelling a task name only its id: ``policy.tasks.TaskGuard`` judges
   the task's tool with this same lookup.
 
 ``AccessTransform`` is a ``CatalogTransform``: FastMCP's ``get_tasks``, which
@@ -46,7 +46,8 @@ from fastmcp.server.transforms.catalog import CatalogTransform
 from fastmcp.utilities.versions import VersionSpec, version_sort_key
 from typing_extensions import override
 
-from fastmcp_filtering.core.declarations import GROUPS_META_KEY, same_kind
+from fastmcp_filtering.core.catalog import same_kind
+from fastmcp_filtering.core.declarations import GROUPS_META_KEY
 from fastmcp_filtering.policy.access import AccessLayer
 from fastmcp_filtering.policy.decision import ALLOW_ALL, Memo, Policy, PolicyLayer, load_policy
 
