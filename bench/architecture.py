@@ -9,7 +9,8 @@ Static, from the source (``ast``, nothing imported):
 Dynamic, with the full stack from ``add_filtering`` on the demo's catalog, warm, in memory
 (2026-07-28 era): for ``tools/list``, ``tools/call``, a ``query`` search and ``enable_tools``,
 how many of the package's modules a request enters (any function of theirs runs), and how many
-calls cross from one of its modules to another.
+calls cross from one of its modules to another. ``fastmcp_filtering.client``, the helper that
+sends the ``query`` list request, runs on the client's side and is not counted.
 
 Run: ``python bench/architecture.py`` (``--static`` skips the requests).
 """
@@ -25,6 +26,8 @@ from types import FrameType
 from typing import Any
 
 PACKAGE = "fastmcp_filtering"
+# The agent's helpers send the request in this same process; they are not the server's path.
+CLIENT_SIDE = frozenset({f"{PACKAGE}.client"})
 ROOT = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 
 
@@ -129,7 +132,7 @@ class Tracer:
         if event != "call":
             return
         module = frame.f_globals.get("__name__", "")
-        if not module.startswith(PACKAGE):
+        if not module.startswith(PACKAGE) or module in CLIENT_SIDE:
             return
         self.entered.add(module)
         caller = frame.f_back.f_globals.get("__name__", "") if frame.f_back else ""
@@ -137,12 +140,18 @@ class Tracer:
             self.crossings += 1
 
 
-async def dynamic_report() -> None:
+TARGETS = {"tools/list": 12, "tools/call": 12, "query": 16, "enable_tools": 16}
+"""The most modules each request may enter (issue 25)."""
+
+
+async def entered() -> dict[str, tuple[list[str], int]]:
+    """For each traced request: the package's modules it enters, and the calls across them."""
     from fastmcp import Client
     from full_stack_server import build_full_stack_server
 
     from fastmcp_filtering.client import list_tools
 
+    found: dict[str, tuple[list[str], int]] = {}
     async with Client(build_full_stack_server()) as client:
         await client.call_tool("enable_tools", {"groups": ["pull_requests"]})
         await client.list_tools()  # warm: the first listing and search build what later reuse
@@ -161,10 +170,16 @@ async def dynamic_report() -> None:
             finally:
                 sys.setprofile(None)
             modules = sorted(m.removeprefix(PACKAGE + ".") for m in tracer.entered)
-            print(
-                f"{label:<13} enters {len(modules):>2} modules, {tracer.crossings:>4} calls "
-                f"across them: {', '.join(modules)}"
-            )
+            found[label] = (modules, tracer.crossings)
+    return found
+
+
+async def dynamic_report() -> None:
+    for label, (modules, crossings) in (await entered()).items():
+        print(
+            f"{label:<13} enters {len(modules):>2} modules (target {TARGETS[label]}), "
+            f"{crossings:>4} calls across them: {', '.join(modules)}"
+        )
 
 
 def main() -> None:

@@ -11,8 +11,8 @@ from inline_snapshot import snapshot
 
 from fastmcp_filtering import Group, ProgressiveDisclosureMiddleware, in_group
 from fastmcp_filtering.client import better_matches, call_method, list_tools
-from fastmcp_filtering.middleware.discovery import BETTER_MATCHES_META_KEY
 from fastmcp_filtering.middleware.search import SearchMiddleware
+from fastmcp_filtering.middleware.search_service import BETTER_MATCHES_META_KEY
 
 from .conftest import Connect, use
 from .test_layers import HideSecret

@@ -126,3 +126,18 @@ class TestSmallPieces:
         paths = {bench.module_name(p): p for p in sorted(bench.ROOT.rglob("*.py"))}
         longest = bench.longest(paths, kind, most=1)
         assert [(lines, name) for lines, name in longest if lines > most] == []
+
+
+class TestOneWayThrough:
+    async def test_each_request_enters_few_of_the_package_modules(self) -> None:
+        bench = _architecture()
+        sys.path.insert(0, str(_BENCH.parents[1] / "examples"))
+        try:
+            found = await bench.entered()
+        finally:
+            sys.path.remove(str(_BENCH.parents[1] / "examples"))
+        counts = {label: len(modules) for label, (modules, _) in found.items()}
+        over = {k: (v, bench.TARGETS[k]) for k, v in counts.items() if v > bench.TARGETS[k]}
+        assert over == {}
+        # The request really ran through the stack: its policy, its hooks.
+        assert {"policy.decision", "middleware.hooks"} <= set(found["tools/list"][0])

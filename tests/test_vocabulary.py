@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastmcp_filtering.retrieval.vocabulary import Vocabulary
+from fastmcp_filtering.retrieval.ranking import Vocabulary
 
 
 def vocabulary(*words: str) -> tuple[dict[str, int], Vocabulary]:

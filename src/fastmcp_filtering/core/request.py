@@ -54,6 +54,7 @@ __all__ = [
     "client_key",
     "current_info",
     "custom_result",
+    "has_filter",
     "holds_state",
     "info_of",
     "invalid_params",
@@ -171,6 +172,11 @@ def request_override(meta: Mapping[str, Any]) -> Any:
             field=f"_meta.{CONCERNS_META_ALIAS}",
         )
     return value
+
+
+def has_filter(info: RequestInfo | None) -> bool:
+    """Whether the request carries a ``filter`` (most listings do not: nothing to narrow)."""
+    return info is not None and info.params.get("filter") is not None
 
 
 def brief(value: object) -> str:

@@ -12,7 +12,7 @@ from fastmcp_filtering.core.catalog import Catalog
 from fastmcp_filtering.middleware.hooks import set_up_on
 from fastmcp_filtering.middleware.layers import LayerMiddleware
 from fastmcp_filtering.policy.access import GroupAccess, access_of
-from fastmcp_filtering.policy.transform import AccessTransform
+from fastmcp_filtering.policy.decision import AccessTransform
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

@@ -19,8 +19,7 @@ from fastmcp.utilities.versions import version_sort_key
 
 from fastmcp_filtering.core.catalog import is_meta_tool
 from fastmcp_filtering.core.filters import ListFilter, checked_filter, matches
-from fastmcp_filtering.middleware.discovery import Hit
-from fastmcp_filtering.middleware.search_service import search_key
+from fastmcp_filtering.middleware.search_service import Hit, search_key
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Sequence

@@ -17,6 +17,7 @@ from fastmcp_filtering.core.filters import narrow
 from fastmcp_filtering.core.request import (
     add_capabilities,
     custom_result,
+    has_filter,
     invalid_params,
     request_info,
 )
@@ -165,9 +166,7 @@ class FilterMiddleware(ListHooks):
         components = await call_next(context)
         tree = await access_of(self.catalog).tree()
         info = request_info(context)
-        # Most listings send no filter: nothing to parse, check or narrow.
-        unfiltered = info is None or info.params.get("filter") is None
-        narrowed = components if unfiltered else narrow(tree, info, kind, components)
+        narrowed = narrow(tree, info, kind, components) if has_filter(info) else components
         marked = self._marks.apply(narrowed, tree.key, lambda c: _group_marks(tree, c))
         if context.fastmcp_context is not None:
             await self.catalog.refresh(context.fastmcp_context.fastmcp)

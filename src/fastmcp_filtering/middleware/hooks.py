@@ -18,8 +18,8 @@ from fastmcp_filtering._fastmcp import (
 from fastmcp_filtering.core.catalog import same_kind
 from fastmcp_filtering.core.request import request_info
 from fastmcp_filtering.middleware.wire import install_wire
+from fastmcp_filtering.policy.decision import AccessTransform
 from fastmcp_filtering.policy.tasks import GUARDED_METHODS, TaskGuard, task_guard
-from fastmcp_filtering.policy.transform import AccessTransform
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Mapping, Sequence

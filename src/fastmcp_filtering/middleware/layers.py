@@ -33,12 +33,11 @@ from fastmcp_filtering.core.request import (
     requested_version,
     unrestricted,
 )
-from fastmcp_filtering.middleware.discovery import remedy
 from fastmcp_filtering.middleware.hooks import ListHooks
-from fastmcp_filtering.policy.decision import invalidate
+from fastmcp_filtering.middleware.search_service import remedy
+from fastmcp_filtering.policy.decision import AccessTransform, invalidate
 from fastmcp_filtering.policy.progressive import call_hint
 from fastmcp_filtering.policy.renderers import VisibleRenderers, is_renderer
-from fastmcp_filtering.policy.transform import AccessTransform
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence

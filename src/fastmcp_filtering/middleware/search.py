@@ -15,23 +15,23 @@ from fastmcp_filtering.core.request import (
     RequestInfo,
     add_capabilities,
     clean_query,
+    has_filter,
     invalid_params,
     request_info,
 )
 from fastmcp_filtering.middleware.access import enforce_access
-from fastmcp_filtering.middleware.discovery import (
+from fastmcp_filtering.middleware.hooks import ListHooks, through_chain
+from fastmcp_filtering.middleware.rate_limit import counted, is_search, rate_limit_key
+from fastmcp_filtering.middleware.search_service import (
+    SearchService,
     discoverable,
     rank_hits,
 )
-from fastmcp_filtering.middleware.hooks import ListHooks, through_chain
-from fastmcp_filtering.middleware.rate_limit import counted, is_search, rate_limit_key
-from fastmcp_filtering.middleware.search_service import SearchService
 from fastmcp_filtering.middleware.search_tool import SearchTool, SearchToolsResult
 from fastmcp_filtering.middleware.snapshot import Snapshots, request_trusts
 from fastmcp_filtering.middleware.wire import LIST_METHODS, report, search_page
 from fastmcp_filtering.policy.access import access_of
-from fastmcp_filtering.policy.decision import is_widened
-from fastmcp_filtering.policy.transform import current_policy
+from fastmcp_filtering.policy.decision import current_policy, is_widened
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from fastmcp_filtering.core.catalog import GroupTree
     from fastmcp_filtering.core.declarations import Group, Tag
-    from fastmcp_filtering.middleware.discovery import Hit
+    from fastmcp_filtering.middleware.search_service import Hit
     from fastmcp_filtering.middleware.wire import SearchPage
     from fastmcp_filtering.retrieval.embedders import Embedder
 
@@ -296,7 +296,7 @@ class _QueryListing:
         if page is None or page.server is not server:
             # A mounted server's search under a parent that does not search: the parent's
             # FastMCP pages the whole list with its own cursors, so rank every match here.
-            usable = narrow(owner.catalog, info, kind, await call_next(context))
+            usable = _narrowed(owner.catalog, info, kind, await call_next(context))
             return await self.service.rank(kind, usable, query, len(usable))
         page.owner = owner
         if info is not None and info.params.get("cursor") is not None:
@@ -397,12 +397,12 @@ class _QueryListing:
         add, ranked for ``query``; sets ``page.next``."""
         # Candidates are what the rest of the chain lists for this client; with a filter,
         # only its matches, whatever the order of the middlewares.
-        usable = narrow(
+        usable = _narrowed(
             tree, info, kind, listed if listed is not None else await call_next(context)
         )
         extra = await discoverable(server, kind, usable) if server is not None else []
         if extra:
-            admitted = {id(c) for c in narrow(tree, info, kind, [h.component for h in extra])}
+            admitted = {id(c) for c in _narrowed(tree, info, kind, [h.component for h in extra])}
             extra = [h for h in extra if id(h.component) in admitted]
         found, page.next, better = _page(
             await rank_hits(self.service, kind, usable, extra, query), page.offset, size
@@ -440,6 +440,13 @@ def _page(
             break
     more = offset + len(found) if any(not hit.enable for hit in rest) else None
     return found, more, better if found else pending
+
+
+def _narrowed(
+    tree: GroupTree, info: RequestInfo | None, kind: ComponentKind, components: Sequence[_C]
+) -> Sequence[_C]:
+    """``components`` that match the request's ``filter`` (all of them without one)."""
+    return narrow(tree, info, kind, components) if has_filter(info) else components
 
 
 def _requested_query(info: RequestInfo | None, kind: ComponentKind) -> str | None:

@@ -10,10 +10,10 @@ from pydantic import BaseModel, Field
 
 from fastmcp_filtering.core.catalog import mark_meta_tool
 from fastmcp_filtering.core.request import REPLY_CONFIG, clean_query
-from fastmcp_filtering.middleware.discovery import Hit, candidates, rank_hits, remedy
 from fastmcp_filtering.middleware.hooks import shaped
+from fastmcp_filtering.middleware.search_service import Hit, candidates, rank_hits, remedy
 from fastmcp_filtering.middleware.snapshot import request_trusts
-from fastmcp_filtering.policy.transform import current_policy
+from fastmcp_filtering.policy.decision import current_policy
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable

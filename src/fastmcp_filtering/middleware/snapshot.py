@@ -35,9 +35,9 @@ from fastmcp.server.transforms.visibility import get_session_transforms
 from fastmcp_filtering._fastmcp import catalog_generation, lists_its_storage
 from fastmcp_filtering.core.request import unrestricted
 from fastmcp_filtering.middleware.candidates import CatalogSnapshot
-from fastmcp_filtering.middleware.discovery import can_enable
 from fastmcp_filtering.middleware.hooks import Gate, ListHooks, Prefilled, prefilled_last
-from fastmcp_filtering.policy.transform import AccessTransform
+from fastmcp_filtering.middleware.search_service import can_enable
+from fastmcp_filtering.policy.decision import AccessTransform
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP

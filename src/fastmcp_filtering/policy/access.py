@@ -285,11 +285,14 @@ class AccessLayer(PolicyLayer):
 
 
 class _View:
-    __slots__ = ("_catalog", "_denied", "_restrictive", "key")
+    __slots__ = ("_catalog", "_denied", "_restrictive", "denied_groups", "key")
 
     def __init__(self, catalog: Catalog, denied: frozenset[str], restrictive: frozenset[str]):
         self._catalog = catalog
         self._denied = denied
+        self.denied_groups = denied
+        """Groups this principal may not use: a listed component's own ``_meta`` must not
+        name them either (see ``Policy.denied_groups``)."""
         self._restrictive = restrictive
         self.key = ("access", id(catalog), catalog.version, denied)
 

@@ -1,23 +1,593 @@
-"""A lexical search index: BM25F with field weights, typo tolerance, incremental updates."""
+"""The lexical search index: BM25F over field-weighted postings, typo-tolerant, incremental.
+
+- ``Vocabulary``: the index's words, for what a query word nearly matches (typos, longer words).
+- ``Postings``: documents as BM25F postings, worked out when a document changes.
+- ``match_query``: what a query matches in the index: its words, near matches and compounds.
+- ``SearchIndex``: the index itself, ranking documents for a query (``Rules`` tune it).
+"""
 
 from __future__ import annotations
 
+import bisect
 import heapq
+import itertools
 import math
-from typing import TYPE_CHECKING
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
-from fastmcp_filtering.retrieval.matching import Rules, match_query
-from fastmcp_filtering.retrieval.postings import DEFAULT_WEIGHTS, FIELDS, Document, Postings
 from fastmcp_filtering.retrieval.text import (
+    STOPWORDS,
     asks_for_a_list,
+    is_reading,
+    related,
+    split,
+    split_name,
+    terms,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterator, Mapping
+    from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
-__all__ = ["DEFAULT_RULES", "DEFAULT_WEIGHTS", "Document", "Rules", "SearchIndex", "best_first"]
+__all__ = [
+    "DEFAULT_RULES",
+    "DEFAULT_WEIGHTS",
+    "FIELDS",
+    "Document",
+    "Postings",
+    "Rules",
+    "SearchIndex",
+    "Vocabulary",
+    "best_first",
+    "match_query",
+]
 
 
+# -- The words of a search index, for what a query word nearly matches: typos and longer words
+class Vocabulary:
+    """Finds the words of an index one edit away from a word, or beginning with it.
+
+    It reads the index's words live (``terms``, the keys of its postings) and is
+    told of each word added or dropped, so that its lookup structures follow
+    without being rebuilt: the sorted list for prefixes is re-sorted lazily
+    (sorting on every new word would be quadratic), and the deletion
+    neighbourhoods for typos are built at the first lookup, then kept up to date
+    (most catalogs are searched with known words first).
+
+    Example:
+        ```python
+        postings = {"pull": {...}, "request": {...}}
+        vocabulary = Vocabulary(postings.keys())
+        vocabulary.near("pul")              # ["pull"]
+        list(vocabulary.prefixed("req"))    # ["request"]
+        ```
+    """
+
+    __slots__ = ("_deletes", "_dirty", "_sorted", "_terms")
+
+    def __init__(self, terms: Collection[str]) -> None:
+        self._terms = terms
+        self._sorted: list[str] = []
+        self._dirty = bool(terms)
+        self._deletes: dict[str, set[str]] | None = None
+
+    def __repr__(self) -> str:
+        return f"Vocabulary({len(self._terms)} words)"
+
+    def added(self, term: str) -> None:
+        """``term`` is a word of the index now."""
+        self._dirty = True
+        if self._deletes is not None:
+            for variant in _deletions(term):
+                self._deletes.setdefault(variant, set()).add(term)
+
+    def dropped(self, term: str) -> None:
+        """``term`` is no longer a word of the index."""
+        self._dirty = True
+        if self._deletes is not None:
+            for variant in _deletions(term):
+                owners = self._deletes.get(variant)
+                if owners is not None:
+                    owners.discard(term)
+                    if not owners:
+                        del self._deletes[variant]
+
+    def near(self, word: str) -> list[str]:
+        """Words one insertion, deletion, substitution or swap away from ``word``, sorted."""
+        deletes = self._deletes
+        if deletes is None:
+            deletes = self._deletes = {}
+            for term in self._terms:
+                for variant in _deletions(term):
+                    deletes.setdefault(variant, set()).add(term)
+        terms = self._terms
+        found: set[str] = set()
+        for variant in (word, *_deletions(word)):
+            found |= deletes.get(variant, set())
+            if variant in terms:
+                found.add(variant)
+        found.discard(word)
+        return sorted(found)
+
+    def prefixed(self, word: str) -> Iterator[str]:
+        """Words that begin with ``word`` (longer than it), sorted."""
+        if self._dirty:
+            self._sorted = sorted(self._terms)
+            self._dirty = False
+        start = bisect.bisect_right(self._sorted, word)
+        for term in self._sorted[start:]:
+            if not term.startswith(word):
+                break
+            yield term
+
+
+def _deletions(word: str) -> set[str]:
+    """``word`` with one character left out, each way (none for words under 3 characters)."""
+    if len(word) < 3:
+        return set()
+    return {word[:i] + word[i + 1 :] for i in range(len(word))}
+
+
+# -- Documents as BM25F postings: what a search adds up, worked out when a document changes
+FIELDS = ("name", "title", "description", "tags", "groups", "params")
+DEFAULT_WEIGHTS: Mapping[str, float] = {
+    "name": 4.0,
+    "title": 2.0,
+    "description": 1.0,
+    "tags": 1.0,
+    "groups": 0.5,
+    "params": 1.0,
+}
+"""How much a match in each field counts; the name says most about what a tool does."""
+
+# Length normalisation per field: names are short and all alike, descriptions vary.
+_B = {"name": 0.3, "title": 0.3, "description": 0.75, "tags": 0.0, "groups": 0.3, "params": 0.75}
+_K1 = 1.5
+
+# A parameter that most tools share (tenant, retry options...) says nothing about any one tool.
+_BOILERPLATE_SHARE = 0.5
+_BOILERPLATE_MIN_TOOLS = 8
+# Term counts of repeated texts (parameters, tags, group texts) remembered per index.
+_MAX_COUNTED = 50_000
+_NONE: dict[str, int] = {}
+_NONE_PARAMS: Mapping[str, dict[str, int]] = {}
+_NO_STOPWORDS: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """The searchable text of one component, split into fields."""
+
+    name: str = ""
+    title: str = ""
+    description: str = ""
+    tags: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    params: tuple[tuple[str, str], ...] = ()
+    """(parameter name, its description) pairs."""
+
+
+@dataclass(slots=True)
+class _Entry:
+    """One document's term counts per field (few objects: indexing allocates one per tool)."""
+
+    document: Document
+    name: dict[str, int]
+    title: dict[str, int]
+    description: dict[str, int]
+    tags: dict[str, int]
+    groups: dict[str, int]
+    params: Mapping[str, dict[str, int]]
+    """Term counts per parameter name; shared between documents with the same parameters."""
+    length: tuple[int, ...]
+    """The length of each field, in ``FIELDS`` order."""
+    name_words: frozenset[str]
+    """The words of the name that say what the tool does (no stopwords, no whole
+    identifiers beside their parts), for ``Rules.name_coverage``."""
+
+    def fields(self) -> tuple[dict[str, int], ...]:
+        """The term counts of each field but ``params``, in ``FIELDS`` order."""
+        return (self.name, self.title, self.description, self.tags, self.groups)
+
+
+class Postings:
+    """The documents of one index as postings: per term, each document's saturated,
+    weighted, length-normalised frequency (BM25F), so that a search only adds numbers.
+
+    Documents are added, replaced and removed one at a time; they are posted at the
+    next ``flush`` (a search), a bulk load then posting each document once with the
+    field length averages of the whole catalog. The averages and the boilerplate
+    parameters (those most documents share, which count for nothing) are frozen
+    between recomputations, made when many documents changed, so one change does
+    not touch every posting.
+
+    Example:
+        ```python
+        postings = Postings(weights=DEFAULT_WEIGHTS, stopwords=STOPWORDS)
+        postings.upsert("create_issue", Document(name="create_issue"))
+        postings.flush()
+        postings.postings["issu"]  # {"create_issue": 0.6...}
+        ```
+    """
+
+    def __init__(self, *, weights: Mapping[str, float], stopwords: frozenset[str]) -> None:
+        self._weights = weights
+        self._stopwords = stopwords
+        self.entries: dict[str, _Entry] = {}
+        self.postings: dict[str, dict[str, float]] = {}
+        """term -> {key: saturated weighted, length-normalised term frequency}."""
+        self.name_words: dict[str, dict[str, float]] = {}
+        """word -> {key whose name has it: the share of that name's words it is}."""
+        self.vocabulary = Vocabulary(self.postings.keys())
+        self._total_length = [0] * len(FIELDS)
+        self._param_df: Counter[str] = Counter()
+        self._norms = self._norms_for([1.0] * len(FIELDS))
+        self._boilerplate: frozenset[str] = frozenset()
+        self._changes = 0
+        self._unposted: set[str] = set()
+        self._counted: dict[tuple[object, ...], dict[str, int]] = {}
+        self._parameter_sets: dict[
+            tuple[tuple[str, str], ...], tuple[Mapping[str, dict[str, int]], int]
+        ] = {}
+
+    def __repr__(self) -> str:
+        return f"Postings({len(self.entries)} documents, {len(self.postings)} terms)"
+
+    def upsert(self, key: str, document: Document) -> bool:
+        """Index ``document`` under ``key``, replacing what was there; False when it is there
+        already."""
+        current = self.entries.get(key)
+        if current is not None:
+            if current.document == document:
+                return False
+            self.remove(key)
+        stop = self._stopwords
+        name, words = split_name(document.name, stop)
+        title = split(document.title, stop)
+        description = split(document.description, stop)
+        tags = self._repeated(document.tags, keep_stopwords=True)
+        groups = self._repeated(document.groups, keep_stopwords=False)
+        params, params_length = self._parameters(document.params)
+        length = (
+            len(name),
+            len(title),
+            len(description),
+            sum(tags.values()),
+            sum(groups.values()),
+            params_length,
+        )
+        entry = _Entry(
+            document,
+            _count(name),
+            _count(title),
+            _count(description),
+            tags,
+            groups,
+            params,
+            length,
+            words,
+        )
+        self.entries[key] = entry
+        if entry.name_words:
+            share = 1.0 / len(entry.name_words)
+            for word in entry.name_words:
+                self.name_words.setdefault(word, {})[key] = share
+        self._total_length = [t + n for t, n in zip(self._total_length, length, strict=True)]
+        self._param_df.update(params.keys())
+        # Posted at the next search: a bulk load then posts each document once, with the
+        # averages of the whole catalog.
+        self._unposted.add(key)
+        self._changes += 1
+        return True
+
+    def _repeated(self, texts: tuple[str, ...], *, keep_stopwords: bool) -> dict[str, int]:
+        """Term counts of tags or group texts: the same few tuples recur across a catalog."""
+        if not texts:
+            return _NONE
+        cache_key = (texts, keep_stopwords)
+        counts = self._counted.get(cache_key)
+        if counts is None:
+            stop = self._stopwords
+            words = [
+                t for text in texts for t in split(text, _NO_STOPWORDS if keep_stopwords else stop)
+            ]
+            counts = self._remember(cache_key, _count(words))
+        return counts
+
+    def _parameters(
+        self, params: tuple[tuple[str, str], ...]
+    ) -> tuple[Mapping[str, dict[str, int]], int]:
+        """Term counts per parameter and their total: most catalogs repeat their parameters."""
+        if not params:
+            return _NONE_PARAMS, 0
+        found = self._parameter_sets.get(params)
+        if found is None:
+            stop = self._stopwords
+            counts = {p: _count(split(p, _NO_STOPWORDS) + split(d, stop)) for p, d in params}
+            found = (counts, sum(sum(c.values()) for c in counts.values()))
+            if len(self._parameter_sets) >= _MAX_COUNTED:
+                self._parameter_sets.clear()
+            # Shared between entries and never changed: counts are read only once made.
+            self._parameter_sets[params] = found
+        return found
+
+    def _remember(self, cache_key: tuple[object, ...], counts: dict[str, int]) -> dict[str, int]:
+        # Shared between entries and never changed: counts are read only once made.
+        if len(self._counted) >= _MAX_COUNTED:
+            self._counted.clear()
+        self._counted[cache_key] = counts
+        return counts
+
+    def remove(self, key: str) -> bool:
+        """Forget ``key``; False (a no-op) when it is not indexed."""
+        entry = self.entries.pop(key, None)
+        if entry is None:
+            return False
+        for word in entry.name_words:
+            holders = self.name_words[word]
+            holders.pop(key, None)
+            if not holders:
+                del self.name_words[word]
+        self._total_length = [t - n for t, n in zip(self._total_length, entry.length, strict=True)]
+        self._param_df.subtract(entry.params.keys())
+        self._changes += 1
+        if key in self._unposted:
+            self._unposted.discard(key)
+            return True
+        for term in set().union(*entry.fields(), *entry.params.values()):
+            posting = self.postings.get(term)
+            if posting is None:
+                continue
+            posting.pop(key, None)
+            if not posting:
+                del self.postings[term]
+                self.vocabulary.dropped(term)
+        return True
+
+    def _post(self, key: str, entry: _Entry) -> None:
+        """Write ``entry``'s weighted term frequencies into the postings."""
+        weighted: dict[str, float] = {}
+        get = weighted.get
+        norms = self._norms
+        length = entry.length
+        # Every field but params (posted below, per parameter): ``fields()`` stops first.
+        fields = zip(norms, entry.fields(), length, strict=False)
+        for (weight, base, slope), counts, field_length in fields:
+            if counts:
+                factor = weight / (base + slope * field_length)
+                for term, tf in counts.items():
+                    weighted[term] = get(term, 0.0) + factor * tf
+        if entry.params:
+            weight, base, slope = norms[-1]
+            params_weight = weight / (base + slope * length[-1])
+            boilerplate = self._boilerplate
+            for param, counts in entry.params.items():
+                # A boilerplate parameter still puts its words in the vocabulary, at no weight.
+                factor = 0.0 if param in boilerplate else params_weight
+                for term, tf in counts.items():
+                    weighted[term] = get(term, 0.0) + factor * tf
+        postings = self.postings
+        for term, weighted_tf in weighted.items():
+            # BM25's saturation, once per posting rather than once per search.
+            value = weighted_tf / (_K1 + weighted_tf)
+            posting = postings.get(term)
+            if posting is None:
+                postings[term] = {key: value}
+                self.vocabulary.added(term)
+            else:
+                posting[key] = value
+
+    def _norms_for(self, averages: list[float]) -> list[tuple[float, float, float]]:
+        """Per field in ``FIELDS`` order: its weight, and BM25's length normalisation
+        ``1 - b + b * length / average`` as the pair ``(1 - b, b / average)``."""
+        return [
+            (self._weights[f], 1.0 - _B[f], _B[f] / average)
+            for f, average in zip(FIELDS, averages, strict=True)
+        ]
+
+    def flush(self) -> None:
+        """Post what changed since the last search, recomputing averages when many did."""
+        count = len(self.entries)
+        if self._changes and (count < 64 or self._changes * 10 >= count):
+            # Most postings rest on outdated averages: cheaper to redo them all now.
+            self._refreeze()
+        elif self._unposted:
+            for key in self._unposted:
+                self._post(key, self.entries[key])
+        self._unposted.clear()
+
+    def _refreeze(self) -> None:
+        count = len(self.entries)
+        self._changes = 0
+        self._unposted.clear()
+        if not count:
+            return
+        self._norms = self._norms_for([max(total / count, 1.0) for total in self._total_length])
+        self._boilerplate = (
+            frozenset(p for p, df in self._param_df.items() if df / count > _BOILERPLATE_SHARE)
+            if count >= _BOILERPLATE_MIN_TOOLS
+            else frozenset()
+        )
+        for key, entry in self.entries.items():
+            self._post(key, entry)
+
+
+def _count(words: Sequence[str]) -> dict[str, int]:
+    """How often each word occurs: a ``Counter`` without its per-call type checks, which
+    cost more than the counting for the few words of a field (indexing 10,000 tools)."""
+    counts = dict.fromkeys(words, 1)
+    if len(counts) == len(words):
+        # Most fields say each word once.
+        return counts
+    counts = {}
+    for word in words:
+        counts[word] = counts.get(word, 0) + 1
+    return counts
+
+
+# -- What a query matches in an index: its words, their near matches, and compounds
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """How queries and documents become terms; each rule can be turned off to measure it."""
+
+    stopwords: frozenset[str] = STOPWORDS
+    related_weight: float = 0.5
+    """Weight of a verb that asks for the same action (``remove`` finds ``delete``); 0: off."""
+    compounds: bool = True
+    """Two adjacent query words also match their concatenation (``function app`` finds
+    ``functionapp``), as identifiers run words together."""
+    list_weight: float = 0.5
+    """Weight of ``list`` added to a request for many things of a kind ("show me my
+    apps" wants ``apps_list``, not ``app_get``); 0: off."""
+    near_matches: Literal["all", "best", "own_and_best"] = "all"
+    """How the other words a query word matches count (typos, longer forms, related
+    verbs): ``all`` of them; one match per word, the ``best`` of the word itself and
+    the others; or the word itself plus the best of the others (``own_and_best``:
+    ``page`` also matching ``pagesize``, ``pageid`` and ``pager`` is one near match,
+    not three). ``all``: the data cannot tell the three apart (bench/search_quality.py)."""
+    quoted_weight: float = 1.0
+    """Weight of a word the request only says inside quotes or backticks: a value it
+    passes ("title it \"Weekly report\""), not what it asks to do; 1: off, the default,
+    as the data cannot tell it from 0.5."""
+    name_coverage: float = 0.5
+    """A tool's score grows by this share of it when the request says every word of the
+    tool's name (in part: in proportion); 0: off. A request that names a tool is the
+    strongest sign there is that it wants that tool."""
+
+
+_FUZZY_WEIGHT = 0.6
+_PREFIX_WEIGHT = 0.4
+_MAX_EXPANSIONS = 12
+
+
+def match_query(
+    query: str, rules: Rules, vocabulary: Vocabulary, live: Callable[[str], bool]
+) -> tuple[list[dict[str, float]], set[str]]:
+    """The index terms ``query`` matches, in groups that each count by their best term
+    (see ``Rules.near_matches``), and the terms the query says: its own words, their typo
+    neighbours and related verbs, not the longer words they begin.
+
+    Only terms ``live`` accepts count: the index passes the words of the documents a
+    client may see, so whether a word is known, its typo neighbours and its longer forms
+    never depend on anything else.
+
+    Example:
+        ```python
+        groups, said = match_query("pul request", DEFAULT_RULES, vocabulary, live)
+        # groups: [{"pull": 0.6}, {"request": 1.0}]
+        ```
+    """
+    # A query of common words only ("show me") still means something: keep them then.
+    words = terms(query, stopwords=rules.stopwords) or terms(query, keep_stopwords=True)
+    many = bool(rules.list_weight) and asks_for_a_list(query)
+    groups: list[dict[str, float]] = []
+    said: set[str] = set()
+    values = _quoted_only(query, rules.stopwords) if rules.quoted_weight != 1.0 else set()
+    for word in dict.fromkeys(words):
+        own = _word_groups(word, rules, vocabulary, live, many=many, said=said)
+        if word in values:
+            # A value the request passes ("title it \"Weekly report\"") says little of
+            # what it asks to do.
+            own = [{t: w * rules.quoted_weight for t, w in group.items()} for group in own]
+        groups.extend(own)
+    if rules.compounds:
+        for first, second in itertools.pairwise(words):
+            joined = first + second
+            if live(joined):
+                groups.append({joined: 1.0})
+                said.add(joined)
+    return _claimed(groups), said
+
+
+def _word_groups(
+    word: str,
+    rules: Rules,
+    vocabulary: Vocabulary,
+    live: Callable[[str], bool],
+    *,
+    many: bool,
+    said: set[str],
+) -> list[dict[str, float]]:
+    """The groups one query word matches: itself if known, then its near matches.
+
+    Adds the terms the word says (itself, typo neighbours, related verbs) to ``said``;
+    ``many``: the query asks for a list, so a reading verb relates to nothing.
+    """
+    near: dict[str, float] = {}
+
+    def add(term: str, weight: float) -> None:
+        near[term] = max(near.get(term, 0.0), weight)
+
+    known = live(word)
+    if not known and len(word) >= 3:
+        for typo in _first(vocabulary.near(word), live):
+            add(typo, _FUZZY_WEIGHT)
+            said.add(typo)
+    if rules.related_weight and not (many and is_reading(word)):
+        # "show me my apps" asks for a list, not for the get tool "show" relates to.
+        for other in related(word):
+            if live(other):
+                add(other, rules.related_weight)
+                said.add(other)
+    if len(word) >= 3:
+        for longer in _first(vocabulary.prefixed(word), live):
+            add(longer, _PREFIX_WEIGHT)
+    groups: list[dict[str, float]] = []
+    if known:
+        said.add(word)
+        near.pop(word, None)
+        if rules.near_matches == "best":
+            near[word] = 1.0
+        else:
+            groups.append({word: 1.0})
+    if rules.near_matches == "all":
+        groups.extend({term: weight} for term, weight in near.items())
+    elif near:
+        groups.append(near)
+    return groups
+
+
+def _first(candidates: Iterable[str], keep: Callable[[str], bool]) -> list[str]:
+    """The first ``_MAX_EXPANSIONS`` candidates that ``keep`` accepts."""
+    out: list[str] = []
+    for term in candidates:
+        if keep(term):
+            out.append(term)
+            if len(out) == _MAX_EXPANSIONS:
+                break
+    return out
+
+
+_QUOTED = re.compile(r'"([^"]{1,400})"|\u201c([^\u201d]{1,400})\u201d|`([^`]{1,400})`')
+
+
+def _quoted_only(query: str, stopwords: frozenset[str]) -> set[str]:
+    """The words ``query`` says inside quotes and nowhere else; none when everything is
+    quoted (a whole request in quotes is still the request)."""
+    if '"' not in query and "`" not in query and "\u201c" not in query:
+        return set()
+    outside = set(terms(_QUOTED.sub(" ", query), stopwords=stopwords))
+    if not outside:
+        return set()
+    inside = {w for m in _QUOTED.finditer(query) for w in terms(m.group(0), stopwords=stopwords)}
+    return inside - outside
+
+
+def _claimed(groups: list[dict[str, float]]) -> list[dict[str, float]]:
+    """Each term in one group only, the one that gives it the most weight: a term two
+    query words match ("show" and "fetch" both relate to ``get``) counts once."""
+    owner: dict[str, tuple[float, int]] = {}
+    for i, group in enumerate(groups):
+        for term, weight in group.items():
+            held = owner.get(term)
+            if held is None or weight > held[0]:
+                owner[term] = (weight, i)
+    kept = [{t: w for t, w in group.items() if owner[t][1] == i} for i, group in enumerate(groups)]
+    return [group for group in kept if group]
+
+
+# -- A lexical search index: BM25F with field weights, typo tolerance, incremental updates
 DEFAULT_RULES = Rules()
 # Up to this many keys left out of a search are skipped one by one; more, filtered by.
 _FEW_LEFT_OUT = 64
