@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from fastmcp.server.middleware import CallNext, MiddlewareContext
     from fastmcp.utilities.components import FastMCPComponent
 
-    from fastmcp_filtering.core.catalog import ComponentKind
+    from fastmcp_filtering.middleware.hooks import ListRequest
+
 
 __all__ = [
     "COMPONENT_META_KEY",
@@ -123,7 +124,12 @@ class ConcernMiddleware(LayerMiddleware):
         ```
     """
 
-    answers = LayerMiddleware.answers | {"concerns/list", "concerns/update", *_ALIASES}
+    answers = LayerMiddleware.answers | {
+        "initialize",
+        "concerns/list",
+        "concerns/update",
+        *_ALIASES,
+    }
     meta_keys = frozenset({REQUEST_META_KEY, REQUEST_META_ALIAS})
 
     def __init__(
@@ -207,13 +213,8 @@ class ConcernMiddleware(LayerMiddleware):
                 report(context.fastmcp_context.fastmcp, warnings=warnings)
 
     @override
-    async def on_list(
-        self,
-        context: MiddlewareContext[Any],
-        call_next: CallNext[Any, Sequence[_C]],
-        kind: ComponentKind,
-    ) -> Sequence[_C]:
-        return self._marks.apply(await super().on_list(context, call_next, kind))
+    async def on_list(self, request: ListRequest[_C]) -> Sequence[_C]:
+        return self._marks.apply(await super().on_list(request))
 
     def _concern_marks(self, component: FastMCPComponent) -> dict[str, Any]:
         """The proposal's ``_meta.concerns`` of a listed component, when it has values."""
@@ -229,12 +230,10 @@ class ConcernMiddleware(LayerMiddleware):
     def _declaration(self) -> list[dict[str, Any]]:
         return [c.to_wire() for c in self._concerns.values()]
 
-    @override
-    async def on_initialize(
-        self,
-        context: MiddlewareContext[mt.InitializeRequest],
-        call_next: CallNext[mt.InitializeRequest, mt.InitializeResult | None],
-    ) -> mt.InitializeResult | None:
+    async def _initialize(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+    ) -> Any:
+        """``initialize`` with the client's concerns (``capabilities.concerns``) stored."""
         info = request_info(context)
         configured: dict[str, str] | None = None
         warnings: list[str] = []
@@ -248,10 +247,11 @@ class ConcernMiddleware(LayerMiddleware):
             configured, warnings = parse_config(
                 params["concerns"], self._concerns, field="concerns"
             )
+        # The result passes this middleware's on_initialize, which announces the concerns.
         result = await call_next(context)
         if configured is not None:
             await self._store_quietly(context.fastmcp_context, configured, warnings, "initialize")
-        return None if result is None else self.announce(result)
+        return result
 
     @override
     def announce(self, result: _R) -> _R:
@@ -290,6 +290,8 @@ class ConcernMiddleware(LayerMiddleware):
     @override
     async def answer(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
         method = _ALIASES.get(context.method or "", context.method)
+        if method == "initialize":
+            return await self._initialize(context, call_next)
         if method == "concerns/list":
             return custom_result(request_info(context), {"concerns": self._declaration()})
         if method == "concerns/update":

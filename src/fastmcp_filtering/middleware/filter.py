@@ -11,7 +11,7 @@ from mcp_types import InitializeResult
 from typing_extensions import override
 
 from fastmcp_filtering._fastmcp import list_page_size
-from fastmcp_filtering.core.catalog import Catalog, ComponentKind
+from fastmcp_filtering.core.catalog import Catalog
 from fastmcp_filtering.core.declarations import GROUPS_META_KEY, Group, Tag
 from fastmcp_filtering.core.filters import narrow
 from fastmcp_filtering.core.request import (
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from fastmcp.utilities.components import FastMCPComponent
 
     from fastmcp_filtering.core.catalog import GroupTree
+    from fastmcp_filtering.middleware.hooks import ListRequest
 
 __all__ = ["FilterMiddleware"]
 
@@ -157,16 +158,12 @@ class FilterMiddleware(ListHooks):
     # -- filtered lists -----------------------------------------------------------------
 
     @override
-    async def on_list(
-        self,
-        context: MiddlewareContext[Any],
-        call_next: CallNext[Any, Sequence[_C]],
-        kind: ComponentKind,
-    ) -> Sequence[_C]:
-        components = await call_next(context)
+    async def on_list(self, request: ListRequest[_C]) -> Sequence[_C]:
+        components = await request.rest()
         tree = await access_of(self.catalog).tree()
+        context = request.context
         info = request_info(context)
-        narrowed = narrow(tree, info, kind, components) if has_filter(info) else components
+        narrowed = narrow(tree, info, request.kind, components) if has_filter(info) else components
         marked = self._marks.apply(narrowed, tree.key, lambda c: _group_marks(tree, c))
         if context.fastmcp_context is not None:
             await self.catalog.refresh(context.fastmcp_context.fastmcp)

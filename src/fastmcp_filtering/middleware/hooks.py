@@ -5,7 +5,7 @@ from __future__ import annotations
 import weakref
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from fastmcp.server.middleware import Middleware
 from fastmcp.server.middleware.tool_injection import ToolInjectionMiddleware
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Gate",
     "ListHooks",
+    "ListRequest",
     "Marks",
     "Prefilled",
     "install_task_guard",
@@ -141,6 +142,19 @@ def install_task_guard(server: FastMCP) -> TaskGuard:
     if not any(isinstance(m, Gate) and m.inner is guard for m in server.middleware):
         server.add_middleware(Gate(guard, GUARDED_METHODS))
     return guard
+
+
+@dataclass(frozen=True, slots=True)
+class ListRequest(Generic[_C]):
+    """One list request as a list hook sees it: its kind, its context, the rest of the chain."""
+
+    kind: ComponentKind
+    context: MiddlewareContext[Any]
+    call_next: CallNext[Any, Sequence[_C]]
+
+    async def rest(self) -> Sequence[_C]:
+        """What the rest of the chain lists for this request."""
+        return await self.call_next(self.context)
 
 
 class Gate(Middleware):
@@ -338,14 +352,9 @@ class ListHooks(ToolInjectionMiddleware):
     ) -> mt.DiscoverResult | dict[str, Any]:
         return self.announce_to(context, await call_next(context))
 
-    async def on_list(
-        self,
-        context: MiddlewareContext[Any],
-        call_next: CallNext[Any, Sequence[_C]],
-        kind: ComponentKind,
-    ) -> Sequence[_C]:
-        """What a list of ``kind`` shows; passes through unless overridden."""
-        return await call_next(context)
+    async def on_list(self, request: ListRequest[_C]) -> Sequence[_C]:
+        """What a list shows; passes through unless overridden."""
+        return await request.rest()
 
     @override
     async def __call__(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
@@ -394,7 +403,7 @@ class ListHooks(ToolInjectionMiddleware):
             info = request_info(context)
             if info is None or all(info.params.get(p) is None for p in params):
                 return await call_next(context)
-        return await self.on_list(context, call_next, kind)
+        return await self.on_list(ListRequest(kind, context, call_next))
 
     @override
     async def on_list_tools(

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
     from fastmcp_filtering.core.catalog import GroupTree
     from fastmcp_filtering.core.declarations import Group, Tag
+    from fastmcp_filtering.middleware.hooks import ListRequest
     from fastmcp_filtering.middleware.search_service import Hit
     from fastmcp_filtering.middleware.wire import SearchPage
     from fastmcp_filtering.retrieval.embedders import Embedder
@@ -196,19 +197,16 @@ class SearchMiddleware(ListHooks):
     # -- lists with a query --------------------------------------------------------------
 
     @override
-    async def on_list(
-        self,
-        context: MiddlewareContext[Any],
-        call_next: CallNext[Any, Sequence[_C]],
-        kind: ComponentKind,
-    ) -> Sequence[_C]:
-        info = request_info(context)
-        query = _requested_query(info, kind)
+    async def on_list(self, request: ListRequest[_C]) -> Sequence[_C]:
+        info = request_info(request.context)
+        query = _requested_query(info, request.kind)
         if query is None or is_widened():
             # A discovery listing (this very search, listing what enabling would show) wants
             # every candidate, not a ranking.
-            return await call_next(context)
-        return await self._listing.answer(context, call_next, kind, info=info, query=query)
+            return await request.rest()
+        return await self._listing.answer(
+            request.context, request.call_next, request.kind, info=info, query=query
+        )
 
     async def search_tools(
         self, server: FastMCP, query: str, *, limit: int | None = None
