@@ -120,6 +120,7 @@ async def every_path(client: Client[Any]) -> dict[str, Any]:
     return seen
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", list(ERAS))
 async def test_two_tokens_see_their_own_groups_on_every_path(
     url: str, alice: str, bob: str, era: str
@@ -162,6 +163,7 @@ async def test_two_tokens_see_their_own_groups_on_every_path(
     assert b["read"] == b["prompt"] == b["complete"] == b["filter"] == "refused: -32602"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", list(ERAS))
 async def test_enabled_groups_stay_with_each_token(
     url: str, key_pair: RSAKeyPair, era: str
@@ -176,6 +178,7 @@ async def test_enabled_groups_stay_with_each_token(
         assert "delete_repo" not in {t.name for t in await second.list_tools()}
 
 
+@pytest.mark.slow
 def test_an_expired_token_gets_nothing(url: str, key_pair: RSAKeyPair) -> None:
     expired = token(key_pair, "alice", ["github:admin"], tenant="acme", expires_in_seconds=-60)
     response = httpx.post(

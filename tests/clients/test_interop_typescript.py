@@ -20,6 +20,10 @@ import pytest
 
 from .._full_stack import FULL_STACK_SERVER, full_stack_http_server
 
+# Node clients against the server as a subprocess.
+pytestmark = pytest.mark.slow
+
+
 INTEROP = Path(__file__).resolve().parents[1] / "interop"
 SCRIPT = INTEROP / "interop.mjs"
 INSPECTOR = INTEROP / "node_modules" / ".bin" / "mcp-inspector"

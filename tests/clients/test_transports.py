@@ -20,6 +20,9 @@ from fastmcp_filtering.client import groups_of, list_groups, list_tags, list_too
 from .._servers import EXAMPLE_SERVER, http_server
 from ..conftest import ERAS
 
+# The example server as a subprocess, over stdio and HTTP.
+pytestmark = pytest.mark.slow
+
 
 def stdio_transport() -> StdioTransport:
     return StdioTransport(command=sys.executable, args=[str(EXAMPLE_SERVER)])

@@ -940,6 +940,7 @@ def http_concerns_server() -> Iterator[str]:
         yield running.url
 
 
+@pytest.mark.slow
 class TestSubprocess:
     @pytest.mark.parametrize("era", list(ERAS))
     async def test_stdio_fastmcp_client(self, era: str) -> None:

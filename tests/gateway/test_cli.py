@@ -31,6 +31,10 @@ from .._servers import free_port, wait_for_http
 from ..conftest import ERAS
 from .test_proxy import EXAMPLE_CONFIG, RECORDED, STANDIN, names, reply, standin_http
 
+# Every test runs the command as a subprocess, or a stdio upstream under it.
+pytestmark = pytest.mark.slow
+
+
 CLI = [sys.executable, "-m", "fastmcp_filtering"]
 # The subprocesses import the package under test, whatever is installed in the environment.
 SRC = {"PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}

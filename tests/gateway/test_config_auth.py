@@ -324,6 +324,7 @@ class TestState:
         )
 
 
+@pytest.mark.slow
 class TestCheckShowsThem:
     def test_auth_and_state_without_secrets(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]

@@ -198,6 +198,7 @@ def http_upstream() -> Iterator[str]:
         yield url
 
 
+@pytest.mark.slow
 class TestSeveralUpstreams:
     """Namespaced stdio and HTTP upstreams: globs see prefixed names, calls reach the right one."""
 
@@ -333,6 +334,7 @@ async def risks(client: Client[Any], **kwargs: Any) -> dict[str, str]:
 class TestFromAnnotations:
     """``[[concerns]] from_annotations = true``: a risk from MCP annotations, no mapping written."""
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("era", list(ERAS))
     async def test_risk_values_filter_and_refuse(self, era: str) -> None:
         async with Client(annotated_proxy(), **ERAS[era]) as client:
@@ -359,6 +361,7 @@ class TestFromAnnotations:
             deleted = await client.call_tool("delete_notes", {}, meta=wide)
             assert deleted.content[0].text == "deleted"  # type: ignore[union-attr]
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("era", list(ERAS))
     async def test_concern_mapping_wins_over_annotations(self, era: str) -> None:
         proxy = annotated_proxy(
@@ -422,6 +425,7 @@ def search_paragraph(config: FilteringConfig) -> str:
     )
 
 
+@pytest.mark.slow
 class TestUpstreamInstructions:
     """Each upstream's instructions reach the client, before the stack's paragraphs."""
 
@@ -489,6 +493,7 @@ def upstream_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 class TestDeadUpstreams:
     """on_upstream_error: "warn" serves what is alive and names what is not, once."""
 

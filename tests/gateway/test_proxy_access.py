@@ -63,6 +63,7 @@ async def tool_names(client: Client[Any]) -> set[str]:
     return {t.name for t in await client.list_tools()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", list(ERAS))
 class TestAccessFromTheConfig:
     async def test_scopes_and_claims_decide_per_token(self, tmp_path: Path, era: str) -> None:
@@ -111,6 +112,7 @@ claims = { tenant = "globex" }
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", list(ERAS))
 async def test_over_http_with_the_proxys_own_auth(tmp_path: Path, era: str) -> None:
     """`serve --http` with [auth]: the verified tokens' scopes and claims open the groups."""

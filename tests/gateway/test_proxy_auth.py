@@ -31,6 +31,10 @@ from .test_cli import CLI
 from .test_cli import serve_http as replica
 from .test_proxy import EXAMPLE_CONFIG, STANDIN, names, reply
 
+# Replicas of the proxy as subprocesses, on a redis-server.
+pytestmark = pytest.mark.slow
+
+
 TOKENS = {"alice": "alice-gateway-token", "bob": "bob-gateway-token"}
 AUTH = "".join(
     f'\n[[auth.tokens]]\ntoken = "{token}"\nclient_id = "{who}"\nscopes = ["mcp"]\n'

@@ -28,6 +28,10 @@ from fastmcp_filtering.client import call_method, list_groups, list_tools
 from ..conftest import ERAS
 from .test_cli import CLI, SRC, proxy_client, serve_http, wait_gone
 
+# The proxy as a subprocess in front of real npm servers.
+pytestmark = pytest.mark.slow
+
+
 PACKAGES = (
     Path(__file__).resolve().parents[1] / "interop" / "node_modules" / "@modelcontextprotocol"
 )

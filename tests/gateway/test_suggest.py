@@ -239,6 +239,7 @@ def real_catalogs() -> dict[str, list[dict[str, Any]]]:
 
 
 class TestAnyCatalog:
+    @pytest.mark.slow
     def test_the_rules_hold_for_530_real_servers(self) -> None:
         catalogs = real_catalogs()
         assert len(catalogs) == 530

@@ -9,6 +9,9 @@ from fastmcp.exceptions import ToolError
 from .._progressive_servers import progressive_http_server, redis_keys, redis_server
 from .test_progressive import call, names
 
+# Two server subprocesses on a redis-server.
+pytestmark = pytest.mark.slow
+
 
 async def test_two_replicas_share_state_per_principal() -> None:
     with (

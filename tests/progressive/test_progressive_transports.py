@@ -53,6 +53,7 @@ async def exercise(client: Client[Any], recorder: Recorder) -> None:
     assert await names(client) == INITIAL
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", list(ERAS))
 async def test_stdio(era: str) -> None:
     recorder = Recorder()
@@ -61,6 +62,7 @@ async def test_stdio(era: str) -> None:
         await exercise(client, recorder)
 
 
+@pytest.mark.slow
 async def test_streamable_http_sessions() -> None:
     """2025-11-25 over HTTP: state per session; two sessions at once stay apart."""
     first, second = Recorder(), Recorder()
@@ -75,6 +77,7 @@ async def test_streamable_http_sessions() -> None:
             assert second.methods == []
 
 
+@pytest.mark.slow
 async def test_streamable_http_stateless_without_auth_never_shares() -> None:
     """2026-07-28 over HTTP with no auth: no identity, so the initial set, no meta-tools that
     could only fail, and instructions and refusals that say how to get state."""
@@ -102,6 +105,7 @@ async def test_streamable_http_stateless_without_auth_never_shares() -> None:
             assert (await client.call_tool("create_issue", {"title": "t"})).structured_content
 
 
+@pytest.mark.slow
 async def test_streamable_http_stateless_per_principal() -> None:
     """2026-07-28 over HTTP with auth: state per principal; two users at once stay apart."""
     alice_seen, bob_seen = Recorder(), Recorder()

@@ -186,6 +186,7 @@ class TestMiniLMEmbedder:
         with pytest.raises(TypeError, match="not one string"):
             minilm("open a pull request")  # type: ignore[arg-type]
 
+    @pytest.mark.slow
     def test_nothing_loads_before_the_first_call(self) -> None:
         need_minilm()
         code = """
@@ -199,6 +200,7 @@ class TestMiniLMEmbedder:
         """
         _run_python(code)
 
+    @pytest.mark.slow
     def test_works_offline(self) -> None:
         need_minilm()
         code = """
@@ -417,6 +419,7 @@ class TestWordLlamaEmbedder:
         for a, b in zip(small_batches, wordllama(texts), strict=True):
             assert a == pytest.approx(b, abs=1e-6)
 
+    @pytest.mark.slow
     def test_nothing_loads_before_the_first_call_and_works_offline(self) -> None:
         need_wordllama()
         code = """

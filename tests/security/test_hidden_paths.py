@@ -216,6 +216,7 @@ def marked_proxy(*, trust: bool = False) -> FastMCP:
     )
 
 
+@pytest.mark.slow
 class TestProxyTrust:
     """4. An upstream's ``_meta`` decides neither group membership nor meta-tool status."""
 

@@ -41,6 +41,10 @@ from .._faults_stack import (
 from .._principals import as_principal
 from ..conftest import ERAS
 
+# Hypothesis: hundreds of random requests, each on a fresh server.
+pytestmark = pytest.mark.slow
+
+
 CALL_TIMEOUT = 15.0
 """Bound on one request: a server that has not answered by then is hung, not slow."""
 

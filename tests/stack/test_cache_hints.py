@@ -186,6 +186,7 @@ class TestAccessControl:
         assert (listed["ttlMs"], listed["cacheScope"]) == (0, "private")
 
 
+@pytest.mark.slow
 class TestTheGateway:
     async def test_an_upstreams_public_hints_do_not_pass_through(self) -> None:
         config = FilteringConfig.model_validate(

@@ -10,6 +10,9 @@ import pytest
 
 from .._servers import ROOT
 
+# The demo runs as a subprocess.
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])
 def test_demo_json(era: str) -> None:

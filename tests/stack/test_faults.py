@@ -195,6 +195,7 @@ class TestStoreRaises:
             await assert_recovered(client, WIDENED.copy())
 
 
+@pytest.mark.slow
 class TestStoreTimesOut:
     async def test_our_keys_timing_out_fails_closed_and_recovers(self, connect: Connect) -> None:
         store = FaultyStore()
@@ -262,6 +263,7 @@ async def redis_client(era: str, redis: RedisProcess) -> AsyncIterator[Client[An
         await connection.aclose()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", list(ERAS))
 class TestRedis:
     async def test_killed_redis_gives_errors_and_a_restarted_one_serves_again(

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from fastmcp import Client
 
 from fastmcp_filtering.client import list_tools, update_concerns
@@ -37,6 +38,10 @@ from .._full_stack import (
     full_stack_http_server,
     rss_kib,
 )
+
+# Fifty sessions over streamable HTTP for seconds on end.
+pytestmark = pytest.mark.slow
+
 
 CLIENTS = 50
 # 40 s: at 20 s the "warm" third still held the caches filling for 50 clients in ~40 distinct

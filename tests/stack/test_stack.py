@@ -162,6 +162,7 @@ class TestOrderDoesNotChangeAnswers:
                 results.append(await transcript(client, pair))
         assert results[0] == results[1]
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("era", list(ERAS))
     async def test_full_stack_in_every_order(self, era: str) -> None:
         results = {}
