@@ -3,7 +3,7 @@
 FastMCP's in-memory transport carries no HTTP headers, so no token verifier runs. This
 middleware (added first, outermost) sets the token FastMCP's ``get_access_token`` returns
 for every request of a client, chosen by the client's ``clientInfo.name``: what a verifier
-would have done. The HTTP tests use real verifiers (tests/test_access_http.py).
+would have done. The HTTP tests use real verifiers (tests/access/test_access_http.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 FastMCP has no public API for a few things the package needs. Each function
 here reaches one private attribute, says why, and is covered by
-``tests/test_fastmcp_adapter.py``, which fails if FastMCP renames or changes it.
+``tests/stack/test_fastmcp_adapter.py``, which fails if FastMCP renames or changes it.
 Nothing else in the package touches a private FastMCP or SDK attribute.
 """
 
@@ -187,7 +187,7 @@ def serving_server() -> FastMCP | None:
     document: when a server starts, it asks its ``ToolInjectionMiddleware``\ s for
     their tools (to find task tools) with itself as the current server. That is
     the one moment a middleware added with ``mcp.add_middleware`` sees its
-    server before any message; ``tests/test_fastmcp_adapter.py`` checks it.
+    server before any message; ``tests/stack/test_fastmcp_adapter.py`` checks it.
     """
     from fastmcp.server.dependencies import get_server
 

@@ -24,7 +24,7 @@ Adding a layer: subclass ``PolicyLayer``, return a view whose ``judge`` says
 
 A FastMCP server-level ``Transform`` sees every component FastMCP lists or looks
 up, whoever asks. Hiding a component here makes it not exist for the client on
-every path FastMCP has. The paths, each covered by ``tests/test_lookup_paths.py``:
+every path FastMCP has. The paths, each covered by ``tests/security/test_lookup_paths.py``:
 
 - ``tools/list``, ``prompts/list``, ``resources/list``, ``resources/templates/list``
   (``FastMCP.list_*``), and so ``tags/list``, search and the meta-tools' replies;

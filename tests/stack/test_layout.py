@@ -1,0 +1,143 @@
+"""The package's layout as the architecture promises it: public names, old paths, layering."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import sys
+import warnings
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+import fastmcp_filtering
+import fastmcp_filtering.gateway
+from fastmcp_filtering._moved import MOVED
+
+_BENCH = Path(__file__).resolve().parents[2] / "bench" / "architecture.py"
+
+# What each subpackage may import from the package: dependencies point one way.
+_ALLOWED: dict[str, set[str]] = {
+    "core": {"core", "_fastmcp"},
+    "retrieval": {"retrieval", "core", "_fastmcp"},
+    "policy": {"policy", "core", "_fastmcp"},
+    "middleware": {"middleware", "policy", "retrieval", "core", "_fastmcp"},
+    "gateway": {"gateway", "middleware", "policy", "retrieval", "core", "_fastmcp"},
+}
+
+
+def _architecture() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_architecture", _BENCH)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _graph() -> dict[str, set[str]]:
+    bench = _architecture()
+    paths = {bench.module_name(p): p for p in sorted(bench.ROOT.rglob("*.py"))}
+    return {
+        name: {m for m in bench.imports_of(path, name) if m in paths and m != name}
+        for name, path in paths.items()
+    }
+
+
+def _area(module: str) -> str:
+    return module.split(".")[1] if module.count(".") else "__init__"
+
+
+class TestPublicNames:
+    def test_every_public_name_imports(self) -> None:
+        for namespace in (fastmcp_filtering, fastmcp_filtering.gateway):
+            missing = [n for n in namespace.__all__ if not hasattr(namespace, n)]
+            assert missing == []
+
+    def test_the_extension_points_the_docs_name_are_public(self) -> None:
+        from fastmcp_filtering.middleware.layers import LayerMiddleware
+        from fastmcp_filtering.policy.decision import Hidden, PolicyLayer
+
+        assert fastmcp_filtering.PolicyLayer is PolicyLayer
+        assert fastmcp_filtering.Hidden is Hidden
+        assert fastmcp_filtering.LayerMiddleware is LayerMiddleware
+
+
+class TestMovedModules:
+    @pytest.mark.parametrize("old", sorted(MOVED))
+    def test_an_old_path_imports_with_a_warning_naming_the_new_one(self, old: str) -> None:
+        name = f"fastmcp_filtering.{old}"
+        sys.modules.pop(name, None)
+        new, public = MOVED[old]
+        with pytest.warns(DeprecationWarning, match=rf"{name} moved; import from {public} "):
+            module = importlib.import_module(name)
+        target = importlib.import_module(f"fastmcp_filtering.{new}")
+        exported = [n for n in getattr(target, "__all__", ()) if not n.startswith("_")]
+        assert exported
+        for attribute in exported:
+            assert getattr(module, attribute) is getattr(target, attribute)
+        assert set(exported) <= set(dir(module))
+
+    def test_from_import_of_an_old_path_works(self) -> None:
+        sys.modules.pop("fastmcp_filtering.filter", None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            from fastmcp_filtering.filter import FilterMiddleware  # type: ignore[import-not-found]
+        assert FilterMiddleware is fastmcp_filtering.FilterMiddleware
+        assert [w.category for w in caught] == [DeprecationWarning]
+        # The warning points at the importing line, not at the import machinery.
+        assert caught[0].filename == __file__
+
+    def test_an_unknown_old_path_still_fails(self) -> None:
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module("fastmcp_filtering.no_such_module")
+
+
+class TestLayering:
+    def test_no_import_cycles_counting_imports_inside_functions(self) -> None:
+        assert _architecture().cycles(_graph()) == []
+
+    def test_subpackages_import_only_what_lies_below_them(self) -> None:
+        wrong = sorted(
+            f"{module} -> {imported}"
+            for module, imports in _graph().items()
+            if _area(module) in _ALLOWED
+            for imported in imports
+            if _area(imported) not in _ALLOWED[_area(module)]
+        )
+        assert wrong == []
+
+    def test_the_top_level_is_small(self) -> None:
+        root = _architecture().ROOT
+        assert len(list(root.glob("*.py"))) <= 12
+        assert {p.name for p in root.iterdir() if (p / "__init__.py").exists()} == set(_ALLOWED)
+
+
+class TestSmallPieces:
+    @pytest.mark.parametrize(
+        ("kind", "most"),
+        [(ast.ClassDef, 250), (ast.FunctionDef, 60), (ast.AsyncFunctionDef, 60)],
+        ids=["classes", "functions", "async functions"],
+    )
+    def test_no_piece_is_longer_than_the_house_allows(self, kind: type[ast.AST], most: int) -> None:
+        bench = _architecture()
+        paths = {bench.module_name(p): p for p in sorted(bench.ROOT.rglob("*.py"))}
+        longest = bench.longest(paths, kind, most=1)
+        assert [(lines, name) for lines, name in longest if lines > most] == []
+
+
+class TestOneWayThrough:
+    async def test_each_request_enters_few_of_the_package_modules(self) -> None:
+        bench = _architecture()
+        sys.path.insert(0, str(_BENCH.parents[1] / "examples"))
+        try:
+            found = await bench.entered()
+        finally:
+            sys.path.remove(str(_BENCH.parents[1] / "examples"))
+        counts = {label: len(modules) for label, (modules, _) in found.items()}
+        over = {k: (v, bench.TARGETS[k]) for k, v in counts.items() if v > bench.TARGETS[k]}
+        assert over == {}
+        # The request really ran through the stack: its policy, its hooks.
+        assert {"policy.decision", "middleware.hooks"} <= set(found["tools/list"][0])
