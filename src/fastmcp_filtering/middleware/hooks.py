@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import weakref
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from fastmcp_filtering.core.catalog import same_kind
 from fastmcp_filtering.core.request import request_info
 from fastmcp_filtering.middleware.wire import install_wire
 from fastmcp_filtering.policy.decision import AccessTransform
+from fastmcp_filtering.policy.renderers import VisibleRenderers, is_renderer
 from fastmcp_filtering.policy.tasks import GUARDED_METHODS, TaskGuard, task_guard
 
 if TYPE_CHECKING:
@@ -251,6 +253,24 @@ def prefilled_last(server: FastMCP) -> bool:
     return False
 
 
+async def _renderers_judged(
+    context: MiddlewareContext[Any], call_next: CallNext[Any, Sequence[_C]]
+) -> Sequence[_C]:
+    """A resources list without the Prefab renderers of tools this client cannot see."""
+    listed = await call_next(context)
+    if not any(_renderer(c) for c in listed):
+        return listed
+    # FastMCP synthesizes a Prefab renderer resource for every Prefab tool from the
+    # providers' storage, past every transform: keep those of tools this client sees.
+    server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
+    visible = VisibleRenderers([]) if server is None else await VisibleRenderers.of(server)
+    return [c for c in listed if not _renderer(c) or visible.allows(str(getattr(c, "uri", "")))]
+
+
+def _renderer(component: FastMCPComponent) -> bool:
+    return is_renderer(str(getattr(component, "uri", "")))
+
+
 class ListHooks(ToolInjectionMiddleware):
     """Routes tools, prompts, resources and templates lists to one ``on_list``.
 
@@ -283,6 +303,8 @@ class ListHooks(ToolInjectionMiddleware):
     """Request ``_meta`` keys ``check_meta`` validates, before any lookup."""
     catalog: Catalog | None = None
     """The declarations this middleware shares, if any."""
+    judges_renderers: bool = False
+    """Whether a resources list keeps only the Prefab renderers of tools the client sees."""
     _meta_built: tuple[int | None, dict[str, Tool]] | None = None
 
     def meta_tools(self) -> dict[str, Tool]:
@@ -335,6 +357,9 @@ class ListHooks(ToolInjectionMiddleware):
         """``announce``, for the client of ``context`` (what depends on who asks)."""
         return self.announce(result)
 
+    # FastMCP runs the typed hooks where the result is still components (since 4.2, on_request
+    # and on_message run at the wire, around the serialized result).
+
     @override
     async def on_initialize(
         self,
@@ -351,6 +376,38 @@ class ListHooks(ToolInjectionMiddleware):
         call_next: CallNext[mt.DiscoverRequest, mt.DiscoverResult | dict[str, Any]],
     ) -> mt.DiscoverResult | dict[str, Any]:
         return self.announce_to(context, await call_next(context))
+
+    @override
+    async def on_list_tools(
+        self,
+        context: MiddlewareContext[mt.ListToolsRequest],
+        call_next: CallNext[mt.ListToolsRequest, Sequence[Tool]],
+    ) -> Sequence[Tool]:
+        return await self._listed(context, call_next, "tool")
+
+    @override
+    async def on_list_prompts(
+        self,
+        context: MiddlewareContext[mt.ListPromptsRequest],
+        call_next: CallNext[mt.ListPromptsRequest, Sequence[Prompt]],
+    ) -> Sequence[Prompt]:
+        return await self._listed(context, call_next, "prompt")
+
+    @override
+    async def on_list_resources(
+        self,
+        context: MiddlewareContext[mt.ListResourcesRequest],
+        call_next: CallNext[mt.ListResourcesRequest, Sequence[Resource]],
+    ) -> Sequence[Resource]:
+        return await self._listed(context, call_next, "resource")
+
+    @override
+    async def on_list_resource_templates(
+        self,
+        context: MiddlewareContext[mt.ListResourceTemplatesRequest],
+        call_next: CallNext[mt.ListResourceTemplatesRequest, Sequence[ResourceTemplate]],
+    ) -> Sequence[ResourceTemplate]:
+        return await self._listed(context, call_next, "template")
 
     async def on_list(self, request: ListRequest[_C]) -> Sequence[_C]:
         """What a list shows; passes through unless overridden."""
@@ -398,44 +455,14 @@ class ListHooks(ToolInjectionMiddleware):
         call_next: CallNext[Any, Sequence[_C]],
         kind: ComponentKind,
     ) -> Sequence[_C]:
+        if kind == "resource" and self.judges_renderers:
+            call_next = functools.partial(_renderers_judged, call_next=call_next)
         params = self.list_params
         if params is not None:
             info = request_info(context)
             if info is None or all(info.params.get(p) is None for p in params):
                 return await call_next(context)
         return await self.on_list(ListRequest(kind, context, call_next))
-
-    @override
-    async def on_list_tools(
-        self,
-        context: MiddlewareContext[mt.ListToolsRequest],
-        call_next: CallNext[mt.ListToolsRequest, Sequence[Tool]],
-    ) -> Sequence[Tool]:
-        return await self._listed(context, call_next, "tool")
-
-    @override
-    async def on_list_prompts(
-        self,
-        context: MiddlewareContext[mt.ListPromptsRequest],
-        call_next: CallNext[mt.ListPromptsRequest, Sequence[Prompt]],
-    ) -> Sequence[Prompt]:
-        return await self._listed(context, call_next, "prompt")
-
-    @override
-    async def on_list_resources(
-        self,
-        context: MiddlewareContext[mt.ListResourcesRequest],
-        call_next: CallNext[mt.ListResourcesRequest, Sequence[Resource]],
-    ) -> Sequence[Resource]:
-        return await self._listed(context, call_next, "resource")
-
-    @override
-    async def on_list_resource_templates(
-        self,
-        context: MiddlewareContext[mt.ListResourceTemplatesRequest],
-        call_next: CallNext[mt.ListResourceTemplatesRequest, Sequence[ResourceTemplate]],
-    ) -> Sequence[ResourceTemplate]:
-        return await self._listed(context, call_next, "template")
 
 
 _MAX_CACHED = 100_000

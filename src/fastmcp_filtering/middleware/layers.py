@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from fastmcp import FastMCP
     from fastmcp.prompts.base import PromptResult
-    from fastmcp.resources.base import Resource, ResourceResult
+    from fastmcp.resources.base import ResourceResult
     from fastmcp.server.context import Context
     from fastmcp.server.middleware import CallNext, MiddlewareContext
     from fastmcp.tools.base import Tool, ToolResult
@@ -121,32 +121,12 @@ class LayerMiddleware(ListHooks):
 
     policy_layer: PolicyLayer
     answers = frozenset({"completion/complete"})
+    judges_renderers = True
 
     @override
     def setup(self, server: FastMCP) -> None:
         super().setup(server)
         AccessTransform.ensure(server).add_layer(self.policy_layer)
-
-    @override
-    async def on_list_resources(
-        self,
-        context: MiddlewareContext[mt.ListResourcesRequest],
-        call_next: CallNext[mt.ListResourcesRequest, Sequence[Resource]],
-    ) -> Sequence[Resource]:
-        async def renderers_judged(
-            context: MiddlewareContext[mt.ListResourcesRequest],
-        ) -> Sequence[Resource]:
-            listed = await call_next(context)
-            if not any(_renderer(c) for c in listed):
-                return listed
-            # FastMCP synthesizes a Prefab renderer resource for every Prefab tool from the
-            # providers' storage, past every transform: keep those of tools this client sees.
-            visible = await _visible_renderers(context)
-            return [
-                c for c in listed if not _renderer(c) or visible.allows(str(getattr(c, "uri", "")))
-            ]
-
-        return await super().on_list_resources(context, renderers_judged)
 
     @override
     async def on_call_tool(
