@@ -87,26 +87,24 @@ def parse_filter(raw: object) -> ListFilter | None:
 
 
 def _names(value: Any, field: str) -> frozenset[str]:
+    problem = _names_problem(value)
+    if problem is not None:
+        raise invalid_params(f"{field} {problem}", field=field)
+    return frozenset(value)
+
+
+def _names_problem(value: Any) -> str | None:
+    """What is wrong with a filter's list of names; None when nothing is."""
     if not isinstance(value, list):
-        raise invalid_params(
-            f"{field} must be a list of strings, got {type(value).__name__}", field=field
-        )
+        return f"must be a list of strings, got {type(value).__name__}"
     if len(value) > MAX_FILTER_NAMES:
-        raise invalid_params(
-            f"{field} has {len(value)} names; at most {MAX_FILTER_NAMES} are allowed",
-            field=field,
-        )
+        return f"has {len(value)} names; at most {MAX_FILTER_NAMES} are allowed"
     for item in value:
         if not isinstance(item, str):
-            raise invalid_params(
-                f"{field} must hold strings, got {type(item).__name__}", field=field
-            )
+            return f"must hold strings, got {type(item).__name__}"
         if len(item) > MAX_NAME_LENGTH:
-            raise invalid_params(
-                f"{field} has a name of {len(item)} characters; at most {MAX_NAME_LENGTH}",
-                field=field,
-            )
-    return frozenset(value)
+            return f"has a name of {len(item)} characters; at most {MAX_NAME_LENGTH}"
+    return None
 
 
 def requested_filter(info: RequestInfo | None, kind: ComponentKind) -> ListFilter | None:

@@ -259,16 +259,13 @@ def clean_query(raw: object, *, field: str) -> str:
     interpreted: the query is only ever split into words.
     """
     if not isinstance(raw, str):
-        raise invalid_params(
-            f"{field} must be a string of plain words, got {type(raw).__name__}", field=field
-        )
-    if len(raw) > MAX_QUERY_LENGTH:
-        raise invalid_params(
-            f"{field} has {len(raw)} characters; at most {MAX_QUERY_LENGTH} are allowed",
-            field=field,
-        )
-    cleaned = "".join(" " if unicodedata.category(ch)[0] == "C" else ch for ch in raw)
-    return cleaned.strip()
+        problem = f"must be a string of plain words, got {type(raw).__name__}"
+    elif len(raw) > MAX_QUERY_LENGTH:
+        problem = f"has {len(raw)} characters; at most {MAX_QUERY_LENGTH} are allowed"
+    else:
+        cleaned = "".join(" " if unicodedata.category(ch)[0] == "C" else ch for ch in raw)
+        return cleaned.strip()
+    raise invalid_params(f"{field} {problem}", field=field)
 
 
 # -- the client's identity and state --------------------------------------------------
