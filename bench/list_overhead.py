@@ -12,7 +12,8 @@ For each catalog size it times tools/list through an in-memory ``Client`` (2026-
 and ``tools/call`` of one tool on ``bare`` and on ``full stack``; it prints medians, the
 ratios, and the memory a listing allocates at its peak (tracemalloc).
 
-Usage: ``python bench/list_overhead.py [--sizes 100 1000 10000] [--repeat 30]``
+Usage: ``python bench/list_overhead.py [--sizes 100 1000 10000] [--repeat 30]
+[--markdown PATH]`` (``--markdown`` writes the table as markdown too, for the docs)
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ import statistics
 import time
 import tracemalloc
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
+from _markdown import Table, write  # bench/ is the script's directory
 from fastmcp import Client, FastMCP
 from fastmcp.server.middleware import Middleware
 from fastmcp.tools import Tool
@@ -117,7 +120,19 @@ def _variants(size: int) -> list[tuple[str, FastMCP, dict[str, Any] | None, str]
     ]
 
 
-async def run(sizes: list[int], repeat: int) -> None:
+NOTE = (
+    "ratio: best time against FastMCP's own way to the same list (bare, or enable(only)), "
+    "as timeit does: on a shared machine the best of many runs is the least noisy estimate; "
+    "variants run interleaved, round by round, in one process."
+)
+
+
+async def run(sizes: list[int], repeat: int, markdown: Path | None = None) -> None:
+    table = Table(
+        "",
+        ["tools", "variant", "listed", "first ms", "median ms", "best ms", "peak KiB", "ratio"],
+        right={"tools", "listed", "first ms", "median ms", "best ms", "peak KiB", "ratio"},
+    )
     header = (
         f"{'tools':>6} {'variant':<26} {'listed':>6} {'first ms':>9} {'median ms':>10} "
         f"{'best ms':>8} {'peak KiB':>9} {'ratio':>7}"
@@ -159,18 +174,31 @@ async def run(sizes: list[int], repeat: int) -> None:
                 f"{medians[label]:>10.2f} {bests[label]:>8.2f} {peaks[label] / 1024:>9.0f} "
                 f"{bests[label] / bests[baseline]:>6.2f}x"
             )
+            table.add(
+                f"{size:,}",
+                label,
+                listed[label],
+                f"{firsts[label]:.2f}",
+                f"{medians[label]:.2f}",
+                f"{bests[label]:.2f}",
+                f"{peaks[label] / 1024:.0f}",
+                f"{bests[label] / bests[baseline]:.2f}x",
+            )
         print()
     print("ratio: best time against FastMCP's own way to the same list (bare, or enable(only)),")
     print("as timeit does: on a shared machine the best of many runs is the least noisy estimate;")
     print("variants run interleaved, round by round, in one process.")
+    if markdown:
+        write(markdown, [table], [NOTE])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10000])
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--markdown", type=Path, metavar="PATH", help="also write the table here")
     args = parser.parse_args()
-    asyncio.run(run(args.sizes, args.repeat))
+    asyncio.run(run(args.sizes, args.repeat, args.markdown))
 
 
 if __name__ == "__main__":

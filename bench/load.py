@@ -20,7 +20,8 @@ prints requests per second and p50/p99 latency for
 - ``tools/call`` of the same tool on both.
 
 Ratios are full stack over bare (rps: higher is better, latency: lower is better).
-Usage: ``python bench/load.py [--sizes 100 1000 10000] [--concurrency 4] [--requests 400]``
+Usage: ``python bench/load.py [--sizes 100 1000 10000] [--concurrency 4] [--requests 400]
+[--markdown PATH]`` (``--markdown`` writes the table as markdown too, for the docs)
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
+from _markdown import Table, write  # bench/ is the script's directory
 from fastmcp import FastMCP
 from fastmcp.tools import Tool
 from fastmcp.tools.base import ToolResult
@@ -251,7 +254,12 @@ def _merged(results: list[Result]) -> Result:
     return Result(rps, statistics.median(latencies), p99, results[0].size, latencies, 0.0)
 
 
-async def run(sizes: list[int], concurrency: int, base_requests: int) -> None:
+async def run(
+    sizes: list[int], concurrency: int, base_requests: int, markdown: Path | None = None
+) -> None:
+    numbers = ["listed", "bare rps", "full rps", "rps ratio", "bare p50 ms", "full p50 ms"]
+    numbers += ["bare p99 ms", "full p99 ms", "p50 ratio"]
+    table = Table("", ["tools", "request", *numbers], right={"tools", *numbers})
     header = (
         f"{'tools':>6} {'request':<26} {'listed':>6} {'bare rps':>9} {'full rps':>9} "
         f"{'rps ratio':>9} {'bare p50':>9} {'full p50':>9} {'bare p99':>9} {'full p99':>9} "
@@ -317,11 +325,27 @@ async def run(sizes: list[int], concurrency: int, base_requests: int) -> None:
                     f"{bare.p99:>9.1f} {full.p99:>9.1f} {full.p50 / bare.p50:>8.2f}x",
                     flush=True,
                 )
+                table.add(
+                    f"{size:,}",
+                    label,
+                    listed,
+                    f"{bare.rps:.1f}",
+                    f"{full.rps:.1f}",
+                    f"{full.rps / bare.rps:.2f}x",
+                    f"{bare.p50:.1f}",
+                    f"{full.p50:.1f}",
+                    f"{bare.p99:.1f}",
+                    f"{full.p99:.1f}",
+                    f"{full.p50 / bare.p50:.2f}x",
+                )
         print()
-    print(
+    note = (
         "ms latencies; bare lists the whole catalog in every row (a bare server has no filter "
         f"or query); {concurrency} concurrent sessions per measurement."
     )
+    print(note)
+    if markdown:
+        write(markdown, [table], [note])
 
 
 def main() -> None:
@@ -332,6 +356,7 @@ def main() -> None:
     parser.add_argument("--serve", choices=["bare", "full"], help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, default=100, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--markdown", type=Path, metavar="PATH", help="also write the table here")
     args = parser.parse_args()
     if args.serve:
         server = build(args.size, stack=args.serve)
@@ -343,7 +368,7 @@ def main() -> None:
             log_level="WARNING",
         )
         return
-    asyncio.run(run(args.sizes, args.concurrency, args.requests))
+    asyncio.run(run(args.sizes, args.concurrency, args.requests, args.markdown))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ the bare proxy (target: within 1.1x), against the bare proxy listing the same 30
 ``--layers`` adds the typical configuration built up one layer at a time (groups, then
 tags, concerns, search; each on its own stand-in) to see what each costs.
 
-Usage: ``python bench/proxy_overhead.py [--repeat 200] [--eras modern legacy] [--layers]``
+Usage: ``python bench/proxy_overhead.py [--repeat 200] [--eras modern legacy] [--layers]
+[--markdown PATH]`` (``--markdown`` writes the table as markdown too, for the docs)
 """
 
 from __future__ import annotations
@@ -38,12 +39,13 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from _markdown import Table, write  # bench/ is the script's directory
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 from fastmcp.server import create_proxy
 from fastmcp.tools import Tool
 from fastmcp.tools.base import ToolResult
-from list_overhead import _timed  # bench/ is the script's directory
+from list_overhead import _timed
 
 from fastmcp_filtering.core.declarations import META_TOOL_KEY
 from fastmcp_filtering.gateway.config import load_config
@@ -119,7 +121,18 @@ def layered_configs() -> dict[str, Any]:
     return {"ours: groups": groups, "+ tags": tags, "+ concerns": concerns, "+ search": search}
 
 
-async def run(repeat: int, eras: list[str], *, layers: bool) -> None:
+ERA_NAMES = {"modern": "2026-07-28", "legacy": "2025-11-25"}
+NOTE = (
+    "ratios: best time against the bare proxy, against the bare proxy listing the same "
+    "30 tools (ours' meta-tools as plain tools), and against the upstream reached directly; "
+    "on a shared machine the best of many runs is the least noisy estimate (as timeit); "
+    "variants run interleaved, round by round, in one process."
+)
+
+
+async def run(repeat: int, eras: list[str], *, layers: bool, markdown: Path | None = None) -> None:
+    numbers = ["listed", "median ms", "best ms", "vs bare", "vs same", "vs direct"]
+    table = Table("", ["era", "request", "variant", *numbers], right=set(numbers))
     header = (
         f"{'era':<7} {'request':<10} {'variant':<14} {'listed':>6} {'median ms':>10} "
         f"{'best ms':>8} {'vs bare':>8} {'vs same':>8} {'vs direct':>9}"
@@ -176,11 +189,24 @@ async def run(repeat: int, eras: list[str], *, layers: bool) -> None:
                     f"{best[label] / best['bare + 4 tools']:>7.2f}x "
                     f"{best[label] / best['direct']:>8.2f}x"
                 )
+                table.add(
+                    ERA_NAMES[era],
+                    f"`{kind}`",
+                    label,
+                    listed[label] if kind == "tools/list" else "",
+                    f"{median:.2f}",
+                    f"{best[label]:.2f}",
+                    f"{best[label] / best['bare proxy']:.2f}x",
+                    f"{best[label] / best['bare + 4 tools']:.2f}x",
+                    f"{best[label] / best['direct']:.2f}x",
+                )
         print()
     print("ratios: best time against the bare proxy, against the bare proxy listing the same")
     print("30 tools (ours' meta-tools as plain tools), and against the upstream reached directly;")
     print("on a shared machine the best of many runs is the least noisy estimate (as timeit);")
     print("variants run interleaved, round by round, in one process.")
+    if markdown:
+        write(markdown, [table], [NOTE])
 
 
 def main() -> None:
@@ -190,8 +216,9 @@ def main() -> None:
     parser.add_argument(
         "--layers", action="store_true", help="also time the stack built up layer by layer"
     )
+    parser.add_argument("--markdown", type=Path, metavar="PATH", help="also write the table here")
     args = parser.parse_args()
-    asyncio.run(run(args.repeat, args.eras, layers=args.layers))
+    asyncio.run(run(args.repeat, args.eras, layers=args.layers, markdown=args.markdown))
 
 
 if __name__ == "__main__":

