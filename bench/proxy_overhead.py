@@ -48,8 +48,7 @@ from fastmcp.tools.base import ToolResult
 from list_overhead import _timed
 
 from fastmcp_filtering.core.declarations import META_TOOL_KEY
-from fastmcp_filtering.gateway.config import load_config
-from fastmcp_filtering.gateway.proxy import build_proxy
+from fastmcp_filtering.gateway import build_proxy, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "server-github.toml"

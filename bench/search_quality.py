@@ -41,9 +41,8 @@ from fastmcp.server.transforms.search import BM25SearchTransform
 from fastmcp.tools import Tool
 from fastmcp.tools.base import ToolResult
 
-from fastmcp_filtering import Group, in_group, install
+from fastmcp_filtering import Group, SearchMiddleware, in_group, install
 from fastmcp_filtering.client import list_tools
-from fastmcp_filtering.middleware.search import SearchMiddleware
 from fastmcp_filtering.retrieval.ranking import (
     DEFAULT_RULES,
     DEFAULT_WEIGHTS,

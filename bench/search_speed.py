@@ -52,9 +52,8 @@ from fastmcp.server.transforms.search import BM25SearchTransform
 from fastmcp.tools import Tool
 from fastmcp.tools.base import ToolResult
 
-from fastmcp_filtering import install
+from fastmcp_filtering import SearchMiddleware, install
 from fastmcp_filtering.client import list_tools
-from fastmcp_filtering.middleware.search import SearchMiddleware
 
 VERBS = [
     "create",

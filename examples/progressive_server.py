@@ -22,8 +22,7 @@ from typing import Any
 
 from fastmcp import FastMCP
 
-from fastmcp_filtering import Group, in_group, install
-from fastmcp_filtering.middleware.progressive import ProgressiveDisclosureMiddleware
+from fastmcp_filtering import Group, ProgressiveDisclosureMiddleware, in_group, install
 
 GROUPS = [
     Group("issues", description="Create and triage issues"),
