@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastmcp_filtering.core.catalog import LIST_METHOD, ComponentKind
 from fastmcp_filtering.core.declarations import MAX_NAME_LENGTH
-from fastmcp_filtering.core.request import RequestInfo, invalid_params
+from fastmcp_filtering.core.request import RequestInfo, invalid_params, request_memo
 
 if TYPE_CHECKING:
     from fastmcp.utilities.components import FastMCPComponent
@@ -27,9 +26,6 @@ __all__ = [
 ]
 
 _C = TypeVar("_C", bound="FastMCPComponent")
-
-# The params of the request whose filter names were checked (the first, innermost check).
-_CHECKED: ContextVar[object] = ContextVar("fastmcp_filtering_filter_checked", default=None)
 
 MAX_FILTER_NAMES = 100
 """Most names a client may send in ``filter.groups`` or ``filter.tags``."""
@@ -148,14 +144,16 @@ def checked_filter(
     if list_filter is None:
         return None
     assert info is not None
-    if _CHECKED.get() is not info.params:
+    remembered = request_memo()
+    if remembered is None or remembered.get("filter checked") is not info.params:
         tags = {tag.name for tag in catalog.tags}
         if not list_filter.tags <= tags:
             tags |= set(seen_tags())
         list_filter.check_names(groups=[g.name for g in catalog.groups], tags=tags)
         # The innermost middleware saw the widest list: an outer one, given a list already
         # narrowed or ranked, must not judge the names again against less.
-        _CHECKED.set(info.params)
+        if remembered is not None:
+            remembered["filter checked"] = info.params
     return list_filter
 
 

@@ -14,7 +14,7 @@ import reprlib
 import unicodedata
 from collections.abc import Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import mcp_types as mt
@@ -35,7 +35,7 @@ from fastmcp_filtering._fastmcp import (
 from fastmcp_filtering.core.declarations import CONCERNS_META_ALIAS, CONCERNS_META_KEY
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Hashable, Iterator
 
     from fastmcp.server.context import Context
     from fastmcp.server.dependencies import FastMCPRequestContext
@@ -47,12 +47,14 @@ __all__ = [
     "MAX_QUERY_LENGTH",
     "REPLY_CONFIG",
     "RequestInfo",
+    "Scope",
     "StateUnavailable",
     "add_capabilities",
     "brief",
     "clean_query",
     "client_key",
     "current_info",
+    "current_scope",
     "custom_result",
     "has_filter",
     "holds_state",
@@ -61,9 +63,11 @@ __all__ = [
     "is_unrestricted",
     "load_state",
     "request_info",
+    "request_memo",
     "request_override",
     "requested_version",
     "save_state",
+    "scoped",
     "unrestricted",
 ]
 
@@ -326,13 +330,44 @@ async def save_state(context: Context, namespace: str, value: Any) -> None:
         raise StateUnavailable(f"the session state store failed: {type(exc).__name__}") from exc
 
 
-# -- the scope the running code is in -------------------------------------------------
+# -- the scope the running code is in, and what its request worked out ----------------
 
-_UNRESTRICTED: ContextVar[bool] = ContextVar("fastmcp_filtering_unrestricted", default=False)
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """What holds for the code running now: set for a block, whoever the client."""
+
+    unrestricted: bool = False
+    """Lookups show the whole catalog, every layer aside (``unrestricted()``)."""
+    widened: object | None = None
+    """The ``AccessTransform`` whose lookups also show what the client could enable itself."""
+
+
+# The one ContextVar for block-scoped state: a new Scope per block, the old one back after it.
+_SCOPE: ContextVar[Scope | None] = ContextVar("fastmcp_filtering_scope", default=None)
+_OPEN = Scope()
+# The one ContextVar for per-request state: (wire request, what was worked out once for it).
+_MEMO: ContextVar[tuple[object, dict[Hashable, Any]] | None] = ContextVar(
+    "fastmcp_filtering_request_memo", default=None
+)
+
+
+def current_scope() -> Scope:
+    """The scope the running code is in."""
+    return _SCOPE.get() or _OPEN
 
 
 @contextlib.contextmanager
-def unrestricted() -> Iterator[None]:
+def scoped(scope: Scope) -> Iterator[None]:
+    """Run the block in ``scope`` (made with ``dataclasses.replace(current_scope(), ...)``)."""
+    token = _SCOPE.set(scope)
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
+
+
+def unrestricted() -> contextlib.AbstractContextManager[None]:
     """Look components up as no client sees them: the whole catalog, every layer aside.
 
     Outside a request FastMCP's lookups find nothing once a layer is set up
@@ -347,16 +382,28 @@ def unrestricted() -> Iterator[None]:
             every_tool = await mcp.list_tools(run_middleware=False)
         ```
     """
-    token = _UNRESTRICTED.set(True)
-    try:
-        yield
-    finally:
-        _UNRESTRICTED.reset(token)
+    return scoped(replace(current_scope(), unrestricted=True))
 
 
 def is_unrestricted() -> bool:
     """Whether lookups show the whole catalog (inside ``unrestricted()``)."""
-    return _UNRESTRICTED.get()
+    return current_scope().unrestricted
+
+
+def request_memo() -> dict[Hashable, Any] | None:
+    """What this wire request worked out once (its policy, its denied groups...); None outside.
+
+    Keyed by what was worked out, e.g. ``("policy", owner, widened)``; the same
+    object for the whole request, so a later step finds what an earlier one found.
+    """
+    request = current_request()
+    if request is None:
+        return None
+    held = _MEMO.get()
+    if held is None or held[0] is not request:
+        held = (request, {})
+        _MEMO.set(held)
+    return held[1]
 
 
 def holds_state(_auth: AuthContext) -> bool:

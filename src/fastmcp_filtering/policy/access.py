@@ -24,15 +24,14 @@ import enum
 import logging
 import time
 import weakref
-from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from fastmcp.utilities.components import FastMCPComponent
 
 from fastmcp_filtering._fastmcp import current_request
 from fastmcp_filtering.core.catalog import Membership, Unauthenticated
-from fastmcp_filtering.core.request import is_unrestricted
+from fastmcp_filtering.core.request import is_unrestricted, request_memo
 from fastmcp_filtering.policy.decision import CONCEALED, ClientRequest, Hidden, PolicyLayer
 
 if TYPE_CHECKING:
@@ -47,11 +46,6 @@ if TYPE_CHECKING:
 __all__ = ["AccessLayer", "CatalogView", "GroupAccess", "Unauthenticated", "access_of"]
 
 logger = logging.getLogger("fastmcp_filtering")
-
-# (request, GroupAccess, denied): one evaluation of the checks per wire request.
-_DENIED: ContextVar[tuple[object, object, frozenset[str]] | None] = ContextVar(
-    "fastmcp_filtering_denied", default=None
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,11 +119,14 @@ class GroupAccess:
         if request is None:
             # Startup or a programmatic call: no principal, so nothing ruled is usable.
             return rules.ruled
-        cached = _DENIED.get()
-        if cached is not None and cached[0] is request and cached[1] is self:
-            return cached[2]
+        remembered = request_memo()
+        key = ("denied", id(self))
+        cached = remembered.get(key) if remembered is not None else None
+        if cached is not None and cached[0] is self:
+            return cast("frozenset[str]", cached[1])
         denied = await self._evaluate(rules)
-        _DENIED.set((request, self, denied))
+        if remembered is not None:
+            remembered[key] = (self, denied)
         return denied
 
     async def _evaluate(self, rules: _Rules) -> frozenset[str]:

@@ -63,8 +63,7 @@ import contextlib
 import logging
 import weakref
 from abc import ABC, abstractmethod
-from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast
 
 from fastmcp.exceptions import AuthorizationError
@@ -76,7 +75,15 @@ from typing_extensions import override
 from fastmcp_filtering._fastmcp import current_request
 from fastmcp_filtering.core.catalog import same_kind
 from fastmcp_filtering.core.declarations import GROUPS_META_KEY
-from fastmcp_filtering.core.request import RequestInfo, client_key, info_of, is_unrestricted
+from fastmcp_filtering.core.request import (
+    RequestInfo,
+    client_key,
+    current_scope,
+    info_of,
+    is_unrestricted,
+    request_memo,
+    scoped,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Hashable, Iterator, Sequence
@@ -299,13 +306,6 @@ class _ConcealAll:
 ALLOW_ALL = Policy(())
 CONCEAL_ALL = Policy((_ConcealAll(),))
 
-# The AccessTransform whose lookups also show what the client could enable itself.
-_WIDENED: ContextVar[object | None] = ContextVar("fastmcp_filtering_widened", default=None)
-# (request, owner, widened, policy): one policy per wire request, AccessTransform and mode.
-_CACHED: ContextVar[tuple[object, object, bool, Policy] | None] = ContextVar(
-    "fastmcp_filtering_policy", default=None
-)
-
 
 @contextlib.contextmanager
 def widened(owner: object) -> Iterator[None]:
@@ -318,21 +318,21 @@ def widened(owner: object) -> Iterator[None]:
     lists through the whole chain this way, so it never offers what any of
     them hides.
     """
-    token = _WIDENED.set(owner)
-    try:
+    with scoped(replace(current_scope(), widened=owner)):
         yield
-    finally:
-        _WIDENED.reset(token)
 
 
 def is_widened() -> bool:
     """Whether this is a discovery listing (see ``widened``)."""
-    return _WIDENED.get() is not None
+    return current_scope().widened is not None
 
 
 def invalidate() -> None:
-    """Forget this request's policy: a layer's state changed during the request."""
-    _CACHED.set(None)
+    """Forget this request's policies: a layer's state changed during the request."""
+    memo = request_memo()
+    if memo is not None:
+        for key in [k for k in memo if isinstance(k, tuple) and k[:1] == ("policy",)]:
+            del memo[key]
 
 
 async def load_policy(
@@ -345,12 +345,16 @@ async def load_policy(
     if request is None:
         # Startup, a programmatic call outside any request: nobody to show anything to.
         return CONCEAL_ALL
-    wide = _WIDENED.get() is owner
-    cached = _CACHED.get()
-    if cached is not None and cached[0] is request and cached[1] is owner and cached[2] is wide:
-        return cached[3]
+    wide = current_scope().widened is owner
+    remembered = request_memo()
+    key = ("policy", id(owner), wide)
+    cached = remembered.get(key) if remembered is not None else None
+    if cached is not None and cached[0] is owner:
+        return cast("Policy", cached[1])
     policy = await _load(request, layers, memo, wide)
-    _CACHED.set((request, owner, wide, policy))
+    if remembered is not None:
+        # The owner is held with its policy, so its id is not reused within the request.
+        remembered[key] = (owner, policy)
     return policy
 
 
