@@ -282,10 +282,11 @@ class ListHooks(ToolInjectionMiddleware):
     ``FastMCP(middleware=[...])``, when the server starts (FastMCP asks it, a
     ``ToolInjectionMiddleware``, for its tools) or else when the first message
     reaches it (before anything of that message is looked up; the middlewares
-    setting up adds also see that message). It binds pagination cursors to the
-    parameters that shape a listing, since every middleware of the package
-    narrows or reorders lists, and installs the server's ``TaskGuard``
-    (``policy.tasks``). ``meta_tools`` are the tools it adds to the server.
+    setting up adds also see that message). It installs the server's ``TaskGuard``
+    (``policy.tasks``); ``set_up`` then installs the server's ``Wire``, which binds
+    pagination cursors to the parameters that shape a listing, since every
+    middleware of the package narrows or reorders lists. ``meta_tools`` are the
+    tools it adds to the server.
 
     What a subclass takes part in is declared as data, so a request it has nothing
     to do with passes by without running its code: ``answers`` (the methods its
@@ -344,7 +345,6 @@ class ListHooks(ToolInjectionMiddleware):
 
     def setup(self, server: FastMCP) -> None:
         """Prepare ``server`` for this middleware; called once per server, by ``set_up``."""
-        install_wire(server, _own_layers)
         # Background tasks name a task id, not a tool: the guard judges the task's tool.
         install_task_guard(server)
         _SET_UP.setdefault(server, []).append(self)
