@@ -16,8 +16,9 @@ from fastmcp import Context, FastMCP
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.server.providers import LocalProvider
 from fastmcp.tools import Tool
+from pydantic import BaseModel
 
-from fastmcp_filtering import Group, install
+from fastmcp_filtering import FilterMiddleware, Group, install
 from fastmcp_filtering._fastmcp import current_request
 from fastmcp_filtering.client import call_method, update_concerns
 from fastmcp_filtering.middleware.hooks import Prefilled
@@ -26,7 +27,7 @@ from fastmcp_filtering.middleware.snapshot import Snapshots
 
 from .._full_stack import build_full_stack_server
 from ..conftest import Connect
-from . import test_discovery
+from . import test_discovery, test_search
 from .test_search import make_server, stub
 
 Step = Callable[[FastMCP, Any], Awaitable[Any]]
@@ -293,3 +294,47 @@ class TestWhereTheSnapshotIsNotTrusted:
 async def names(client: Any, query: str) -> list[str]:
     pages = await search(query)(FastMCP("unused"), client)
     return [t["name"] for page in pages for t in page["tools"]]
+
+
+class Address(BaseModel):
+    city: str
+
+
+class TestOneWayThrough:
+    async def test_search_tools_lists_nothing_and_keeps_every_mark(
+        self, connect: Connect, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The meta-tool ranks the snapshot and shows its page as a listing would, marks and
+        all, without listing through the middleware chain from inside the call."""
+        server = make_server(FilterMiddleware(groups=test_search.GROUPS))
+
+        @server.tool
+        def ship_parcel(to: Address, back: Address) -> str:
+            """Ship a parcel to an address."""
+            return to.city
+
+        entered: list[int] = []
+        original = FastMCP.list_tools
+
+        async def counting(self: FastMCP, **kw: Any) -> Sequence[Tool]:
+            entered.append(1)
+            return await original(self, **kw)
+
+        async with connect(server) as client:
+            listed = {t.name: t for t in await client.list_tools()}
+            await client.call_tool("search_tools", {"query": "open a pull request"})
+            monkeypatch.setattr(FastMCP, "list_tools", counting)
+            reply = await client.call_tool("search_tools", {"query": "open a pull request"})
+            ship = await client.call_tool("search_tools", {"query": "ship a parcel"})
+        assert entered == []
+        shipped = ship.structured_content["tools"][0]
+        found = reply.structured_content["tools"][0]
+        assert found["name"] == "create_pull_request"
+        assert found["_meta"] == listed["create_pull_request"].meta
+        assert found["_meta"]["io.modelcontextprotocol/groups"] == ["code"]
+        # As FastMCP lists it: the model's $ref inlined.
+        assert shipped["name"] == "ship_parcel"
+        assert (
+            shipped["inputSchema"] == listed["ship_parcel"].model_dump(by_alias=True)["inputSchema"]
+        )
+        assert "$defs" not in shipped["inputSchema"]

@@ -341,6 +341,8 @@ class Scope:
     """Lookups show the whole catalog, every layer aside (``unrestricted()``)."""
     widened: object | None = None
     """The ``AccessTransform`` whose lookups also show what the client could enable itself."""
+    set_aside: object | None = None
+    """The ``AccessTransform`` whose policy shows everything (``policy.decision.set_aside``)."""
 
 
 # The one ContextVar for block-scoped state: a new Scope per block, the old one back after it.

@@ -14,16 +14,17 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import mcp_types as mt
 from fastmcp.exceptions import NotFoundError
 from fastmcp.server import create_proxy
-from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.server.providers import ProxyProvider
 from fastmcp.server.providers.proxy import ProxyClient
 from mcp.shared.exceptions import MCPError
 from typing_extensions import override
+
+from fastmcp_filtering.middleware.hooks import Announces
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Sequence
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from fastmcp.prompts.base import Prompt
     from fastmcp.resources.base import Resource
     from fastmcp.resources.template import ResourceTemplate
+    from fastmcp.server.middleware import MiddlewareContext
     from fastmcp.server.providers.proxy import ClientFactoryT
     from fastmcp.tools.base import Tool
     from fastmcp.utilities.versions import VersionSpec
@@ -41,7 +43,7 @@ __all__ = ["UpstreamHealth", "UpstreamInstructions", "UpstreamProvider", "descri
 logger = logging.getLogger("fastmcp_filtering")
 
 _T = TypeVar("_T")
-_R = TypeVar("_R", mt.InitializeResult, mt.DiscoverResult)
+_R = TypeVar("_R")
 _UNREAD: Any = object()
 # FastMCP's wrappers around a transport failure, which repeat the root cause's text.
 _WRAPPER_PREFIXES = ("Client failed to connect: ",)
@@ -238,7 +240,7 @@ class UpstreamProvider(ProxyProvider):
         return await self._guard(super().get_resource_template(uri, version), None)
 
 
-class UpstreamInstructions(Middleware):
+class UpstreamInstructions(Announces):
     """Put each upstream's instructions in the handshake result, before the stack's own.
 
     The result's existing instructions (the configured ``instructions``) come
@@ -255,7 +257,10 @@ class UpstreamInstructions(Middleware):
     def __init__(self, upstreams: Sequence[UpstreamProvider]) -> None:
         self.upstreams = list(upstreams)
 
-    async def _with_upstreams(self, result: _R) -> _R:
+    @override
+    async def announced(self, context: MiddlewareContext[Any], result: _R) -> _R:
+        if not isinstance(result, mt.InitializeResult | mt.DiscoverResult):
+            return result  # a result FastMCP answered as a plain mapping
         texts = await asyncio.gather(*(u.instructions() for u in self.upstreams))
         sections: list[str]
         if len(self.upstreams) == 1:
@@ -267,24 +272,4 @@ class UpstreamInstructions(Middleware):
         if not sections:
             return result
         text = "\n\n".join([result.instructions, *sections] if result.instructions else sections)
-        return result.model_copy(update={"instructions": text})
-
-    @override
-    async def on_initialize(
-        self,
-        context: MiddlewareContext[mt.InitializeRequest],
-        call_next: CallNext[mt.InitializeRequest, mt.InitializeResult | None],
-    ) -> mt.InitializeResult | None:
-        result = await call_next(context)
-        return None if result is None else await self._with_upstreams(result)
-
-    @override
-    async def on_discover(
-        self,
-        context: MiddlewareContext[mt.DiscoverRequest],
-        call_next: CallNext[mt.DiscoverRequest, mt.DiscoverResult | dict[str, Any]],
-    ) -> mt.DiscoverResult | dict[str, Any]:
-        result = await call_next(context)
-        if not isinstance(result, mt.DiscoverResult):
-            return result
-        return await self._with_upstreams(result)
+        return cast("_R", result.model_copy(update={"instructions": text}))

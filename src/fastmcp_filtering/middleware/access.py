@@ -122,8 +122,8 @@ class GroupAccessMiddleware(LayerMiddleware):
         self,
         *,
         groups: Iterable[Group] = (),
-        catalog: Catalog | None = None,
         unauthenticated: Unauthenticated | None = None,
+        catalog: Catalog | None = None,
     ) -> None:
         self.catalog = Catalog.shared(catalog, groups, unauthenticated=unauthenticated)
         self.policy_layer = access_of(self.catalog).layer

@@ -34,7 +34,7 @@ from fastmcp_filtering.core.request import (
     unrestricted,
 )
 from fastmcp_filtering.middleware.hooks import Marks
-from fastmcp_filtering.middleware.layers import LayerMiddleware, listing, notify_changes
+from fastmcp_filtering.middleware.layers import LayerMiddleware, Reach, notify_changes
 from fastmcp_filtering.middleware.wire import report
 from fastmcp_filtering.policy.concerns import STATE_NAMESPACE, ApplyDefaults, ConcernLayer
 
@@ -214,7 +214,11 @@ class ConcernMiddleware(LayerMiddleware):
 
     @override
     async def on_list(self, request: ListRequest[_C]) -> Sequence[_C]:
-        return self._marks.apply(await super().on_list(request))
+        return await self.marked(await super().on_list(request))
+
+    @override
+    async def marked(self, components: Sequence[_C]) -> Sequence[_C]:
+        return self._marks.apply(components)
 
     def _concern_marks(self, component: FastMCPComponent) -> dict[str, Any]:
         """The proposal's ``_meta.concerns`` of a listed component, when it has values."""
@@ -314,11 +318,12 @@ class ConcernMiddleware(LayerMiddleware):
         try:
             # The store must answer; what it holds may be anything, as this replaces it.
             await load_state(ctx, STATE_NAMESPACE)
-            before = await listing(ctx.fastmcp)
+            reach = await Reach.of(ctx.fastmcp)
+            before = await reach.seen()
             await save_state(ctx, STATE_NAMESPACE, configured)
         except StateUnavailable as exc:
             raise _cannot_store(info, str(exc), identified=client_key(ctx) is not None) from exc
-        await notify_changes(ctx, before, await listing(ctx.fastmcp))
+        await notify_changes(ctx, before, await reach.seen())
         return custom_result(info, {"concerns": self.effective(configured), "warnings": warnings})
 
 

@@ -164,10 +164,16 @@ class FilterMiddleware(ListHooks):
         context = request.context
         info = request_info(context)
         narrowed = narrow(tree, info, request.kind, components) if has_filter(info) else components
-        marked = self._marks.apply(narrowed, tree.key, lambda c: _group_marks(tree, c))
+        marked = await self.marked(narrowed)
         if context.fastmcp_context is not None:
             await self.catalog.refresh(context.fastmcp_context.fastmcp)
         return marked
+
+    @override
+    async def marked(self, components: Sequence[_C]) -> Sequence[_C]:
+        # Each component's groups this client may know: the tree of its principal.
+        tree = await access_of(self.catalog).tree()
+        return self._marks.apply(components, tree.key, lambda c: _group_marks(tree, c))
 
 
 def _group_marks(tree: GroupTree, component: FastMCPComponent) -> dict[str, Any]:

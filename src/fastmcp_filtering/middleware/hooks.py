@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import functools
+import json
 import weakref
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from fastmcp.server.middleware import Middleware
+from fastmcp.server.middleware.dereference import DereferenceRefsMiddleware
 from fastmcp.server.middleware.tool_injection import ToolInjectionMiddleware
+from fastmcp.utilities.json_schema import dereference_refs
 from typing_extensions import override
 
 from fastmcp_filtering._fastmcp import (
@@ -17,7 +19,7 @@ from fastmcp_filtering._fastmcp import (
     serving_server,
 )
 from fastmcp_filtering.core.catalog import same_kind
-from fastmcp_filtering.core.request import request_info
+from fastmcp_filtering.core.request import request_info, request_memo
 from fastmcp_filtering.middleware.wire import install_wire
 from fastmcp_filtering.policy.decision import AccessTransform
 from fastmcp_filtering.policy.renderers import VisibleRenderers, is_renderer
@@ -40,16 +42,17 @@ if TYPE_CHECKING:
     from fastmcp_filtering.policy.decision import PolicyLayer
 
 __all__ = [
+    "Announces",
     "Gate",
     "ListHooks",
     "ListRequest",
     "Marks",
     "Prefilled",
     "install_task_guard",
+    "marked_by",
     "prefilled_last",
     "set_up",
     "set_up_on",
-    "shaped",
     "through_chain",
 ]
 
@@ -183,13 +186,14 @@ class Gate(Middleware):
 
 @dataclass(slots=True)
 class _Prefill:
-    message: object | None
-    """The request it answers; None: the next listing to reach ``Prefilled``."""
+    message: object
+    """The request it answers."""
     page: Sequence[Tool]
     used: bool = False
 
 
-_PREFILL: ContextVar[_Prefill | None] = ContextVar("fastmcp_filtering_prefill", default=None)
+# Where this wire request's page waits for ``Prefilled`` (``core.request.request_memo``).
+_PREFILL = ("prefill",)
 
 
 class Prefilled(Middleware):
@@ -203,12 +207,9 @@ class Prefilled(Middleware):
     async def on_list_tools(
         self, context: MiddlewareContext[Any], call_next: CallNext[Any, Sequence[Tool]]
     ) -> Sequence[Tool]:
-        prefill = _PREFILL.get()
-        if (
-            prefill is not None
-            and not prefill.used
-            and (prefill.message is None or prefill.message is context.message)
-        ):
+        memo = request_memo()
+        prefill: _Prefill | None = memo.get(_PREFILL) if memo is not None else None
+        if prefill is not None and not prefill.used and prefill.message is context.message:
             prefill.used = True
             return prefill.page
         return await call_next(context)
@@ -219,25 +220,17 @@ async def through_chain(
 ) -> tuple[bool, Sequence[Tool]]:
     """``page`` as the rest of the chain returns it, and True; or False and the chain's own
     listing when ``Prefilled`` did not answer (it was not the innermost middleware)."""
+    memo = request_memo()
+    if memo is None:
+        return False, await call_next(context)
     prefill = _Prefill(context.message, page)
-    token = _PREFILL.set(prefill)
+    held = memo.get(_PREFILL)
+    memo[_PREFILL] = prefill
     try:
         result = await call_next(context)
     finally:
-        _PREFILL.reset(token)
+        memo[_PREFILL] = held
     return prefill.used, result
-
-
-async def shaped(server: FastMCP, page: Sequence[Tool]) -> Sequence[Tool] | None:
-    """``page`` as ``server.list_tools()`` gives it through the whole middleware chain; None
-    when ``Prefilled`` did not answer (it was not the innermost middleware)."""
-    prefill = _Prefill(None, page)
-    token = _PREFILL.set(prefill)
-    try:
-        result = await server.list_tools()
-    finally:
-        _PREFILL.reset(token)
-    return result if prefill.used else None
 
 
 def prefilled_last(server: FastMCP) -> bool:
@@ -271,7 +264,44 @@ def _renderer(component: FastMCPComponent) -> bool:
     return is_renderer(str(getattr(component, "uri", "")))
 
 
-class ListHooks(ToolInjectionMiddleware):
+class Announces(Middleware):
+    """Hands each ``initialize`` and ``server/discover`` result to one ``announced``.
+
+    FastMCP runs the typed hooks where the result is still a model (since 4.2,
+    ``on_request`` and ``on_message`` run at the wire, around the serialized
+    result): what a middleware adds to the handshake, it adds here, in both eras.
+
+    Example:
+        ```python
+        class Motd(Announces):
+            async def announced(self, context, result):
+                return result.model_copy(update={"instructions": "Be kind."})
+        ```
+    """
+
+    async def announced(self, context: MiddlewareContext[Any], result: _R) -> _R:
+        """The handshake result as the client gets it; unchanged unless overridden."""
+        return result
+
+    @override
+    async def on_initialize(
+        self,
+        context: MiddlewareContext[mt.InitializeRequest],
+        call_next: CallNext[mt.InitializeRequest, mt.InitializeResult | None],
+    ) -> mt.InitializeResult | None:
+        result = await call_next(context)
+        return None if result is None else await self.announced(context, result)
+
+    @override
+    async def on_discover(
+        self,
+        context: MiddlewareContext[mt.DiscoverRequest],
+        call_next: CallNext[mt.DiscoverRequest, mt.DiscoverResult | dict[str, Any]],
+    ) -> mt.DiscoverResult | dict[str, Any]:
+        return await self.announced(context, await call_next(context))
+
+
+class ListHooks(ToolInjectionMiddleware, Announces):
     """Routes tools, prompts, resources and templates lists to one ``on_list``.
 
     ``initialize`` and ``server/discover`` results pass through one ``announce``,
@@ -357,25 +387,9 @@ class ListHooks(ToolInjectionMiddleware):
         """``announce``, for the client of ``context`` (what depends on who asks)."""
         return self.announce(result)
 
-    # FastMCP runs the typed hooks where the result is still components (since 4.2, on_request
-    # and on_message run at the wire, around the serialized result).
-
     @override
-    async def on_initialize(
-        self,
-        context: MiddlewareContext[mt.InitializeRequest],
-        call_next: CallNext[mt.InitializeRequest, mt.InitializeResult | None],
-    ) -> mt.InitializeResult | None:
-        result = await call_next(context)
-        return None if result is None else self.announce_to(context, result)
-
-    @override
-    async def on_discover(
-        self,
-        context: MiddlewareContext[mt.DiscoverRequest],
-        call_next: CallNext[mt.DiscoverRequest, mt.DiscoverResult | dict[str, Any]],
-    ) -> mt.DiscoverResult | dict[str, Any]:
-        return self.announce_to(context, await call_next(context))
+    async def announced(self, context: MiddlewareContext[Any], result: _R) -> _R:
+        return self.announce_to(context, result)
 
     @override
     async def on_list_tools(
@@ -412,6 +426,15 @@ class ListHooks(ToolInjectionMiddleware):
     async def on_list(self, request: ListRequest[_C]) -> Sequence[_C]:
         """What a list shows; passes through unless overridden."""
         return await request.rest()
+
+    async def marked(self, components: Sequence[_C]) -> Sequence[_C]:
+        """``components`` with what this middleware adds to each listed one (``_meta`` marks).
+
+        A listing's ``on_list`` applies it; ``search_tools``, which shows a page of
+        the catalog snapshot outside any listing, applies every middleware's.
+        Unchanged unless overridden.
+        """
+        return components
 
     @override
     async def __call__(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
@@ -463,6 +486,32 @@ class ListHooks(ToolInjectionMiddleware):
             if info is None or all(info.params.get(p) is None for p in params):
                 return await call_next(context)
         return await self.on_list(ListRequest(kind, context, call_next))
+
+
+async def marked_by(middlewares: Sequence[Middleware], tools: Sequence[Tool]) -> Sequence[Tool]:
+    """``tools`` as a listing through ``middlewares`` has them: the package's marks and
+    FastMCP's inlined schema ``$ref``s, innermost first.
+
+    Example:
+        ```python
+        page = await marked_by(server.middleware, ranked)
+        ```
+    """
+    for middleware in reversed(middlewares):
+        if isinstance(middleware, ListHooks):
+            tools = await middleware.marked(tools)
+        elif isinstance(middleware, DereferenceRefsMiddleware):
+            tools = [_dereferenced(t) for t in tools]
+    return tools
+
+
+def _dereferenced(tool: Tool) -> Tool:
+    """``tool`` as FastMCP's ``DereferenceRefsMiddleware`` lists it: its schemas' refs inlined."""
+    updates: dict[str, object] = {}
+    for field, schema in (("parameters", tool.parameters), ("output_schema", tool.output_schema)):
+        if schema is not None and ("$defs" in schema or '"$ref"' in json.dumps(schema)):
+            updates[field] = dereference_refs(schema)
+    return tool.model_copy(update=updates) if updates else tool
 
 
 _MAX_CACHED = 100_000

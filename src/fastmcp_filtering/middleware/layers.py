@@ -1,7 +1,8 @@
 """``LayerMiddleware``: a middleware that owns a layer of the access policy.
 
 Also what a client lists before and after its own call changes a layer's state
-(``enable_tools``, ``concerns/update``), and the ``list_changed`` it is owed.
+(``enable_tools``, ``concerns/update``): read once (``Reach``) and judged by the
+policy before and after, and the ``list_changed`` it is owed.
 
 The decision itself lives in ``policy.decision`` and is applied inside FastMCP's
 lookup by ``policy.transform.AccessTransform``. What only a middleware can do stays
@@ -35,7 +36,12 @@ from fastmcp_filtering.core.request import (
 )
 from fastmcp_filtering.middleware.hooks import ListHooks
 from fastmcp_filtering.middleware.search_service import remedy
-from fastmcp_filtering.policy.decision import AccessTransform, invalidate
+from fastmcp_filtering.policy.decision import (
+    AccessTransform,
+    current_policy,
+    invalidate,
+    set_aside,
+)
 from fastmcp_filtering.policy.progressive import call_hint
 from fastmcp_filtering.policy.renderers import VisibleRenderers, is_renderer
 
@@ -55,7 +61,7 @@ if TYPE_CHECKING:
 _C = TypeVar("_C", bound="FastMCPComponent")
 _R = TypeVar("_R")
 
-__all__ = ["LayerMiddleware", "Listing", "access_of", "judge_hidden", "listing", "notify_changes"]
+__all__ = ["LayerMiddleware", "Listing", "Reach", "access_of", "judge_hidden", "notify_changes"]
 
 
 logger = logging.getLogger("fastmcp_filtering")
@@ -80,19 +86,65 @@ def _keys(components: Iterable[FastMCPComponent]) -> frozenset[str]:
     return frozenset(c.key for c in components)
 
 
-async def listing(server: FastMCP) -> Listing:
-    """What this client lists now, through the whole middleware chain and its current policy."""
-    invalidate()
-    tools = await server.list_tools()
-    return Listing(
-        tools,
-        {
-            "tools": _keys(tools),
-            "prompts": _keys(await server.list_prompts()),
-            "resources": _keys(await server.list_resources())
-            | _keys(await server.list_resource_templates()),
-        },
-    )
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """What a client's own change could show or hide: read once, judged before and after.
+
+    Every component FastMCP's lookup finds for this client with the server's own
+    policy set aside (``set_aside``): a mounted server's policy, FastMCP's own
+    checks and the session's visibility rules still apply. A change to a
+    layer's state (enabling groups, concerns) changes only the policy, so what
+    changed for the client is this, judged by each policy: no listing through
+    the middleware chain. (A server's own middleware that hides a component from
+    lists alone, beside FastMCP's lookup, does not narrow it.)
+
+    Example:
+        ```python
+        reach = await Reach.of(ctx.fastmcp)
+        before = await reach.seen()
+        await save(...)
+        await notify_changes(ctx, before, await reach.seen())
+        ```
+    """
+
+    server: FastMCP
+    tools: Sequence[Tool]
+    prompts: Sequence[FastMCPComponent]
+    resources: Sequence[FastMCPComponent]
+
+    @classmethod
+    async def of(cls, server: FastMCP) -> Reach:
+        """Read what ``server`` could show this request's client."""
+        transform = AccessTransform.of(server)
+        with set_aside(transform):
+            tools = await server.list_tools(run_middleware=False)
+            prompts = await server.list_prompts(run_middleware=False)
+            resources = [
+                *await server.list_resources(run_middleware=False),
+                *await server.list_resource_templates(run_middleware=False),
+            ]
+        return cls(server, tools, prompts, resources)
+
+    async def seen(self) -> Listing:
+        """What the client lists under its policy as it is now (read again after a change)."""
+        invalidate()
+        policy = await current_policy(self.server)
+        tools = [t for t in self.tools if policy.judge(t) is None]
+        renderers = VisibleRenderers.of_tools(tools)
+        resources = [
+            c
+            for c in self.resources
+            if (renderers.allows(uri) if is_renderer(uri := str(getattr(c, "uri", ""))) else True)
+            and policy.judge(c) is None
+        ]
+        return Listing(
+            tools,
+            {
+                "tools": _keys(tools),
+                "prompts": _keys(p for p in self.prompts if policy.judge(p) is None),
+                "resources": _keys(resources),
+            },
+        )
 
 
 async def notify_changes(

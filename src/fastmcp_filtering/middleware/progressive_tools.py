@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from fastmcp_filtering.core.catalog import is_meta_tool
 from fastmcp_filtering.core.request import REPLY_CONFIG, StateUnavailable, brief, client_key
-from fastmcp_filtering.middleware.layers import Listing, listing, notify_changes
+from fastmcp_filtering.middleware.layers import Reach, notify_changes
 from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.progressive import as_names, call_hint, disable, enable, offered
 
@@ -215,7 +215,8 @@ class MetaToolBodies:
         tree = await access_of(self.catalog).tree()
         async with self.store.lock(client_key(ctx)):
             before = await self._current(ctx, tree)
-            seen = await listing(ctx.fastmcp)
+            reach = await Reach.of(ctx.fastmcp)
+            seen = await reach.seen()
             change = enable(
                 tree,
                 before,
@@ -225,15 +226,15 @@ class MetaToolBodies:
                 members=await self.members(ctx.fastmcp),
                 max_tools=self.max_tools,
             )
-            after = seen
             if change.changed:
                 await self._save(ctx, change.enabled)
-                after = await listing(ctx.fastmcp)
-                await notify_changes(ctx, seen, after, always=("tools",))
+                await notify_changes(ctx, seen, await reach.seen(), always=("tools",))
+        # What the client lists now: its own middlewares may hide what the policy shows.
+        listed = await ctx.fastmcp.list_tools()
         fields: dict[str, Any] = {
             "enabled": change.changed,
             "enabled_groups": self.store.ordered(change.enabled),
-            "available_tools": self._available(after.tools, change.enabled, tree),
+            "available_tools": self._available(listed, change.enabled, tree),
             "available_groups": offered(tree, change.enabled, roots=self.offer_roots),
             "errors": change.errors,
         }
@@ -242,7 +243,7 @@ class MetaToolBodies:
         new = set(fields["available_tools"]) - set(self._available(seen.tools, before, tree))
         fields["tools"] = [
             t.to_mcp_tool().model_dump(by_alias=True, mode="json", exclude_none=True)
-            for t in sorted(after.tools, key=lambda t: t.name)
+            for t in sorted(listed, key=lambda t: t.name)
             if t.name in new
         ]
         return EnableToolsWithSchemasResult(**fields)
@@ -252,17 +253,15 @@ class MetaToolBodies:
         async with self.store.lock(client_key(ctx)):
             before = await self._current(ctx, tree)
             change = disable(tree, before, groups, tool=self.disable_tool)
-            seen: Listing | None = None
             if change.changed:
-                seen = await listing(ctx.fastmcp)
+                reach = await Reach.of(ctx.fastmcp)
+                seen = await reach.seen()
                 await self._save(ctx, change.enabled)
-            after = await listing(ctx.fastmcp)
-            if seen is not None:
-                await notify_changes(ctx, seen, after, always=("tools",))
+                await notify_changes(ctx, seen, await reach.seen(), always=("tools",))
         return DisableToolsResult(
             disabled=change.changed,
             enabled_groups=self.store.ordered(change.enabled),
-            available_tools=self._available(after.tools, change.enabled, tree),
+            available_tools=self._available(await ctx.fastmcp.list_tools(), change.enabled, tree),
             available_groups=offered(tree, change.enabled, roots=self.offer_roots),
             errors=change.errors,
         )

@@ -11,7 +11,6 @@ only the searches, once per wire request, so its budget counts searches.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as mt
@@ -19,7 +18,7 @@ from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering._fastmcp import client_identity
 from fastmcp_filtering.core.catalog import LIST_METHOD
-from fastmcp_filtering.core.request import request_info
+from fastmcp_filtering.core.request import request_info, request_memo
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -30,11 +29,11 @@ __all__ = ["counted", "is_search", "rate_limit_key"]
 
 _LIST_METHODS = frozenset(LIST_METHOD.values())
 
-# (the middleware, the wire request) a search is being counted for: the dispatches it
-# makes inside itself are not counted again.
-_COUNTED: ContextVar[tuple[object, object] | None] = ContextVar(
-    "fastmcp_filtering_rate_counted", default=None
-)
+
+def _counted_key(owner: object) -> tuple[str, int]:
+    """Where the request memo marks a search ``owner`` is counting: the dispatches it makes
+    inside itself are not counted again."""
+    return ("rate-counted", id(owner))
 
 
 def is_search(
@@ -56,8 +55,8 @@ def is_search(
     info = request_info(context)
     if request is None or info is None:
         return False
-    counted = _COUNTED.get()
-    if counted is not None and counted[0] is owner and counted[1] is request:
+    memo = request_memo()
+    if memo is not None and memo.get(_counted_key(owner)) is owner:
         return False
     if context.method == "tools/call":
         message = context.message
@@ -79,14 +78,19 @@ def is_search(
 
 
 @contextmanager
-def counted(context: MiddlewareContext[Any], owner: object) -> Iterator[None]:
+def counted(owner: object) -> Iterator[None]:
     """While inside, ``is_search`` is False for ``owner`` in this wire request."""
-    fastmcp_context = context.fastmcp_context
-    token = _COUNTED.set((owner, fastmcp_context.request_context if fastmcp_context else None))
+    memo = request_memo()
+    if memo is None:
+        yield
+        return
+    key = _counted_key(owner)
+    held = memo.get(key)
+    memo[key] = owner
     try:
         yield
     finally:
-        _COUNTED.reset(token)
+        memo[key] = held
 
 
 def rate_limit_key(context: MiddlewareContext[Any]) -> str:

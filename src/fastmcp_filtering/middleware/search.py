@@ -238,7 +238,7 @@ class SearchMiddleware(ListHooks):
             context, self, self.search_tool, lambda raw: clean_query(raw, field="query")
         ):
             return await call_next(context)
-        with counted(context, self):
+        with counted(self):
             return await limiter.on_request(context, call_next)
 
     async def prepare(self, server: FastMCP) -> None:

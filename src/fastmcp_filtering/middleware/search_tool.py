@@ -10,9 +10,9 @@ from pydantic import BaseModel, Field
 
 from fastmcp_filtering.core.catalog import mark_meta_tool
 from fastmcp_filtering.core.request import REPLY_CONFIG, clean_query
-from fastmcp_filtering.middleware.hooks import shaped
+from fastmcp_filtering.middleware.hooks import marked_by
 from fastmcp_filtering.middleware.search_service import Hit, candidates, rank_hits, remedy
-from fastmcp_filtering.middleware.snapshot import request_trusts
+from fastmcp_filtering.middleware.snapshot import leaves_tools, request_trusts
 from fastmcp_filtering.policy.decision import current_policy
 
 if TYPE_CHECKING:
@@ -134,11 +134,15 @@ class SearchTool:
     async def _discovered(
         self, ctx: Context, query: str, limit: int
     ) -> list[tuple[Tool, dict[str, Any] | None]] | None:
-        """``_offers`` from the catalog snapshot, callable tools as the middleware chain shapes
-        them; None when the snapshot cannot be used for this request."""
+        """``_offers`` from the catalog snapshot, callable tools as a listing shows them (each
+        middleware's marks); None when the snapshot cannot be used for this request."""
         server = ctx.fastmcp
         snapshot = await self._snapshots.current(server)
-        if snapshot is None or not await request_trusts(snapshot, ctx):
+        if (
+            snapshot is None
+            or not all(leaves_tools(m) for m in server.middleware)
+            or not await request_trusts(snapshot, ctx)
+        ):
             return None
         selection = snapshot.selection(await current_policy(server), self._catalog, None, query)
         keys = await self._service.rank_keys(
@@ -149,10 +153,9 @@ class SearchTool:
             first=2 * limit + 16,
         )
         found = await self._offers(ctx, map(selection.hit, keys), limit)
+        # As a listing would show them: no middleware changes a tool but by its marks.
         page = [tool for tool, calls in found if calls is None]
-        listed = await shaped(server, page)
-        if listed is None or [t.name for t in listed] != [t.name for t in page]:
-            return None
+        listed = await marked_by(server.middleware, page)
         callable_ = iter(listed)
         return [(next(callable_) if calls is None else tool, calls) for tool, calls in found]
 

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
     from fastmcp_filtering.middleware.search_service import SearchService
 
-__all__ = ["Snapshots", "request_trusts"]
+__all__ = ["Snapshots", "leaves_tools", "request_trusts"]
 
 # Transforms that do the same to every request's listing, whoever asks.
 _STATIC_TRANSFORMS = (Visibility, Namespace, ToolTransform, VersionFilter)
@@ -97,6 +97,7 @@ def fingerprint(server: FastMCP, search: Middleware) -> tuple[object, ...] | Non
 
 # The hooks through which a middleware could change what a tools/list returns.
 _LISTING_HOOKS = ("__call__", "on_message", "on_request", "on_list_tools", "on_list", "answer")
+# (A layer's own ``marked`` is allowed: search applies it where it shows a page.)
 
 
 def _known(middleware: Middleware, *, inner: bool) -> bool:
@@ -105,6 +106,24 @@ def _known(middleware: Middleware, *, inner: bool) -> bool:
     The package's middlewares, and layers of one's own on ``LayerMiddleware``
     (the documented way to add one), are known while every listing hook is the
     package's; of FastMCP's, those that never change a listing.
+    """
+    from fastmcp.server.middleware.dereference import DereferenceRefsMiddleware
+
+    if isinstance(middleware, Gate):
+        return _known(middleware.inner, inner=inner)
+    if type(middleware) is DereferenceRefsMiddleware:
+        # Its copies change parameter text, which search ranks: outside the search only.
+        return not inner
+    return leaves_tools(middleware)
+
+
+def leaves_tools(middleware: Middleware) -> bool:
+    """Whether a listing through ``middleware`` leaves each tool as it was but for its marks.
+
+    The package's middlewares and layers of one's own on ``LayerMiddleware`` (while every
+    listing hook is the package's: their marks are ``ListHooks.marked``), FastMCP's
+    ``DereferenceRefsMiddleware`` (its copies are ``hooks.marked_by``'s too), and FastMCP's
+    middlewares that never change a listed tool.
     """
     from fastmcp.server.middleware.dereference import DereferenceRefsMiddleware
     from fastmcp.server.middleware.error_handling import ErrorHandlingMiddleware, RetryMiddleware
@@ -118,7 +137,7 @@ def _known(middleware: Middleware, *, inner: bool) -> bool:
 
     from fastmcp_filtering.policy.tasks import TaskGuard
 
-    known: tuple[type, ...] = (
+    neutral: tuple[type, ...] = (
         ErrorHandlingMiddleware,
         RetryMiddleware,
         LoggingMiddleware,
@@ -130,13 +149,11 @@ def _known(middleware: Middleware, *, inner: bool) -> bool:
         ToolInjectionMiddleware,
         TaskGuard,
         Prefilled,
+        DereferenceRefsMiddleware,
     )
-    if not inner:
-        # Its copies change parameter text, which search ranks: outside the search only.
-        known = (*known, DereferenceRefsMiddleware)
     if isinstance(middleware, Gate):
-        return _known(middleware.inner, inner=inner)
-    if type(middleware) in known:
+        return leaves_tools(middleware.inner)
+    if type(middleware) in neutral:
         return True
     return isinstance(middleware, ListHooks) and all(
         getattr(getattr(type(middleware), hook, None), "__module__", "").startswith(

@@ -18,19 +18,15 @@ from fastmcp_filtering.core.concerns import (
 )
 from fastmcp_filtering.core.declarations import validate_name
 from fastmcp_filtering.core.request import StateUnavailable, load_state, request_override
-from fastmcp_filtering.policy.decision import (
-    CONCEALED,
-    ClientRequest,
-    Hidden,
-    LayerView,
-    PolicyLayer,
-)
+from fastmcp_filtering.policy.decision import CONCEALED, Hidden, LayerView, PolicyLayer
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
 
     from fastmcp.server.context import Context
     from fastmcp.utilities.components import FastMCPComponent
+
+    from fastmcp_filtering.policy.decision import ClientRequest
 
 __all__ = ["APPLY_DEFAULTS", "STATE_NAMESPACE", "ApplyDefaults", "ConcernLayer"]
 

@@ -115,6 +115,7 @@ __all__ = [
     "invalidate",
     "is_widened",
     "load_policy",
+    "set_aside",
     "widened",
 ]
 
@@ -322,6 +323,19 @@ def widened(owner: object) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def set_aside(owner: object) -> Iterator[None]:
+    """Within: ``owner``'s policy shows everything; every other check still applies.
+
+    What a client's own change (enabling groups, its concerns) can change is
+    read once inside this block, then judged by its policy before and after
+    the change. A mounted server's policy, FastMCP's own checks and the
+    session's visibility rules still apply, unlike ``unrestricted``.
+    """
+    with scoped(replace(current_scope(), set_aside=owner)):
+        yield
+
+
 def is_widened() -> bool:
     """Whether this is a discovery listing (see ``widened``)."""
     return current_scope().widened is not None
@@ -339,7 +353,7 @@ async def load_policy(
     owner: object, layers: Sequence[PolicyLayer], memo: Memo | None = None
 ) -> Policy:
     """This request's policy over ``layers``, loaded once per request and ``owner``."""
-    if not layers or is_unrestricted():
+    if not layers or is_unrestricted() or current_scope().set_aside is owner:
         return ALLOW_ALL
     request = current_request()
     if request is None:

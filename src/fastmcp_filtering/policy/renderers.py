@@ -26,7 +26,10 @@ from fastmcp.server.providers.addressing import hash_tool
 from fastmcp_filtering._fastmcp import renderer_alias_hash
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from fastmcp import FastMCP
+    from fastmcp.tools import Tool
 
 __all__ = ["VisibleRenderers", "is_renderer"]
 
@@ -71,8 +74,13 @@ class VisibleRenderers:
     @classmethod
     async def of(cls, server: FastMCP) -> VisibleRenderers:
         """The renderers of what ``server.list_tools()`` shows this request's client."""
+        return cls.of_tools(await server.list_tools())
+
+    @classmethod
+    def of_tools(cls, listed: Iterable[Tool]) -> VisibleRenderers:
+        """The renderers of ``listed``, the tools a client sees."""
         tools: list[tuple[str, str]] = []
-        for tool in await server.list_tools():
+        for tool in listed:
             ui = (tool.meta or {}).get("ui")
             uri = ui.get("resourceUri") if isinstance(ui, Mapping) else None
             parsed = _parse(uri) if isinstance(uri, str) else None

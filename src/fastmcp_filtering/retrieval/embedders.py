@@ -365,8 +365,7 @@ class WordLlamaEmbedder(_LoadsOnce):
 
     Example:
         ```python
-        embed = WordLlamaEmbedder()
-        pr, create = embed(["open a pull request", "create a PR"])
+        SearchMiddleware(semantic=EnsembleEmbedder(MiniLMEmbedder(), WordLlamaEmbedder()))
         ```
     """
 
