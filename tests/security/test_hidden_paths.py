@@ -496,7 +496,11 @@ class TestConcealmentWinsInAnyOrder:
 class TestBestVisibleMatch:
     """When FastMCP's best match is hidden, a lookup gets the best match the client sees."""
 
-    async def test_a_hidden_template_does_not_shadow_a_visible_one(self, connect: Connect) -> None:
+    async def test_a_hidden_template_keeps_the_uris_it_matches_first(
+        self, connect: Connect
+    ) -> None:
+        """Not read through the visible template that also matches (a proxy's upstream would
+        answer with the hidden one's content): as an absent URI; other URIs read as ever."""
         mcp = FastMCP("templates")
 
         @mcp.resource("data://admin/{item}")
@@ -510,8 +514,13 @@ class TestBestVisibleMatch:
 
         install(mcp, concealing())
         async with connect(mcp) as client:
-            read = await client.read_resource("data://admin/x")
-        assert read[0].text == "public admin/x"  # type: ignore[union-attr]
+            with pytest.raises(MCPError) as hidden:
+                await client.read_resource("data://admin/x")
+            with pytest.raises(MCPError) as absent:
+                await client.read_resource("nothing://x")
+            read = await client.read_resource("data://public/x")
+        assert str(hidden.value) == str(absent.value).replace("nothing://x", "data://admin/x")
+        assert read[0].text == "public public/x"  # type: ignore[union-attr]
 
     async def test_two_providers_of_one_name(self, connect: Connect) -> None:
         mcp = FastMCP("providers")

@@ -21,6 +21,8 @@ from fastmcp import Client, Context, FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.server.auth import require_scopes
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
+from fastmcp.server.middleware.tool_injection import ToolInjectionMiddleware
+from fastmcp.tools import Tool
 from fastmcp.utilities.tests import asgi_server
 from mcp.shared.exceptions import MCPError
 from typing_extensions import override
@@ -501,6 +503,31 @@ class TestAccessControl:
             assert (await task.result()).data == SECRET
             assert answer(await refused(get_task(narrow, task.task_id))) == expected
         assert "purge" not in ran.tools
+
+
+class TestInjectedTaskTools:
+    """A ``ToolInjectionMiddleware``'s task tool is not registered as a background task once
+    the stack is set up: a task runs under its name whatever a lookup judged."""
+
+    async def test_an_open_tool_of_the_same_name_runs_its_own_code(self, connect: Connect) -> None:
+        mcp = FastMCP("injected")
+        mcp.add_extension(TasksExtension(name=f"tasks-{uuid.uuid4().hex}"))
+
+        async def x() -> str:
+            return SECRET
+
+        mcp.add_middleware(
+            ToolInjectionMiddleware([in_group("admin")(Tool.from_function(x, task=True))])
+        )
+
+        @mcp.tool(name="x", task=True)
+        async def open_x() -> str:
+            return "open x"
+
+        add_filtering(mcp, groups=[Group("admin", access=require_scopes("github:admin"))])
+        async with connect(mcp) as client:
+            assert [t.name for t in await client.list_tools() if t.name == "x"] == ["x"]
+            assert (await client.call_tool("x", {})).data == "open x"
 
 
 class TestGroupsInTaskMeta:

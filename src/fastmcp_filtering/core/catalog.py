@@ -5,7 +5,6 @@ from __future__ import annotations
 import fnmatch
 import logging
 import re
-import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
@@ -16,8 +15,14 @@ from fastmcp.resources.template import ResourceTemplate
 from fastmcp.tools.base import Tool
 from fastmcp.utilities.components import FastMCPComponent
 
-from fastmcp_filtering.core.declarations import META_TOOL_KEY, Group, Tag, declared_groups_of
-from fastmcp_filtering.core.request import unrestricted
+from fastmcp_filtering.core.declarations import (
+    META_TOOL_KEY,
+    Group,
+    Tag,
+    declared_groups_of,
+    lineage,
+)
+from fastmcp_filtering.core.watch import TAGS_LIST_CHANGED, Audience, Watch
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable
@@ -47,12 +52,6 @@ Unauthenticated = Literal["deny", "allow"]
 """What a client with no token gets of the groups with access checks."""
 
 # The list_changed notification each kind's membership change calls for.
-_LIST_CHANGED: dict[ComponentKind, str] = {
-    "tool": "notifications/tools/list_changed",
-    "prompt": "notifications/prompts/list_changed",
-    "resource": "notifications/resources/list_changed",
-    "template": "notifications/resources/list_changed",
-}
 LIST_METHOD: dict[ComponentKind, str] = {
     "tool": "tools/list",
     "prompt": "prompts/list",
@@ -60,8 +59,6 @@ LIST_METHOD: dict[ComponentKind, str] = {
     "template": "resources/templates/list",
 }
 """The list request of each kind."""
-GROUPS_LIST_CHANGED = "notifications/groups/list_changed"
-TAGS_LIST_CHANGED = "notifications/tags/list_changed"
 
 
 # The meta-tool objects this package built, by id (held, so an id is never reused).
@@ -128,7 +125,8 @@ def match_names(component: FastMCPComponent, kind: ComponentKind) -> tuple[str, 
         return (component.name, str(getattr(component, "uri", "")))
     if kind == "template":
         return (component.name, str(getattr(component, "uri_template", "")))
-    return (component.name,)
+    # A renamed tool answers to the patterns of every name it was made from.
+    return tuple(dict.fromkeys(c.name for c in lineage(component)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +211,7 @@ class Catalog:
                 raise ValueError(f"tag {tag.name!r} is declared twice; tag names are unique")
             self._tags[tag.name] = tag
         self._warned: set[tuple[str, str]] = set()
-        self._watch = _Watch(self)
+        self._watch = Watch(self)
         self._rebuild(self._groups)
         if unauthenticated not in ("deny", "allow"):
             raise ValueError(
@@ -310,8 +308,7 @@ class Catalog:
         self._resolved = _Resolved(groups, on_unseen=self._unseen)
         self._groups = groups
         self._version = getattr(self, "_version", -1) + 1
-        # The change that rebuilt us announces itself; the next look starts a new baseline.
-        self._watch.baseline = None
+        # The change that rebuilt us announces itself (``Watch.declarations_changed``).
         self._watch.stale = True
 
     def membership(self, component: FastMCPComponent) -> Membership:
@@ -338,22 +335,23 @@ class Catalog:
     # -- runtime changes ----------------------------------------------------------------
 
     async def add_group(self, group: Group) -> None:
-        """Declare ``group`` at runtime and tell connected clients the lists changed."""
+        """Declare ``group`` at runtime and tell each connected client what it sees changed."""
         if not isinstance(group, Group):
             raise TypeError(f"add_group() takes a Group, got {type(group).__name__}")
         if group.name in self._groups:
             raise ValueError(f"group {group.name!r} already exists; remove_group() it first")
+        before = await self._watch.sights()
         self._rebuild({**self._groups, group.name: group})
         for listener in list(self._listeners):
             listener()
-        await self.broadcast(GROUPS_LIST_CHANGED, *sorted(set(_LIST_CHANGED.values())))
+        await self._watch.declarations_changed(before)
 
     def on_declarations_changed(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` after each runtime ``add_group`` (setup follows new checks)."""
         self._listeners.append(listener)
 
     async def remove_group(self, name: str) -> Group:
-        """Remove the group called ``name`` and tell connected clients the lists changed."""
+        """Remove the group called ``name`` and tell each connected client what it sees changed."""
         if name not in self._groups:
             raise ValueError(f"no group {name!r} to remove (declared: {sorted(self._groups)})")
         if children := self._resolved.children.get(name):
@@ -361,8 +359,9 @@ class Catalog:
                 f"group {name!r} is the parent of {list(children)}; remove or re-parent them first"
             )
         removed = self._groups[name]
+        before = await self._watch.sights()
         self._rebuild({k: v for k, v in self._groups.items() if k != name})
-        await self.broadcast(GROUPS_LIST_CHANGED, *sorted(set(_LIST_CHANGED.values())))
+        await self._watch.declarations_changed(before)
         return removed
 
     async def add_tag(self, tag: Tag) -> None:
@@ -382,11 +381,21 @@ class Catalog:
         (``notifications/tags/list_changed``). Call it yourself, with
         ``force=True``, after removing components at runtime.
         """
-        await self._watch.refresh(server, force=force)
+        if self._watch.stale or force:
+            await self._watch.refresh(server, force=force)
 
-    def remember(self, connection: Connection) -> None:
-        """Keep ``connection`` (a session-era client) to announce later changes to."""
-        self._watch.connections.add(connection)
+    def remember(self, connection: Connection, principal: object = None) -> None:
+        """Keep ``connection`` (a session-era client) to announce later changes to.
+
+        ``principal`` is who it authenticated as (its token; None: none), handed to
+        the ``audience`` to tell it only of changes to what it may see.
+        """
+        # Every message of a session passes here: the watch's own code runs only on a change.
+        self._watch.connections[connection] = principal
+
+    def set_audience(self, audience: Audience) -> None:
+        """Judge what each remembered connection may see by ``audience`` (the access rules)."""
+        self._watch.audience = audience
 
     async def broadcast(self, *methods: str) -> None:
         """Send each notification in ``methods`` to every connected session-era client."""
@@ -471,57 +480,6 @@ class _Resolved:
         membership = Membership(direct, frozenset(effective), undeclared)
         self._cache[key] = membership
         return membership
-
-
-class _Watch:
-    """What the catalog last saw of a server, and the session-era clients to tell of changes."""
-
-    def __init__(self, catalog: Catalog) -> None:
-        self.catalog = catalog
-        self.connections: weakref.WeakSet[Connection] = weakref.WeakSet()
-        self.baseline: dict[ComponentKind, dict[str, tuple[Any, ...]]] | None = None
-        self.stale = True
-
-    async def refresh(self, server: FastMCP, *, force: bool = False) -> None:
-        if not (self.stale or force):
-            return
-        self.stale = False
-        # What the server has, whoever asks: a change anyone could see is announced to all.
-        with unrestricted():
-            fetched: dict[ComponentKind, Sequence[FastMCPComponent]] = {
-                "tool": await server.list_tools(run_middleware=False),
-                "prompt": await server.list_prompts(run_middleware=False),
-                "resource": await server.list_resources(run_middleware=False),
-                "template": await server.list_resource_templates(run_middleware=False),
-            }
-        membership = self.catalog.membership
-        current = {
-            kind: {c.key: (membership(c).direct, tuple(sorted(c.tags))) for c in components}
-            for kind, components in fetched.items()
-        }
-        self.stale = False
-        previous, self.baseline = self.baseline, current
-        if previous is None:
-            return
-        methods = {_LIST_CHANGED[k] for k in current if current[k] != previous.get(k)}
-        if _tags(current) != _tags(previous):
-            methods.add(TAGS_LIST_CHANGED)
-        if methods:
-            await self.broadcast(*sorted(methods))
-
-    async def broadcast(self, *methods: str) -> None:
-        for connection in list(self.connections):
-            for method in methods:
-                try:
-                    await connection.outbound.notify(method, None)
-                except Exception:
-                    logger.debug("could not notify a closed connection", exc_info=True)
-                    self.connections.discard(connection)
-                    break
-
-
-def _tags(seen: dict[ComponentKind, dict[str, tuple[Any, ...]]]) -> set[str]:
-    return {t for entries in seen.values() for _, tags in entries.values() for t in tags}
 
 
 def _walk(name: str, groups: dict[str, Group]) -> frozenset[str]:

@@ -11,6 +11,7 @@ from fastmcp_filtering.core.declarations import (
     CONCERNS_META_ALIAS,
     CONCERNS_META_KEY,
     function_attributes,
+    lineage,
     set_function_attribute,
     validate_name,
 )
@@ -272,9 +273,12 @@ def declared_values_of(
     ``ValueError`` when two sources give one concern different values.
     """
     where = label(component)
-    sources: list[tuple[str, object]] = [
-        (f"mapping[{key!r}]", mapping[key]) for key in component_keys(component) if key in mapping
-    ]
-    sources.append(("_meta['concerns']", (component.meta or {}).get(COMPONENT_META_KEY)))
-    sources.append(("@concerns", _function_values(getattr(component, "fn", None))))
+    sources: list[tuple[str, object]] = []
+    # What the tools it was made from declare (a rename's parent), it declares too.
+    for source in lineage(component):
+        sources.extend(
+            (f"mapping[{key!r}]", mapping[key]) for key in component_keys(source) if key in mapping
+        )
+        sources.append(("_meta['concerns']", (source.meta or {}).get(COMPONENT_META_KEY)))
+        sources.append(("@concerns", _function_values(getattr(source, "fn", None))))
     return merge_values(sources, where=where)

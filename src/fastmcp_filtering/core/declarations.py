@@ -297,12 +297,38 @@ def _function_groups(fn: object) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
+def lineage(component: FastMCPComponent) -> tuple[FastMCPComponent, ...]:
+    """``component`` and every tool it was made from, itself first.
+
+    A ``ToolTransform`` (or ``Tool.from_tool``) serves a new tool whose
+    ``parent_tool`` is the one it renames or wraps: whatever the parent declared
+    (``@in_group``, ``_meta``, a name a pattern matches), the tool as served
+    declares too, so a rename never takes a tool out of its group.
+
+    Example:
+        ```python
+        assert lineage(renamed) == (renamed, renamed.parent_tool)
+        ```
+    """
+    found = [component]
+    seen = {id(component)}
+    parent = getattr(component, "parent_tool", None)
+    # However deep: a tool cut from part of its lineage would lose that part's groups.
+    while isinstance(parent, FastMCPComponent) and id(parent) not in seen:
+        found.append(parent)
+        seen.add(id(parent))
+        parent = getattr(parent, "parent_tool", None)
+    return tuple(found)
+
+
 def declared_groups_of(component: FastMCPComponent) -> tuple[str, ...]:
-    """Groups a component claims itself: ``@in_group`` plus its ``_meta`` key."""
-    fn_groups = _function_groups(getattr(component, "fn", None))
-    meta_groups = (component.meta or {}).get(GROUPS_META_KEY) or ()
-    if isinstance(meta_groups, str):
-        meta_groups = (meta_groups,)
-    if not fn_groups:
-        return tuple(g for g in meta_groups if isinstance(g, str))
-    return tuple(dict.fromkeys([*fn_groups, *(g for g in meta_groups if isinstance(g, str))]))
+    """Groups a component claims itself: ``@in_group`` plus its ``_meta`` key, and what the
+    tools it was made from claim (``lineage``)."""
+    found: list[str] = []
+    for source in lineage(component):
+        found.extend(_function_groups(getattr(source, "fn", None)))
+        meta_groups = (source.meta or {}).get(GROUPS_META_KEY) or ()
+        if isinstance(meta_groups, str):
+            meta_groups = (meta_groups,)
+        found.extend(g for g in meta_groups if isinstance(g, str))
+    return tuple(dict.fromkeys(found))

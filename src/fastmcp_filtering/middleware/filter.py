@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -126,20 +127,22 @@ class FilterMiddleware(ListHooks):
         """One page of ``groups/list``: the server's ``list_page_size`` groups from the cursor.
 
         Only the groups this client's principal may use (``tree``). The cursor
-        holds the offset and the catalog version it was issued for; one from
-        another list, or from before the groups changed, is -32602.
+        holds the offset and a digest of the groups it was issued over; one from
+        another list, or from before those groups changed, is -32602. A change to
+        a group the principal may not use leaves its cursors as they were.
         """
         groups = [g.to_wire() for g in tree.groups]
+        view = _digest(groups)
         info = request_info(context)
         raw = info.params.get("cursor") if info is not None else None
         size = list_page_size(context.fastmcp_context.fastmcp) if context.fastmcp_context else None
-        offset = 0 if raw is None else _group_offset(raw, self.catalog.version)
+        offset = 0 if raw is None else _group_offset(raw, view)
         if size is None and raw is None:
             return {"groups": groups}
         end = len(groups) if size is None else offset + size
         page: dict[str, Any] = {"groups": groups[offset:end]}
         if end < len(groups):
-            state = json.dumps({"groups": end, "version": self.catalog.version})
+            state = json.dumps({"groups": end, "view": view})
             page["nextCursor"] = base64.urlsafe_b64encode(state.encode()).decode()
         return page
 
@@ -181,12 +184,18 @@ def _group_marks(tree: GroupTree, component: FastMCPComponent) -> dict[str, Any]
     return {GROUPS_META_KEY: list(tree.membership(component).direct)}
 
 
-def _group_offset(raw: object, version: int) -> int:
+def _digest(groups: list[dict[str, Any]]) -> str:
+    """A short digest of the groups one client lists: what its cursors are bound to."""
+    text = json.dumps(groups, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _group_offset(raw: object, view: str) -> int:
     """The offset a ``groups/list`` cursor holds; -32602 for anything else."""
     try:
         state = json.loads(base64.urlsafe_b64decode(str(raw).encode()).decode())
         offset = state["groups"]
-        issued = state["version"]
+        issued = state["view"]
     except (ValueError, TypeError, KeyError, binascii.Error):
         raise invalid_params(
             "cursor is not a groups/list cursor; send the nextCursor of the previous page",
@@ -194,7 +203,7 @@ def _group_offset(raw: object, version: int) -> int:
         ) from None
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise invalid_params("cursor is not a groups/list cursor", field="cursor")
-    if issued != version:
+    if issued != view:
         raise invalid_params(
             "the groups changed since this cursor was issued; list them from the start",
             field="cursor",

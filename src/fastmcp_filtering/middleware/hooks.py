@@ -21,7 +21,9 @@ from fastmcp_filtering._fastmcp import (
 from fastmcp_filtering.core.catalog import same_kind
 from fastmcp_filtering.core.request import request_info, request_memo
 from fastmcp_filtering.middleware.wire import install_wire
+from fastmcp_filtering.policy.access import current_principal
 from fastmcp_filtering.policy.decision import AccessTransform
+from fastmcp_filtering.policy.injection import judge_injections
 from fastmcp_filtering.policy.renderers import VisibleRenderers, is_renderer
 from fastmcp_filtering.policy.tasks import GUARDED_METHODS, TaskGuard, task_guard
 
@@ -51,6 +53,7 @@ __all__ = [
     "install_task_guard",
     "marked_by",
     "prefilled_last",
+    "refuse_shared_caches",
     "set_up",
     "set_up_on",
     "through_chain",
@@ -61,6 +64,17 @@ _R = TypeVar("_R")
 
 # The package's middlewares set up on each server so far, in order.
 _SET_UP: weakref.WeakKeyDictionary[FastMCP, list[Middleware]] = weakref.WeakKeyDictionary()
+
+
+# Each server's middlewares when last set up or checked (held, so no id is reused): one
+# added or swapped in since may inject tools.
+_CHAIN: weakref.WeakKeyDictionary[FastMCP, tuple[Middleware, ...]] = weakref.WeakKeyDictionary()
+
+
+def _chain_changed(server: FastMCP) -> bool:
+    seen = _CHAIN.get(server, ())
+    chain = server.middleware
+    return len(seen) != len(chain) or any(a is not b for a, b in zip(seen, chain, strict=True))
 
 
 def set_up_on(server: FastMCP) -> tuple[Middleware, ...]:
@@ -86,13 +100,38 @@ def set_up(server: FastMCP) -> list[Middleware]:
     for middleware in before:
         if isinstance(middleware, ListHooks) and not any(middleware is d for d in done):
             middleware.setup(server)
+    # Tools a middleware of the server's own injects are listed past every transform.
+    judge_injections(server, own=lambda m: isinstance(m, ListHooks))
+    refuse_shared_caches(server)
     # The parent looks a mounted server's components up by name through its transforms
     # alone: the mounted server's policy must be in place before the parent's first lookup.
     for child in mounted_servers(server):
         set_up(child)
     # Its answers may hold a mounted server's shaped ones, whatever its own middlewares.
     install_wire(server, _own_layers)
+    _CHAIN[server] = tuple(server.middleware)
     return [m for m in server.middleware if not any(m is b for b in before)]
+
+
+def refuse_shared_caches(server: FastMCP) -> None:
+    """Raise ``ValueError`` when FastMCP's response cache would answer for the package.
+
+    ``ResponseCachingMiddleware`` keys a list by access token alone (every
+    anonymous client shares one entry) and a call by token and arguments: it
+    would hand one client the list or the result another client's groups,
+    concerns or ``filter``/``query`` produced, wider than its own. No key it
+    offers is per client, so the combination is refused rather than half-served.
+    """
+    from fastmcp.server.middleware.caching import ResponseCachingMiddleware
+
+    if any(isinstance(m, ResponseCachingMiddleware) for m in server.middleware):
+        raise ValueError(
+            "ResponseCachingMiddleware cannot run beside fastmcp-filtering: it keys cached "
+            "lists by access token alone (all anonymous clients share one), so one client "
+            "would get the tools or a result that another client's enabled groups, concerns, "
+            "filter or query produced. Remove ResponseCachingMiddleware from the server, or "
+            "cache inside the tools that are slow."
+        )
 
 
 def _own_layers(server: FastMCP) -> Sequence[PolicyLayer]:
@@ -445,6 +484,12 @@ class ListHooks(ToolInjectionMiddleware, Announces):
                 # First sight of the server (added with mcp.add_middleware): set it up before
                 # this message goes on, and let it pass what setting up added.
                 call_next = _through(set_up(server), call_next)
+            elif _chain_changed(server):
+                # A middleware added or swapped in since: one injecting tools is judged from
+                # now on, a cache shared between clients refused (every request, until removed).
+                judge_injections(server, own=lambda m: isinstance(m, ListHooks))
+                refuse_shared_caches(server)
+                _CHAIN[server] = tuple(server.middleware)
             if self not in _SERVING:
                 _SERVING.add(self)
                 self.serving(server)
@@ -458,7 +503,7 @@ class ListHooks(ToolInjectionMiddleware, Announces):
         if info is not None:
             if self.catalog is not None and not info.modern and info.connection is not None:
                 # Runtime group changes are announced to the session-era clients it remembers.
-                self.catalog.remember(info.connection)
+                self.catalog.remember(info.connection, current_principal())
             if self.meta_keys and not self.meta_keys.isdisjoint(info.meta):
                 # Bad input is -32602 here, before any lookup judges with it.
                 self.check_meta(context, info)

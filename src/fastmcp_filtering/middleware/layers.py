@@ -32,7 +32,6 @@ from fastmcp_filtering.core.request import (
     invalid_params,
     request_info,
     requested_version,
-    unrestricted,
 )
 from fastmcp_filtering.middleware.hooks import ListHooks
 from fastmcp_filtering.middleware.search_service import remedy
@@ -294,8 +293,10 @@ async def _hint(context: MiddlewareContext[Any], kind: str, key: str) -> str | N
         return None
     version = requested_version(context)
     try:
-        # The component as no client sees it, only to ask the policy why it is hidden.
-        with unrestricted():
+        # The component as FastMCP's lookup finds it for this client with this server's own
+        # policy set aside, only to ask that policy why it is hidden: what anything else
+        # hides (a mounted server's own policy, FastMCP's checks) stays unknown.
+        with set_aside(AccessTransform.of(server)):
             component: FastMCPComponent | None
             if kind == "tool":
                 component = await server.get_tool(key, version)

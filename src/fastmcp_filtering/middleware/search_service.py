@@ -29,6 +29,7 @@ from fastmcp_filtering.core.declarations import BETTER_MATCHES_META_KEY
 from fastmcp_filtering.core.request import unrestricted
 from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.decision import LISTERS, AccessTransform, Policy, PolicyLayer, widened
+from fastmcp_filtering.policy.injection import unjudged_tools
 from fastmcp_filtering.retrieval.fusion import blend
 from fastmcp_filtering.retrieval.ranking import Document, SearchIndex, best_first
 from fastmcp_filtering.retrieval.semantic_index import EmbeddingIndex, document_text
@@ -266,9 +267,10 @@ class SearchService:
         # One index serves every client: a group under an access check must not steer rankings.
         ruled = access_of(self.catalog).rules().ruled
         group_text: list[str] = []
+        membership = self.catalog.membership(component) if self.catalog.declared else None
         # Without declared groups no membership adds text (indexing 10,000 tools, it would
         # cost as much as the rest of the document).
-        for name in self.catalog.membership(component).direct if self.catalog.declared else ():
+        for name in membership.direct if membership is not None else ():
             group = self.catalog.group(name)
             if group is not None and name not in ruled:
                 group_text.extend(t for t in (group.name, group.title, group.description) if t)
@@ -290,6 +292,10 @@ class SearchService:
             tags=tuple(sorted(component.tags)),
             groups=tuple(group_text),
             params=params,
+            # A member of a group under an access check, or a component with its own auth,
+            # moves no other client's scores.
+            in_statistics=getattr(component, "auth", None) is None
+            and (membership is None or ruled.isdisjoint(membership.effective)),
         )
 
 
@@ -436,9 +442,9 @@ async def candidates(server: FastMCP, kind: ComponentKind) -> tuple[list[_C], li
     if listed is None:
         return list(await getattr(server, LISTERS[kind])()), []
     every, policy = listed
-    # FastMCP lists a middleware's injected tools past every transform: no policy judges
-    # them (and a provider's tool of the same name is not listed).
-    injected = {t.name for m in server.middleware for t in getattr(m, "injected_tools", ())}
+    # FastMCP lists the package's meta-tools past every transform: no policy judges them
+    # (and a provider's tool of the same name is not listed); other injected tools are.
+    injected = {t.name for t in unjudged_tools(server)}
     usable = [c for c in every if c.name in injected or policy.judge(c) is None]
     return usable, _enable_only(every, policy, {search_key(c) for c in usable})
 

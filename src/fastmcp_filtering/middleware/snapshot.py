@@ -38,6 +38,7 @@ from fastmcp_filtering.middleware.candidates import CatalogSnapshot
 from fastmcp_filtering.middleware.hooks import Gate, ListHooks, Prefilled, prefilled_last
 from fastmcp_filtering.middleware.search_service import can_enable
 from fastmcp_filtering.policy.decision import AccessTransform
+from fastmcp_filtering.policy.injection import JudgedInjection, unjudged_tools
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -151,7 +152,7 @@ def leaves_tools(middleware: Middleware) -> bool:
         Prefilled,
         DereferenceRefsMiddleware,
     )
-    if isinstance(middleware, Gate):
+    if isinstance(middleware, Gate | JudgedInjection):
         return leaves_tools(middleware.inner)
     if type(middleware) in neutral:
         return True
@@ -225,9 +226,8 @@ class Snapshots:
     async def _build(self, server: FastMCP, stamp: tuple[object, ...]) -> CatalogSnapshot:
         service = self._service
         tools, has_auth = await list_catalog(server)
-        injected = frozenset(
-            id(t) for m in server.middleware for t in getattr(m, "injected_tools", ())
-        )
+        # The package's meta-tools: every other injected tool is judged like any tool.
+        injected = frozenset(id(t) for t in unjudged_tools(server))
         access = AccessTransform.of(server)
         layers = access.layers if access is not None else ()
         snapshot = CatalogSnapshot(

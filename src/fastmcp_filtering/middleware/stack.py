@@ -17,9 +17,9 @@ from fastmcp_filtering.middleware.search import SearchMiddleware
 if TYPE_CHECKING:
     from fastmcp import FastMCP
 
+    from fastmcp_filtering.core.catalog import Unauthenticated
     from fastmcp_filtering.core.declarations import Group, Tag
     from fastmcp_filtering.middleware.concerns import ApplyDefaults
-    from fastmcp_filtering.policy.access import Unauthenticated
 
 __all__ = ["FilteringStack", "StackOptions", "add_filtering", "filtering_stack", "install"]
 

@@ -27,6 +27,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from fastmcp.server.auth import AccessToken
 from fastmcp.utilities.components import FastMCPComponent
 
 from fastmcp_filtering._fastmcp import current_request
@@ -38,12 +39,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Hashable
 
     from fastmcp import FastMCP
-    from fastmcp.server.auth import AccessToken
 
     from fastmcp_filtering.core.catalog import Catalog
     from fastmcp_filtering.core.declarations import Group, Tag
 
-__all__ = ["AccessLayer", "CatalogView", "GroupAccess", "Unauthenticated", "access_of"]
+__all__ = ["AccessLayer", "CatalogView", "GroupAccess", "access_of", "current_principal"]
 
 logger = logging.getLogger("fastmcp_filtering")
 
@@ -75,6 +75,7 @@ class GroupAccess:
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
+        catalog.set_audience(self.viewer)
         self._rules: _Rules | None = None
         self.layer = AccessLayer(self)
         self.enforced_on: weakref.WeakSet[FastMCP] = weakref.WeakSet()
@@ -124,15 +125,33 @@ class GroupAccess:
         cached = remembered.get(key) if remembered is not None else None
         if cached is not None and cached[0] is self:
             return cast("frozenset[str]", cached[1])
-        denied = await self._evaluate(rules)
+        denied = await self._evaluate(rules, _current_token())
         if remembered is not None:
             remembered[key] = (self, denied)
         return denied
 
-    async def _evaluate(self, rules: _Rules) -> frozenset[str]:
+    async def viewer(self, principal: object) -> _View | None:
+        """What ``principal`` (a token ``current_principal`` gave) may see now; None: all.
+
+        The catalog's ``audience``: a runtime change is announced to a remembered
+        connection only when what its principal may see changed.
+        """
+        rules = self.rules()
+        if not rules.checks:
+            return None
+        token: AccessToken | Literal[_Unusable.TOKEN] | None = _UNUSABLE
+        if principal is None or isinstance(principal, AccessToken):
+            token = principal
+        if isinstance(token, AccessToken) and _expired(token):
+            token = _UNUSABLE
+        denied = await self._evaluate(rules, token)
+        return _View(self.catalog, denied, rules.restrictive & denied)
+
+    async def _evaluate(
+        self, rules: _Rules, token: AccessToken | Literal[_Unusable.TOKEN] | None
+    ) -> frozenset[str]:
         from fastmcp.utilities.authorization import AuthContext, run_auth_checks
 
-        token = _current_token()
         if token is _UNUSABLE:
             # An expired or unreadable token is a failed authentication, not its absence:
             # "allow" is for clients that sent none (a local stdio owner), never for these.
@@ -188,11 +207,20 @@ def _current_token() -> AccessToken | Literal[_Unusable.TOKEN] | None:
         return _UNUSABLE
     if token is None:
         return None
-    expires = getattr(token, "expires_at", None)
-    if isinstance(expires, int | float) and expires <= time.time():
+    if _expired(token):
         # The verifier checked it when the request came in; a long-lived session may outlive it.
         return _UNUSABLE
     return token
+
+
+def _expired(token: AccessToken) -> bool:
+    expires = getattr(token, "expires_at", None)
+    return isinstance(expires, int | float) and expires <= time.time()
+
+
+def current_principal() -> object:
+    """Who this request authenticated as, for ``Catalog.remember``: its token, or None."""
+    return _current_token()
 
 
 def _stand_in(group: Group) -> FastMCPComponent:
@@ -292,6 +320,12 @@ class _View:
         name them either (see ``Policy.denied_groups``)."""
         self._restrictive = restrictive
         self.key = ("access", id(catalog), catalog.version, denied)
+
+    def sees(self, component: FastMCPComponent) -> bool:
+        return self.judge(component) is None
+
+    def knows(self, group: str) -> bool:
+        return group not in self._denied
 
     def judge(self, component: FastMCPComponent) -> Hidden | None:
         if not self._denied:

@@ -115,6 +115,7 @@ __all__ = [
     "invalidate",
     "is_widened",
     "load_policy",
+    "loaded_policy",
     "set_aside",
     "widened",
 ]
@@ -349,6 +350,23 @@ def invalidate() -> None:
             del memo[key]
 
 
+def loaded_policy(owner: object) -> Policy | None:
+    """This request's policy on ``owner`` if ``load_policy`` loaded it already; None: unknown.
+
+    For FastMCP's synchronous lookups (a ``ToolInjectionMiddleware``'s tools), which
+    cannot load it themselves: whoever asks loads it first, and a caller treats None as
+    hidden. Everything shows inside ``unrestricted()`` and for ``set_aside`` owners.
+    """
+    scope = current_scope()
+    if scope.unrestricted or scope.set_aside is owner:
+        return ALLOW_ALL
+    remembered = request_memo()
+    if remembered is None:
+        return None
+    cached = remembered.get(("policy", id(owner), scope.widened is owner))
+    return cast("Policy", cached[1]) if cached is not None and cached[0] is owner else None
+
+
 async def load_policy(
     owner: object, layers: Sequence[PolicyLayer], memo: Memo | None = None
 ) -> Policy:
@@ -409,6 +427,11 @@ LISTERS = {
     "resource": "list_resources",
     "template": "list_resource_templates",
 }
+
+
+def _same_template(component: FastMCPComponent, other: FastMCPComponent) -> bool:
+    """Whether two templates are versions of one (the same URI template)."""
+    return getattr(component, "uri_template", None) == getattr(other, "uri_template", None)
 
 
 def _matches(component: FastMCPComponent, kind: str, key: str) -> bool:
@@ -520,7 +543,8 @@ class AccessTransform(CatalogTransform):
         FastMCP's lookup answers one best match (the highest version, the first
         provider, the first template); when this client may not see it, the
         answer is the best match among what this client's listing holds, as the
-        list shows it. A lookup naming one exact version finds nothing instead.
+        list shows it: another version of it, never another template that also
+        matches the URI. A lookup naming one exact version finds nothing instead.
         """
         found = await call_next(key, version=version)
         if found is None or not self._layers:
@@ -541,7 +565,11 @@ class AccessTransform(CatalogTransform):
         matching = [
             c
             for c in listed
-            if _matches(c, kind, key) and (version is None or version.matches(c.version))
+            if _matches(c, kind, key)
+            and (version is None or version.matches(c.version))
+            # Another template matching the URI would read it in the hidden one's place (a
+            # proxy's upstream resolves the URI by its own order: the hidden one's content).
+            and (kind != "template" or _same_template(c, found))
         ]
         # The listing above is this transform's output: already scrubbed.
         return cast("_C", max(matching, key=version_sort_key)) if matching else None

@@ -24,15 +24,16 @@ from fastmcp_filtering.core.request import (
     client_key,
     load_state,
     save_state,
-    unrestricted,
 )
 from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.decision import (
     CONCEALED,
+    AccessTransform,
     ClientRequest,
     Hidden,
     LayerView,
     PolicyLayer,
+    set_aside,
 )
 
 if TYPE_CHECKING:
@@ -464,13 +465,14 @@ class ProgressiveLayer(PolicyLayer):
     async def members(self, server: FastMCP) -> dict[str, frozenset[str]]:
         """Each group's tools this principal may use: what ``max_tools`` counts.
 
-        Counted over the whole catalog, not this request's view of other layers,
-        so no request shape (a concerns override, say) can enable more; but never
-        a tool access control conceals from this principal, whose count would
-        betray it (and refuse room the principal could use).
+        Counted over what FastMCP's lookup finds with this server's policy set
+        aside, not this request's view of its other layers, so no request shape
+        (a concerns override, say) can enable more; but never a tool access
+        control conceals from this principal, or a mounted server's own policy
+        hides, whose count would betray it (and refuse room the principal could use).
         """
         access = await access_of(self.catalog).judge()
-        with unrestricted():
+        with set_aside(AccessTransform.of(server)):
             tools = await server.list_tools(run_middleware=False)
         members: dict[str, set[str]] = {}
         for tool in tools:

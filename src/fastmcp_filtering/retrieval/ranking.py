@@ -166,6 +166,9 @@ class Document:
     groups: tuple[str, ...] = ()
     params: tuple[tuple[str, str], ...] = ()
     """(parameter name, its description) pairs."""
+    in_statistics: bool = True
+    """Whether it counts toward the catalog's statistics (field length averages, boilerplate
+    parameters): False for one only some clients may see, so it moves no other's scores."""
 
 
 @dataclass(slots=True)
@@ -197,8 +200,9 @@ class Postings:
 
     Documents are added, replaced and removed one at a time; they are posted at the
     next ``flush`` (a search), a bulk load then posting each document once with the
-    field length averages of the whole catalog. The averages and the boilerplate
-    parameters (those most documents share, which count for nothing) are frozen
+    field length averages of the catalog (its documents ``in_statistics``). The averages
+    and the boilerplate parameters (those most documents share, which count for nothing)
+    are frozen
     between recomputations, made when many documents changed, so one change does
     not touch every posting.
 
@@ -225,6 +229,8 @@ class Postings:
         self._norms = self._norms_for([1.0] * len(FIELDS))
         self._boilerplate: frozenset[str] = frozenset()
         self._changes = 0
+        """Changes to the documents the statistics count since they were last computed."""
+        self._statistics_count = 0
         self._unposted: set[str] = set()
         self._counted: dict[tuple[object, ...], dict[str, int]] = {}
         self._parameter_sets: dict[
@@ -273,12 +279,14 @@ class Postings:
             share = 1.0 / len(entry.name_words)
             for word in entry.name_words:
                 self.name_words.setdefault(word, {})[key] = share
-        self._total_length = [t + n for t, n in zip(self._total_length, length, strict=True)]
-        self._param_df.update(params.keys())
+        if document.in_statistics:
+            self._total_length = [t + n for t, n in zip(self._total_length, length, strict=True)]
+            self._param_df.update(params.keys())
+            self._statistics_count += 1
+            self._changes += 1
         # Posted at the next search: a bulk load then posts each document once, with the
         # averages of the whole catalog.
         self._unposted.add(key)
-        self._changes += 1
         return True
 
     def _repeated(self, texts: tuple[str, ...], *, keep_stopwords: bool) -> dict[str, int]:
@@ -329,9 +337,13 @@ class Postings:
             holders.pop(key, None)
             if not holders:
                 del self.name_words[word]
-        self._total_length = [t - n for t, n in zip(self._total_length, entry.length, strict=True)]
-        self._param_df.subtract(entry.params.keys())
-        self._changes += 1
+        if entry.document.in_statistics:
+            self._total_length = [
+                t - n for t, n in zip(self._total_length, entry.length, strict=True)
+            ]
+            self._param_df.subtract(entry.params.keys())
+            self._statistics_count -= 1
+            self._changes += 1
         if key in self._unposted:
             self._unposted.discard(key)
             return True
@@ -388,7 +400,7 @@ class Postings:
 
     def flush(self) -> None:
         """Post what changed since the last search, recomputing averages when many did."""
-        count = len(self.entries)
+        count = self._statistics_count
         if self._changes and (count < 64 or self._changes * 10 >= count):
             # Most postings rest on outdated averages: cheaper to redo them all now.
             self._refreeze()
@@ -398,12 +410,13 @@ class Postings:
         self._unposted.clear()
 
     def _refreeze(self) -> None:
-        count = len(self.entries)
+        # Over the documents every client may see: one only some may see moves no score.
+        count = self._statistics_count
         self._changes = 0
         self._unposted.clear()
-        if not count:
-            return
-        self._norms = self._norms_for([max(total / count, 1.0) for total in self._total_length])
+        self._norms = self._norms_for(
+            [max(total / count, 1.0) if count else 1.0 for total in self._total_length]
+        )
         self._boilerplate = (
             frozenset(p for p, df in self._param_df.items() if df / count > _BOILERPLATE_SHARE)
             if count >= _BOILERPLATE_MIN_TOOLS
