@@ -17,7 +17,7 @@ from fastmcp.server.auth import require_scopes
 from fastmcp.tools import Tool
 from mcp.shared.exceptions import MCPError
 
-from fastmcp_filtering import Catalog, FilterMiddleware, Group, add_filtering, install
+from fastmcp_filtering import Catalog, FilterMiddleware, Group, add_filtering, in_group, install
 from fastmcp_filtering.client import FilteringNotifications, call_method
 
 from .._principals import PrincipalByClientName, as_principal
@@ -157,6 +157,33 @@ class TestRuntimeChanges:
         assert heard["admin"].methods == _told(
             era, "notifications/tags/list_changed", "notifications/tools/list_changed"
         )
+
+    @pytest.mark.parametrize("child_stack", [True, False])
+    async def test_a_mounted_servers_hidden_addition_is_announced_to_nobody(
+        self, era: str, child_stack: bool
+    ) -> None:
+        """Its own access control, or its tool's own auth, judges it per request only: no
+        change outside a request can ask them, so none is announced through the parent."""
+        mcp, _ = guarded_server()
+        child = FastMCP("child")
+        child.tool(lambda: "r", name="restart")
+        if child_stack:
+            add_filtering(
+                child, groups=[Group("ops", access=require_scopes("github:admin"))], search=False
+            )
+        mcp.mount(child, namespace="c")
+        async with reader_and_admin(mcp, era) as (reader, admin, heard):
+            if child_stack:
+                child.add_tool(in_group("ops")(Tool.from_function(_drop_database, name="wipe")))
+            else:
+                child.add_tool(
+                    Tool.from_function(
+                        _drop_database, name="wipe", auth=require_scopes("github:admin")
+                    )
+                )
+            assert "c_wipe" in {t.name for t in await admin.list_tools()}
+            assert "c_wipe" not in {t.name for t in await reader.list_tools()}
+        assert heard["reader"].methods == []
 
     async def test_an_open_tool_added_is_announced_to_both(self, era: str) -> None:
         mcp, _ = guarded_server()

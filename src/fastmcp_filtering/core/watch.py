@@ -5,8 +5,11 @@ FastMCP does not announce ``mcp.add_tool()`` at runtime, and a runtime
 components as last seen (their groups and tags) and the session-era connections
 to tell, each with the principal it authenticated as. A change is announced to a
 connection only when what that principal may see changed (its ``Viewer``, from
-the access rules registered as the catalog's ``audience``), so no client learns
-when something it may not see came, went or moved.
+the access rules registered as the catalog's ``audience``, and each component's
+own ``auth``), so no client learns when something it may not see came, went or
+moved. A mounted server's components are judged by its own policy per request,
+which no change outside a request can ask: changes to them are announced to
+nobody (a client sees them at its next listing).
 """
 
 from __future__ import annotations
@@ -15,6 +18,13 @@ import logging
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
+
+from fastmcp.server.providers.fastmcp_provider import (
+    FastMCPProviderPrompt,
+    FastMCPProviderResource,
+    FastMCPProviderResourceTemplate,
+    FastMCPProviderTool,
+)
 
 from fastmcp_filtering.core.request import unrestricted
 
@@ -38,6 +48,13 @@ _LIST_CHANGED: dict[Kind, str] = {
     "template": "notifications/resources/list_changed",
 }
 _GROUPS_LIST_CHANGED = "notifications/groups/list_changed"
+# What a mounted server's components are, as its parent lists them.
+_MOUNTED = (
+    FastMCPProviderTool,
+    FastMCPProviderPrompt,
+    FastMCPProviderResource,
+    FastMCPProviderResourceTemplate,
+)
 TAGS_LIST_CHANGED = "notifications/tags/list_changed"
 
 
@@ -178,7 +195,13 @@ class Watch:
     def _look(self, fetched: Mapping[Kind, Iterable[FastMCPComponent]]) -> _Baseline:
         membership = self._declarations.membership
         return {
-            kind: {c.key: _Seen(c, membership(c).direct, tuple(sorted(c.tags))) for c in components}
+            kind: {
+                c.key: _Seen(c, membership(c).direct, tuple(sorted(c.tags)))
+                for c in components
+                # A mounted server's component: its own policy and auth judge it per request,
+                # which a change outside any request cannot ask, so it is announced to nobody.
+                if not isinstance(c, _MOUNTED)
+            }
             for kind, components in fetched.items()
         }
 
