@@ -495,7 +495,8 @@ def upstream_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 @pytest.mark.slow
 class TestDeadUpstreams:
-    """on_upstream_error: "warn" serves what is alive and names what is not, once."""
+    """on_upstream_error: "warn" (the default with several upstreams) serves what is alive
+    and names what is not, once; "raise" (the default with one) fails naming it."""
 
     @pytest.mark.parametrize("era", list(ERAS))
     async def test_warn_serves_the_live_upstream_and_logs_the_dead_one_once(
@@ -527,10 +528,33 @@ class TestDeadUpstreams:
             assert await names(client) == ["search_tools"]
 
     @pytest.mark.parametrize("era", list(ERAS))
-    async def test_raise_fails_listings_naming_the_upstream(self, era: str) -> None:
-        config = FilteringConfig.model_validate({"upstreams": [standin("a", namespace="a"), GHOST]})
+    async def test_raise_fails_listings_naming_the_upstream(
+        self, era: str, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        config = FilteringConfig.model_validate(
+            {"on_upstream_error": "raise", "upstreams": [standin("a", namespace="a"), GHOST]}
+        )
         async with Client(build_proxy(config), **ERAS[era]) as client:
             with pytest.raises(MCPError, match=r"upstream 'ghost' is unavailable: .*mcp-server"):
+                await client.list_tools()
+        # The log says what clients get in this mode, not what "warn" would do.
+        assert upstream_warnings(caplog)[:1] == [
+            f"upstream 'ghost' is unavailable: {GHOST_REASON}; each request that needs it "
+            "fails with an error naming it until it answers"
+        ]
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_by_default_one_dead_upstream_among_several_is_left_out(self, era: str) -> None:
+        config = FilteringConfig.model_validate({"upstreams": [standin("a", namespace="a"), GHOST]})
+        async with Client(build_proxy(config), **ERAS[era]) as client:
+            listed = await names(client)
+        assert listed == sorted([f"a_{n}" for n in RECORDED] + ["search_tools"])
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_by_default_a_lone_dead_upstream_fails_naming_it(self, era: str) -> None:
+        config = FilteringConfig.model_validate({"upstreams": [{**GHOST, "namespace": None}]})
+        async with Client(build_proxy(config), **ERAS[era]) as client:
+            with pytest.raises(MCPError, match=r"upstream 'ghost' is unavailable"):
                 await client.list_tools()
 
     @pytest.mark.parametrize("era", list(ERAS))

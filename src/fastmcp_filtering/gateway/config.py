@@ -401,7 +401,10 @@ class FilteringConfig(_Model):
 
     name: str = "fastmcp-filtering"
     instructions: str | None = None
-    on_upstream_error: Literal["raise", "warn"] = "raise"
+    on_upstream_error: Literal["raise", "warn"] | None = None
+    """What a failing upstream does to requests: ``"warn"`` leaves it out and serves the
+    others, ``"raise"`` fails each request that needs it, naming it. Unset: ``"warn"`` with
+    several upstreams (one dead upstream is harmless), ``"raise"`` with one."""
     trust_upstream_groups: bool = False
     """Keep group membership an upstream claims in ``_meta`` (off: the config alone decides)."""
     upstreams_from: str | None = None

@@ -138,8 +138,9 @@ def build_proxy(config: FilteringConfig, *, upstream_log: Path | TextIO | None =
     components by a ``ConfigAnnotations`` transform, so every layer sees them.
     Clients get the configured ``instructions``, then each upstream's own
     (under its name when there are several), then the stack's paragraphs. With
-    ``on_upstream_error = "warn"`` an upstream that fails is logged once (its
-    label and the reason) and left out while the others are served. Stdio
+    ``on_upstream_error = "warn"`` (the default with several upstreams) an
+    upstream that fails is logged once (its label and the reason) and left out
+    while the others are served. Stdio
     upstreams start at the first request, write their stderr to ``upstream_log``
     (default: this process's), and stop when the server's lifespan ends (the
     last in-memory client leaves, or the server stops).
@@ -188,7 +189,11 @@ def _build(
         upstream_transport(u, forward_client_headers=forward, log_file=upstream_log)
         for u in config.upstreams
     ]
-    health = UpstreamHealth(log=log_failures)
+    strategy = on_upstream_error or config.on_upstream_error
+    if strategy is None:
+        # One dead upstream among several is harmless; a lone one has nothing else to serve.
+        strategy = "warn" if len(config.upstreams) > 1 else "raise"
+    health = UpstreamHealth(log=log_failures, mode=strategy)
 
     @asynccontextmanager
     async def close_upstreams(_server: FastMCP[Any]) -> AsyncIterator[dict[str, Any]]:
@@ -199,7 +204,6 @@ def _build(
             health.closing = True
             await _close_all(transports)
 
-    strategy = on_upstream_error or config.on_upstream_error
     # Who each HTTP request is ([auth]) and where its state lives ([state]).
     served: dict[str, Any] = {
         "auth": config.auth.verifier() if config.auth is not None else None,

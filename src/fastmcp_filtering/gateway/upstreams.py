@@ -68,6 +68,13 @@ def describe_failure(error: BaseException) -> str:
     return (text.splitlines()[0] if text else type(root).__name__)[:300]
 
 
+# What clients get while an upstream is down, by ``on_upstream_error``.
+_CONSEQUENCE = {
+    "warn": "serving the other upstreams without it",
+    "raise": "each request that needs it fails with an error naming it",
+}
+
+
 class UpstreamHealth:
     """Which upstreams failed and why; one warning when an upstream fails, a notice when back.
 
@@ -82,9 +89,11 @@ class UpstreamHealth:
         ```
     """
 
-    def __init__(self, *, log: bool = True) -> None:
+    def __init__(self, *, log: bool = True, mode: Literal["raise", "warn"] = "warn") -> None:
         self.unavailable: dict[str, str] = {}
         self.log = log
+        self.mode = mode
+        """What the proxy does with a failing upstream: the log says it as it is."""
         """False: record failures without logging them (``check`` reports them itself)."""
         self.closing = False
         """Set when the proxy stops its upstreams: requests still in flight then fail unlogged."""
@@ -99,10 +108,10 @@ class UpstreamHealth:
             if not self.log:
                 return reason
             logger.warning(
-                "upstream %r is unavailable: %s; serving the other upstreams without it "
-                "until it answers",
+                "upstream %r is unavailable: %s; %s until it answers",
                 label,
                 reason,
+                _CONSEQUENCE[self.mode],
             )
         return reason
 
