@@ -2,7 +2,7 @@
 
 ``tests/interop`` pins ``@modelcontextprotocol/sdk`` (1.x, protocol 2025-11-25) and
 ``@modelcontextprotocol/inspector``; ``.ci/run`` installs them with ``npm ci``, and
-this module installs them once per session when they are missing. Without Node
+``tests/_node.py`` installs them once per session when they are missing. Without Node
 the tests skip locally and fail under CI (``CI=true``).
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,12 +18,12 @@ from typing import Any
 import pytest
 
 from .._full_stack import FULL_STACK_SERVER, full_stack_http_server
+from .._node import INTEROP, node_with_packages
 
 # Node clients against the server as a subprocess.
 pytestmark = pytest.mark.slow
 
 
-INTEROP = Path(__file__).resolve().parents[1] / "interop"
 SCRIPT = INTEROP / "interop.mjs"
 INSPECTOR = INTEROP / "node_modules" / ".bin" / "mcp-inspector"
 
@@ -71,41 +70,10 @@ REQUIRED_CHECKS = {
 }
 
 
-def _require(tool: str) -> str:
-    path = shutil.which(tool)
-    if path is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{tool} is not installed; CI needs Node 20+ and npm for the interop tests")
-        pytest.skip(f"{tool} is not installed")
-    return path
-
-
-def _installed() -> bool:
-    """Whether node_modules holds exactly the versions package.json pins."""
-    pinned: dict[str, str] = json.loads((INTEROP / "package.json").read_text())["dependencies"]
-    for name, version in pinned.items():
-        manifest = INTEROP / "node_modules" / name / "package.json"
-        if not manifest.exists() or json.loads(manifest.read_text())["version"] != version:
-            return False
-    return True
-
-
 @pytest.fixture(scope="session")
 def node() -> str:
     """``node``'s path, with tests/interop's packages installed (``npm ci``, once)."""
-    node = _require("node")
-    npm = _require("npm")
-    if not _installed():
-        done = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund"],
-            cwd=INTEROP,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        assert done.returncode == 0, f"npm ci failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    return node
+    return node_with_packages()
 
 
 def _run_script(node: str, *args: str) -> dict[str, Any]:

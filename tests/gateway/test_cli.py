@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from fastmcp_filtering.gateway.cli import CheckReport, check, main
 from fastmcp_filtering.gateway.config import load_config
 from fastmcp_filtering.gateway.proxy import build_proxy
 
+from .._node import node_with_packages
 from .._servers import free_port, wait_for_http
 from ..conftest import ERAS
 from .test_proxy import EXAMPLE_CONFIG, RECORDED, STANDIN, names, reply, standin_http
@@ -420,10 +420,9 @@ class TestInit:
         "package", ["server-everything", "server-memory"], ids=["everything", "memory"]
     )
     async def test_real_npm_servers(self, tmp_path: Path, package: str) -> None:
+        node = node_with_packages()
         main_js = NODE_MODULES / package / "dist" / "index.js"
-        if not main_js.is_file() or shutil.which("node") is None:
-            pytest.skip(f"npm install @modelcontextprotocol/{package} in tests/interop")
-        _, report = await init_and_check(tmp_path, "node", str(main_js))
+        _, report = await init_and_check(tmp_path, node, str(main_js))
         assert_grouped(report)
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -25,6 +24,7 @@ from fastmcp import Client
 
 from fastmcp_filtering.client import call_method, list_groups, list_tools
 
+from .._node import node_with_packages
 from ..conftest import ERAS
 from .test_cli import CLI, SRC, proxy_client, serve_http, wait_gone
 
@@ -47,18 +47,7 @@ DOCS = "demo://ev/resource/static/document/"
 @pytest.fixture(scope="module")
 def node() -> str:
     """``node``'s path, once the pinned servers are installed in tests/interop."""
-    path = shutil.which("node")
-    missing = [p.parent.parent.name for p in (EVERYTHING, MEMORY) if not p.exists()]
-    if path is None or missing:
-        reason = (
-            "node is not installed"
-            if path is None
-            else f"{', '.join(missing)} not installed: run `npm ci` in tests/interop"
-        )
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{reason}; CI installs them in .ci/run")
-        pytest.skip(reason)
-    return path
+    return node_with_packages()
 
 
 def write_config(tmp_path: Path, node: str, *, dead: bool = False) -> Path:
