@@ -231,21 +231,26 @@ def ledger_server(*, auth_tools: int) -> FastMCP:
     mcp.tool(lambda: "b", name="export_report", description="Export ledger totals.")
     for i in range(6):
         mcp.tool(lambda: "x", name=f"misc_{i}", description="misc utility")
-    for i in range(auth_tools):
+    add_ledger_tools(mcp, auth_tools, auth=True)
+    add_filtering(mcp, groups=[Group("ops")])
+    return mcp
 
-        def admin_only(ledger: str) -> str:
-            return ledger
 
+def add_ledger_tools(mcp: FastMCP, count: int, *, auth: bool) -> None:
+    """``count`` admin tools that take a ``ledger``, with their own ``auth`` or without."""
+
+    def admin_only(ledger: str) -> str:
+        return ledger
+
+    for i in range(count):
         mcp.add_tool(
             Tool.from_function(
                 admin_only,
                 name=f"adm_{i}",
                 description="admin thing",
-                auth=require_scopes("github:admin"),
+                auth=require_scopes("github:admin") if auth else None,
             )
         )
-    add_filtering(mcp, groups=[Group("ops")])
-    return mcp
 
 
 def ranked_server(*, admin_tools: int) -> FastMCP:
@@ -272,6 +277,15 @@ def ranked_server(*, admin_tools: int) -> FastMCP:
     return mcp
 
 
+async def _reader_after_admin(mcp: FastMCP, era: str, query: str) -> list[str]:
+    """What the reader's ``query`` finds once an admin's search put every tool in the index."""
+    async with _client(mcp, era, "admin") as admin:
+        await call_method(admin, "tools/list", {"query": query})
+    async with _client(mcp, era, "reader") as reader:
+        page = await call_method(reader, "tools/list", {"query": query})
+    return [t["name"] for t in page["tools"]]
+
+
 class TestSearchStatistics:
     async def test_tools_the_reader_may_not_see_move_none_of_its_rankings(self, era: str) -> None:
         """The lexical index's statistics (field length averages, boilerplate parameters)
@@ -289,10 +303,28 @@ class TestSearchStatistics:
         found = []
         for auth_tools in (0, 30):
             mcp = ledger_server(auth_tools=auth_tools)
-            async with _client(mcp, era, "admin") as admin:
-                await call_method(admin, "tools/list", {"query": "ledger"})
-            async with _client(mcp, era, "reader") as reader:
-                page = await call_method(reader, "tools/list", {"query": "ledger"})
-                found.append([t["name"] for t in page["tools"]])
+            found.append(await _reader_after_admin(mcp, era, "ledger"))
+        assert found[0] == found[1]
+        assert set(found[0]) == {"export_rows", "export_report"}
+
+    @pytest.mark.parametrize("child_stack", [True, False])
+    async def test_a_mounted_servers_hidden_tools_move_none_of_its_matches(
+        self, era: str, child_stack: bool
+    ) -> None:
+        """The mounted server's own policy (or its tools' own auth) judges them per request,
+        so they count in no statistics, even once an admin's search indexed them."""
+        found = []
+        for hidden in (0, 30):
+            mcp = ledger_server(auth_tools=0)
+            child = FastMCP("child")
+            add_ledger_tools(child, hidden, auth=not child_stack)
+            if child_stack:
+                add_filtering(
+                    child,
+                    groups=[Group("vault", tools=["adm_*"], access=require_scopes("github:admin"))],
+                    search=False,
+                )
+            mcp.mount(child, namespace="c")
+            found.append(await _reader_after_admin(mcp, era, "ledger"))
         assert found[0] == found[1]
         assert set(found[0]) == {"export_rows", "export_report"}

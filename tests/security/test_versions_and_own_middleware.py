@@ -8,12 +8,14 @@ from typing import Any
 
 import pytest
 from fastmcp import FastMCP
+from fastmcp.server.auth import require_scopes
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools import Tool
 
 from fastmcp_filtering import Group, add_filtering, in_group
 from fastmcp_filtering.client import call_method, list_tools
 
+from .._principals import PrincipalByClientName, as_principal
 from ..conftest import Connect
 
 
@@ -59,6 +61,56 @@ class TestVersions:
         assert not v2.get("isError")
         assert v1["isError"] is True
         assert 'enable_tools(groups=["admin"])' in v1["content"][0]["text"]
+
+
+class Passthrough(Middleware):
+    """A middleware the stack knows nothing of: search lists through the chain."""
+
+    async def on_list_tools(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Sequence[Tool]]
+    ) -> Sequence[Tool]:
+        return list(await call_next(context))
+
+
+def versioned_server(*, unknown_middleware: bool) -> FastMCP:
+    """``deploy`` 1 open to all, 2 and 3 in a group only ``github:admin`` tokens may use."""
+    mcp = FastMCP("versions")
+    mcp.add_middleware(PrincipalByClientName())
+    for version in ("1", "2", "3"):
+        tool = mcp.tool(lambda v=version: v, name="deploy", version=version, description="Deploy")
+        if version != "1":
+            in_group("admin")(tool)
+    if unknown_middleware:
+        mcp.add_middleware(Passthrough())
+    add_filtering(mcp, groups=[Group("admin", access=require_scopes("github:admin"))])
+    return mcp
+
+
+class TestVersionsAsListed:
+    @pytest.mark.parametrize("unknown_middleware", [False, True])
+    @pytest.mark.parametrize(("who", "versions"), [("reader", ["1"]), ("admin", ["3", "2", "1"])])
+    async def test_search_tools_gives_the_definition_tools_list_gives(
+        self, connect: Connect, unknown_middleware: bool, who: str, versions: list[str]
+    ) -> None:
+        """The same ``_meta`` (every version the client may use, no other) from the snapshot
+        and from a listing through an unknown middleware."""
+        mcp = versioned_server(unknown_middleware=unknown_middleware)
+        async with connect(mcp, **as_principal(who)) as client:
+            page = await call_method(client, "tools/list", {})
+            listed = [t for t in page["tools"] if t["name"] == "deploy"]
+            found = await client.call_tool("search_tools", {"query": "deploy"})
+        assert found.structured_content["tools"] == listed
+        assert listed[0]["_meta"]["fastmcp"]["versions"] == versions
+
+    async def test_a_single_versioned_tool_names_its_version(self, connect: Connect) -> None:
+        mcp = FastMCP("one")
+        mcp.tool(lambda: "x", name="deploy", version="7", description="Deploy")
+        add_filtering(mcp, groups=[])
+        async with connect(mcp) as client:
+            listed = (await call_method(client, "tools/list", {}))["tools"]
+            found = await client.call_tool("search_tools", {"query": "deploy"})
+        assert found.structured_content["tools"] == [t for t in listed if t["name"] == "deploy"]
+        assert found.structured_content["tools"][0]["_meta"]["fastmcp"]["versions"] == ["7"]
 
 
 class TestServersOwnMiddleware:

@@ -9,6 +9,12 @@ from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, TypeVar, cast
 
 import mcp_types as mt
+from fastmcp.server.providers.fastmcp_provider import (
+    FastMCPProviderPrompt,
+    FastMCPProviderResource,
+    FastMCPProviderResourceTemplate,
+    FastMCPProviderTool,
+)
 from fastmcp.utilities.components import FastMCPComponent
 
 __all__ = [
@@ -50,6 +56,14 @@ MAX_NAME_LENGTH = 256
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/\-]*")
 
 _FN_ATTRIBUTE = "__fastmcp_filtering_groups__"
+
+# What a mounted server's components are, as its parent lists them.
+_MOUNTED = (
+    FastMCPProviderTool,
+    FastMCPProviderPrompt,
+    FastMCPProviderResource,
+    FastMCPProviderResourceTemplate,
+)
 
 _T = TypeVar("_T")
 
@@ -319,6 +333,22 @@ def lineage(component: FastMCPComponent) -> tuple[FastMCPComponent, ...]:
         seen.add(id(parent))
         parent = getattr(parent, "parent_tool", None)
     return tuple(found)
+
+
+def is_mounted(component: FastMCPComponent) -> bool:
+    """Whether ``component`` is a mounted server's, as its parent serves it.
+
+    Its own server's middleware and policy judge it when a request reaches that server,
+    which nothing outside the request can ask: nothing shared between clients (change
+    notifications, search statistics) may depend on it.
+
+    Example:
+        ```python
+        parent.mount(child, namespace="ops")
+        is_mounted(await parent.get_tool("ops_restart"))  # True
+        ```
+    """
+    return isinstance(component, _MOUNTED)
 
 
 def declared_groups_of(component: FastMCPComponent) -> tuple[str, ...]:

@@ -19,13 +19,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
-from fastmcp.server.providers.fastmcp_provider import (
-    FastMCPProviderPrompt,
-    FastMCPProviderResource,
-    FastMCPProviderResourceTemplate,
-    FastMCPProviderTool,
-)
-
+from fastmcp_filtering.core.declarations import is_mounted
 from fastmcp_filtering.core.request import unrestricted
 
 if TYPE_CHECKING:
@@ -48,13 +42,6 @@ _LIST_CHANGED: dict[Kind, str] = {
     "template": "notifications/resources/list_changed",
 }
 _GROUPS_LIST_CHANGED = "notifications/groups/list_changed"
-# What a mounted server's components are, as its parent lists them.
-_MOUNTED = (
-    FastMCPProviderTool,
-    FastMCPProviderPrompt,
-    FastMCPProviderResource,
-    FastMCPProviderResourceTemplate,
-)
 TAGS_LIST_CHANGED = "notifications/tags/list_changed"
 
 
@@ -200,7 +187,7 @@ class Watch:
                 for c in components
                 # A mounted server's component: its own policy and auth judge it per request,
                 # which a change outside any request cannot ask, so it is announced to nobody.
-                if not isinstance(c, _MOUNTED)
+                if not is_mounted(c)
             }
             for kind, components in fetched.items()
         }

@@ -54,6 +54,8 @@ class Selection:
     """Candidates it could call after enabling groups, by key."""
     versioned: list[Tool]
     """Candidates of keys with several versions: the index must describe these ones."""
+    versions: dict[str, list[Tool]] = field(default_factory=dict)
+    """Every version the client can use of each key with several, as its listing holds them."""
 
     def hit(self, key: str) -> Hit[Tool]:
         tool = self.callable.get(key)
@@ -163,6 +165,7 @@ class CatalogSnapshot:
                 selection.callable,
                 selection.enable,
                 selection.versioned,
+                selection.versions,
             )
         return selection
 
@@ -212,10 +215,13 @@ class CatalogSnapshot:
         key, then what the client could enable under the keys it cannot use at all."""
         tools, keys, versioned_keys = self.tools, self.keys, self._versioned
         chosen: dict[str, Tool] = {}
+        versions: dict[str, list[Tool]] = {}
         for position in state.visible:
             tool, key = tools[position], keys[position]
             if list_filter is not None and not matches(catalog, list_filter, tool):
                 continue
+            if key in versioned_keys:
+                versions.setdefault(key, []).append(tool)
             held = chosen.get(key) if key in versioned_keys else None
             if held is None or version_sort_key(tool) > version_sort_key(held):
                 chosen[key] = tool
@@ -230,7 +236,7 @@ class CatalogSnapshot:
         if list_filter is not None:
             extra = {k: h for k, h in extra.items() if matches(catalog, list_filter, h.component)}
         within = frozenset(k for k in (*chosen, *extra) if k not in self._meta)
-        selection = Selection(within, chosen, extra, [])
+        selection = Selection(within, chosen, extra, [], versions)
         for key in versioned_keys:
             component = selection.component(key)
             if component is not None:

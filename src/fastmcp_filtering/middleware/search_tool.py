@@ -6,17 +6,24 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from fastmcp.server.context import Context  # noqa: TC002 - the meta-tool's signature needs it
 from fastmcp.tools import Tool
+from fastmcp.utilities.versions import dedupe_with_versions
 from pydantic import BaseModel, Field
 
 from fastmcp_filtering.core.catalog import mark_meta_tool
 from fastmcp_filtering.core.request import REPLY_CONFIG, clean_query
 from fastmcp_filtering.middleware.hooks import marked_by
-from fastmcp_filtering.middleware.search_service import Hit, candidates, rank_hits, remedy
+from fastmcp_filtering.middleware.search_service import (
+    Hit,
+    candidates,
+    rank_hits,
+    remedy,
+    search_key,
+)
 from fastmcp_filtering.middleware.snapshot import leaves_tools, request_trusts
 from fastmcp_filtering.policy.decision import current_policy
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Iterable
+    from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 
     from fastmcp_filtering.core.catalog import Catalog
     from fastmcp_filtering.middleware.search_service import SearchService
@@ -114,6 +121,7 @@ class SearchTool:
             found = await self._offers(
                 ctx, await rank_hits(self._service, "tool", usable, extra, query), limit
             )
+            found = _versions_named(found, _by_key(usable))
         items: list[dict[str, Any]] = []
         for tool, calls in found:
             if calls is None:
@@ -152,7 +160,9 @@ class SearchTool:
             snapshot.component_of(selection),
             first=2 * limit + 16,
         )
-        found = await self._offers(ctx, map(selection.hit, keys), limit)
+        found = _versions_named(
+            await self._offers(ctx, map(selection.hit, keys), limit), selection.versions
+        )
         # As a listing would show them: no middleware changes a tool but by its marks.
         page = [tool for tool, calls in found if calls is None]
         listed = await marked_by(server.middleware, page)
@@ -175,3 +185,26 @@ class SearchTool:
             if len(found) == limit:
                 break
         return found
+
+
+def _by_key(tools: Iterable[Tool]) -> dict[str, list[Tool]]:
+    by_key: dict[str, list[Tool]] = {}
+    for tool in tools:
+        by_key.setdefault(search_key(tool), []).append(tool)
+    return by_key
+
+
+def _versions_named(
+    found: Sequence[tuple[Tool, dict[str, Any] | None]], versions: Mapping[str, list[Tool]]
+) -> list[tuple[Tool, dict[str, Any] | None]]:
+    """Each callable versioned tool as FastMCP's listing gives it: its ``_meta`` names
+    every version of it the client can use (``versions``), and no other."""
+    return [
+        (
+            dedupe_with_versions(versions.get(search_key(tool)) or [tool], search_key)[0]
+            if calls is None and (tool.version is not None or search_key(tool) in versions)
+            else tool,
+            calls,
+        )
+        for tool, calls in found
+    ]
