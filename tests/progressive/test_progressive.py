@@ -181,8 +181,8 @@ class TestConstruction:
             groups=GROUPS[:2], initial_groups=["issues"], max_tools=5, call_tool_name="call_tool"
         )
         assert repr(middleware) == snapshot(
-            "ProgressiveDisclosureMiddleware(catalog=Catalog(groups=['issues', 'code'], "
-            "tags=[]), initial_groups=['issues'], max_tools=5, hide_ungrouped=False, "
+            "ProgressiveDisclosureMiddleware(catalog=Catalog(groups=['issues', 'code'], tags=[]), "
+            "initial_groups=['issues'], max_tools=5, hide_ungrouped=False, call_unlisted=False, "
             "meta_tools=['call_tool', 'disable_tools', 'enable_tools'])"
         )
 

@@ -79,8 +79,9 @@ async def test_streamable_http_sessions() -> None:
 
 @pytest.mark.slow
 async def test_streamable_http_stateless_without_auth_never_shares() -> None:
-    """2026-07-28 over HTTP with no auth: no identity, so the initial set, no meta-tools that
-    could only fail, and instructions and refusals that say how to get state."""
+    """2026-07-28 over HTTP with no auth: no identity, so the initial set listed, no meta-tools
+    that could only fail, other groups' tools run by name, and instructions and refusals that
+    say how to get state."""
     with progressive_http_server() as url:
         async with Client(url) as client, Client(url) as other:
             stateless = [n for n in INITIAL if n not in ("enable_tools", "disable_tools")]
@@ -91,15 +92,9 @@ async def test_streamable_http_stateless_without_auth_never_shares() -> None:
             )
             with pytest.raises(ToolError) as refused:
                 await client.call_tool("enable_tools", {"groups": ["code"]})
-            assert str(refused.value) == (
-                "Unknown tool: 'enable_tools'; groups cannot be enabled or disabled on this "
-                "connection: this server keeps enabled groups per session (protocol 2025-11-25) "
-                "or per authenticated user, and this stateless HTTP request has neither. "
-                "Authenticate or connect with a session; until then the initial groups apply: "
-                '["issues"]'
-            )
-            with pytest.raises(ToolError, match=r"this connection cannot enable groups"):
-                await client.call_tool("delete_repo", {"name": "x"})
+            assert str(refused.value) == f"Unknown tool: 'enable_tools'; {NO_STATE}"
+            # Another group's tool runs by its exact name; the list stays the same.
+            assert (await client.call_tool("delete_repo", {"name": "x"})).structured_content
             assert await names(client) == stateless
             assert await names(other) == stateless
             assert (await client.call_tool("create_issue", {"title": "t"})).structured_content
@@ -136,8 +131,9 @@ STATE_TOOLS = {"enable_tools", "disable_tools"}
 NO_STATE = (
     "groups cannot be enabled or disabled on this connection: this server keeps enabled "
     "groups per session (protocol 2025-11-25) or per authenticated user, and this stateless "
-    "HTTP request has neither. Authenticate or connect with a session; until then the initial "
-    'groups apply: ["issues"]'
+    "HTTP request has neither. Authenticate or connect with a session. Until then the initial "
+    'groups are listed (["issues"]), and a tool of any other group runs when called by its '
+    "exact name (search_tools finds them)"
 )
 HOW_TO_GET_STATE = "authenticate (send a bearer token) or connect with a 2025-11-25 session"
 
@@ -175,6 +171,35 @@ class TestClientsWithoutState:
                 queried = await list_tools(client, query=tool)
                 assert tool not in {t.name for t in queried.tools}
             assert "create_repo" not in listed
+
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_every_group_is_reached_by_exact_name(self, era: str) -> None:
+        """Listed: the initial groups. Found by search with its definition and run by name or
+        through call_tool: a tool of any group; never one no group shows."""
+        async with (
+            asgi_server(searchable_server(), stateless_http=True) as running,
+            running.client(**ERAS[era]) as client,
+        ):
+            found = await client.call_tool("search_tools", {"query": "create repo"})
+            hit = found.structured_content["tools"][0]
+            assert hit["name"] == "create_repo"
+            assert "inputSchema" in hit
+            assert "available_after" not in hit
+            assert (await client.call_tool("create_repo", {"name": "x"})).data == "repo x"
+            proxied = await client.call_tool(
+                "call_tool", {"name": "fork_repo", "arguments": {"name": "y"}}
+            )
+            assert proxied.content[0].text == "y"  # type: ignore[union-attr]
+            readme = await client.read_resource("repo://readme")
+            assert readme[0].text == "# readme"  # type: ignore[union-attr]
+            with pytest.raises(ToolError) as concealed:
+                await client.call_tool("typo", {})
+            with pytest.raises(ToolError) as absent:
+                await client.call_tool("never_was", {})
+            assert str(concealed.value).replace("typo", "X") == str(absent.value).replace(
+                "never_was", "X"
+            )
+            assert "create_repo" not in await names(client)
 
     @pytest.mark.parametrize("era", list(ERAS))
     async def test_the_instructions_say_how_to_get_state(self, era: str) -> None:

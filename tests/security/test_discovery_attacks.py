@@ -348,7 +348,9 @@ def no_offers(found: list[dict[str, Any]]) -> bool:
 
 class TestCannotEnable:
     @pytest.mark.parametrize("era", list(ERAS))
-    async def test_anonymous_stateless_http_is_offered_nothing(self, era: str) -> None:
+    async def test_anonymous_stateless_http_is_offered_calls_by_name(self, era: str) -> None:
+        """It cannot enable groups, so it is offered nothing to enable: what it could have
+        enabled comes with its definition, to call by name; its lists stay as they are."""
         async with (
             asgi_server(server(), stateless_http=True) as running,
             running.client(**ERAS[era]) as client,
@@ -356,9 +358,11 @@ class TestCannotEnable:
             for query in ["save text to a new file", "record changes commit", "write"]:
                 found = await search(client, query)
                 assert no_offers(found), (query, brief(found))
-                assert "write_file" not in [t["name"] for t in found]
+                assert all("inputSchema" in t for t in found), (query, brief(found))
                 got = await listed(client, {"query": query})
                 assert BETTER_MATCHES_META_KEY not in got["meta"], query
+                assert "write_file" not in got["tools"], query
+            assert "write_file" in [t["name"] for t in await search(client, "write")]
 
     @pytest.mark.parametrize("era", list(ERAS))
     async def test_a_client_chosen_session_id_is_offered_nothing(self, era: str) -> None:

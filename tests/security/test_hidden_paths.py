@@ -390,7 +390,7 @@ class TestAMiddlewareAheadOfTheStack:
     async def test_the_first_call_of_a_hidden_tool_answers_as_for_nothing(self) -> None:
         mcp = FastMCP("guarded", middleware=[AuthMiddleware(auth=require_scopes("api"))])
         mcp.add_tool(in_group("admin")(Tool.from_function(lambda: "gone", name="delete_all")))
-        install(mcp, progressive(Group("admin")))
+        install(mcp, progressive(Group("admin", access=require_scopes("admin"))))
         headers = {
             "accept": "application/json, text/event-stream",
             "mcp-protocol-version": "2026-07-28",

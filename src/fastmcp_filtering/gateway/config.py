@@ -350,7 +350,8 @@ class ProgressiveConfig(_Model):
     """``ProgressiveDisclosureMiddleware`` options; on when the table is present.
 
     ``call_tool_name`` adds a ``call_tool`` proxy for clients that ignore
-    ``list_changed``.
+    ``list_changed``; ``call_unlisted`` lets a client call any tool of a group it
+    has not enabled by its exact name (search first).
 
     Example:
         ```toml
@@ -365,6 +366,7 @@ class ProgressiveConfig(_Model):
     initial_groups: list[str] = Field(default_factory=list)
     max_tools: int | None = None
     hide_ungrouped: bool = False
+    call_unlisted: bool = False
     available_groups: Literal["children", "all"] = "children"
     enable_tool_name: str = "enable_tools"
     disable_tool_name: str = "disable_tools"

@@ -82,11 +82,14 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
     Enabled groups live in FastMCP's session state store, per session
     (2025-11-25) or per authenticated principal (2026-07-28; per process on
     stdio and in-memory); a client with no identity, or a store that fails,
-    gets the initial groups and cannot enable more. A client with no identity
+    gets the initial groups listed and cannot enable more. A client with no identity
     (unauthenticated stateless HTTP) is not offered ``enable_tools`` and
     ``disable_tools`` at all, on any path (calling one is "Unknown tool", with
-    how to get state), and the server instructions it receives say how to
-    get state: authenticate, or connect with a 2025-11-25 session.
+    how to get state); it still reaches every tool it could have enabled by its
+    exact name (``search_tools`` offers them with their definitions, a call by
+    name or through ``call_tool`` runs them), and the server instructions it
+    receives say so. ``call_unlisted=True`` gives every client that reach:
+    enabling groups then shapes only what is listed (search first).
 
     Example:
         ```python
@@ -114,21 +117,16 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
         include_schemas: bool = False,
         available_groups: Literal["children", "all"] = "children",
         state_namespace: str = "progressive",
+        call_unlisted: bool = False,
     ) -> None:
         self.catalog = Catalog.shared(catalog, groups)
-        if max_tools is not None and (
-            isinstance(max_tools, bool) or not isinstance(max_tools, int) or max_tools < 1
-        ):
-            raise ValueError(f"max_tools must be a positive int or None, got {max_tools!r}")
+        _check_options(
+            max_tools=max_tools, available_groups=available_groups, call_unlisted=call_unlisted
+        )
         self.max_tools = max_tools
         self.hide_ungrouped = bool(hide_ungrouped)
         self.include_schemas = bool(include_schemas)
-        if available_groups not in ("children", "all"):
-            raise ValueError(
-                f"available_groups={available_groups!r} is not an option: use 'children' (the "
-                "child groups enabling opened up, as wags replies) or 'all' (the roots not "
-                "enabled too)"
-            )
+        self.call_unlisted = call_unlisted
         self.available_groups = available_groups
         self.enable_tool_name = enable_tool_name
         self.disable_tool_name = disable_tool_name
@@ -146,6 +144,7 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
             enable_tool=enable_tool_name,
             disable_tool=disable_tool_name,
             max_tools=max_tools,
+            call_unlisted=call_unlisted,
         )
         self._bodies = MetaToolBodies(
             self.policy_layer,
@@ -199,7 +198,8 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
         return (
             f"ProgressiveDisclosureMiddleware(catalog={self.catalog!r}, "
             f"initial_groups={list(self.initial_groups)!r}, max_tools={self.max_tools!r}, "
-            f"hide_ungrouped={self.hide_ungrouped!r}, meta_tools={sorted(self._meta_names)!r})"
+            f"hide_ungrouped={self.hide_ungrouped!r}, call_unlisted={self.call_unlisted!r}, "
+            f"meta_tools={sorted(self._meta_names)!r})"
         )
 
     @override
@@ -290,6 +290,25 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
         current = result.instructions
         text = f"{current}\n\n{paragraph}" if current else paragraph
         return result.model_copy(update={"instructions": text})  # type: ignore[attr-defined,no-any-return]
+
+
+def _check_options(*, max_tools: object, available_groups: object, call_unlisted: object) -> None:
+    """Raise ``ValueError`` naming the first option out of range and what to pass instead."""
+    if max_tools is not None and (
+        isinstance(max_tools, bool) or not isinstance(max_tools, int) or max_tools < 1
+    ):
+        raise ValueError(f"max_tools must be a positive int or None, got {max_tools!r}")
+    if available_groups not in ("children", "all"):
+        raise ValueError(
+            f"available_groups={available_groups!r} is not an option: use 'children' (the "
+            "child groups enabling opened up, as wags replies) or 'all' (the roots not "
+            "enabled too)"
+        )
+    if not isinstance(call_unlisted, bool):
+        raise ValueError(
+            f"call_unlisted must be True or False, got {call_unlisted!r}: True lets a "
+            "client call any tool of a group it has not enabled by its exact name"
+        )
 
 
 def _meta_tool_names(enable: str, disable: str, call: str | None) -> frozenset[str]:

@@ -146,6 +146,11 @@ class MetaToolBodies:
         )
 
     def call_description(self) -> str:
+        if self.layer.call_unlisted:
+            return (
+                "Call a tool by its exact name, listed or not (search_tools finds them): "
+                f'{self.call_tool}(name="<tool>", arguments={{...}}).'
+            )
         return (
             "Call a tool of an enabled group by name, for when your tool list has not "
             "refreshed after enabling a group: "
@@ -163,7 +168,8 @@ class MetaToolBodies:
             "groups cannot be enabled or disabled on this connection: this server keeps "
             "enabled groups per session (protocol 2025-11-25) or per authenticated user, "
             "and this stateless HTTP request has neither. Authenticate or connect with a "
-            f"session; until then the initial groups apply: {now}"
+            f"session. Until then the initial groups are listed ({now}), and a tool of "
+            "any other group runs when called by its exact name (search_tools finds them)"
         )
 
     def no_state_instructions(self) -> str:
@@ -173,8 +179,10 @@ class MetaToolBodies:
             f"{self.enable_tool}, but it keeps enabled groups per session (protocol "
             "2025-11-25) or per authenticated user, and this stateless HTTP connection has "
             f"neither: {self.enable_tool} and {self.disable_tool} are not offered here, and "
-            "only the tools of the initial groups are listed. To use the other groups, "
-            "authenticate (send a bearer token) or connect with a 2025-11-25 session."
+            "only the tools of the initial groups are listed. A tool of any other group "
+            "still runs when called by its exact name: search_tools, where offered, finds "
+            "them with their arguments. To have them listed, authenticate (send a bearer "
+            "token) or connect with a 2025-11-25 session."
         )
 
     async def _current(self, ctx: Context, tree: GroupTree) -> frozenset[str]:

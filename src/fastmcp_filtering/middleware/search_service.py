@@ -437,7 +437,8 @@ async def candidates(server: FastMCP, kind: ComponentKind) -> tuple[list[_C], li
     """What this client can use now, and what it could after enabling groups: one listing.
 
     The widened listing holds both; this request's policy tells them apart, as
-    ``AccessTransform`` would for the plain listing.
+    ``AccessTransform`` would for a lookup by name (what lists only leave out,
+    ``Hidden.unlisted``, can be used now).
     """
     listed = await _widened_listing(server, kind)
     if listed is None:
@@ -446,7 +447,7 @@ async def candidates(server: FastMCP, kind: ComponentKind) -> tuple[list[_C], li
     # FastMCP lists the package's meta-tools past every transform: no policy judges them
     # (and a provider's tool of the same name is not listed); other injected tools are.
     injected = {t.name for t in unjudged_tools(server)}
-    usable = [c for c in every if c.name in injected or policy.judge(c) is None]
+    usable = [c for c in every if c.name in injected or policy.lookup(c) is None]
     return usable, _enable_only(every, policy, {search_key(c) for c in usable})
 
 

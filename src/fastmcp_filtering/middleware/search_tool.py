@@ -152,7 +152,9 @@ class SearchTool:
             or not await request_trusts(snapshot, ctx)
         ):
             return None
-        selection = snapshot.selection(await current_policy(server), self._catalog, None, query)
+        # What a call by name finds: tools lists only leave out come callable.
+        policy = (await current_policy(server)).as_reach()
+        selection = snapshot.selection(policy, self._catalog, None, query)
         keys = await self._service.rank_keys(
             query,
             selection.within,

@@ -134,6 +134,10 @@ class Hidden:
     enable: tuple[str, ...] = ()
     """The groups whose enabling, parents first, shows the component to this client; empty
     when no enable call can (another layer hides it, or the client cannot enable groups)."""
+    unlisted: bool = False
+    """True when lists leave it out but a lookup by its exact name (a call, a read, a get)
+    finds it: progressive disclosure's groups not enabled, for a client that keeps no state
+    or under ``call_unlisted``. Only a hint may say so; search then offers it as callable."""
 
 
 CONCEALED = Hidden()
@@ -193,17 +197,23 @@ class Policy:
     could make the component visible.
     """
 
-    __slots__ = ("_memo", "_table", "_views", "_widened", "denied_groups", "state")
+    __slots__ = ("_memo", "_reach", "_table", "_views", "_widened", "denied_groups", "state")
 
     def __init__(
-        self, views: Sequence[LayerView], memo: Memo | None = None, *, widened: bool = False
+        self,
+        views: Sequence[LayerView],
+        memo: Memo | None = None,
+        *,
+        widened: bool = False,
+        reach: bool = False,
     ) -> None:
         self._views = tuple(views)
         self._memo = memo
         self._widened = widened
+        self._reach = reach
         self._table: dict[int, tuple[FastMCPComponent, Hidden | None]] | None = None
         keys = tuple(getattr(view, "key", None) for view in self._views)
-        self.state: tuple[Hashable, ...] | None = None if None in keys else (*keys, widened)
+        self.state: tuple[Hashable, ...] | None = None if None in keys else (*keys, widened, reach)
         """What the answers depend on besides the component: equal states, equal answers;
         None when a view cannot say (its answers are never remembered)."""
         if memo is not None and self.state is not None:
@@ -222,7 +232,20 @@ class Policy:
 
     def as_discovery(self) -> Policy:
         """This policy as discovery judges: what the client could enable itself counts as shown."""
-        return Policy(self._views, self._memo, widened=True)
+        return Policy(self._views, self._memo, widened=True, reach=self._reach)
+
+    def as_reach(self) -> Policy:
+        """This policy as a lookup by exact name judges: what lists only leave out counts as
+        shown (``Hidden.unlisted``), so search offers it as callable."""
+        return Policy(self._views, self._memo, widened=self._widened, reach=True)
+
+    def lookup(self, component: FastMCPComponent) -> Hidden | None:
+        """None if a lookup by ``component``'s exact name may find it, else why not.
+
+        As ``judge``, but what lists only leave out (``Hidden.unlisted``) is found.
+        """
+        hidden = self.judge(component)
+        return None if hidden is not None and hidden.unlisted else hidden
 
     def judge(self, component: FastMCPComponent) -> Hidden | None:
         table = self._table
@@ -252,9 +275,13 @@ class Policy:
                 return hidden
             else:
                 refusal = refusal or hidden
-        if refusal is None and hint is not None and hint.enable and self._widened:
-            # Discovery: what the client could show itself by enabling groups counts as shown.
-            return None
+        if refusal is None and hint is not None:
+            # Discovery: what the client could show itself (enabling groups, or naming what
+            # lists only leave out) counts as shown; a reach, what it can name.
+            if self._widened and (hint.enable or hint.unlisted):
+                return None
+            if self._reach and hint.unlisted:
+                return None
         return refusal or hint
 
     def visible(self, component: FastMCPComponent) -> bool:
@@ -550,7 +577,7 @@ class AccessTransform(CatalogTransform):
         if found is None or not self._layers:
             return found
         policy = await self.policy()
-        if policy.judge(found) is None:
+        if policy.lookup(found) is None:
             denied = policy.denied_groups
             return self._scrub(found, denied) if denied else found
         if version is not None and version.eq is not None:

@@ -53,21 +53,23 @@ class JudgedInjection(ToolInjectionMiddleware):
     @property
     @override
     def injected_tools(self) -> Sequence[Tool]:
-        return [t for t in self.inner.injected_tools if self._allows(t)]
+        return [t for t in self.inner.injected_tools if self._allows(t, lookup=False)]
 
     @override
     def get_injected_tool(self, name: str) -> Tool | None:
         tool = self.inner.get_injected_tool(name)
-        return tool if tool is not None and self._allows(tool) else None
+        return tool if tool is not None and self._allows(tool, lookup=True) else None
 
-    def _allows(self, tool: Tool) -> bool:
+    def _allows(self, tool: Tool, *, lookup: bool) -> bool:
         if current_request() is None:
             # No client to judge for (the server's code, FastMCP registering background
             # tasks at startup): none, as for every other component once a layer is set up.
             # A task registered here would run under its name whatever a lookup judged.
             return is_unrestricted()
         policy = loaded_policy(self.owner)
-        return policy is not None and policy.judge(tool) is None
+        if policy is None:
+            return False
+        return (policy.lookup(tool) if lookup else policy.judge(tool)) is None
 
     @override
     async def __call__(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:

@@ -437,6 +437,10 @@ class ProgressiveLayer(PolicyLayer):
     enable the group, and its hint says how. One hidden because it is in no
     group (``hide_ungrouped``) or claims only undeclared groups is concealed:
     calling it gets FastMCP's "Unknown tool", as for a name that never existed.
+
+    What the client has not enabled is left out of lists only (``Hidden.unlisted``:
+    a call, read or get by its exact name finds it) for a client that keeps no
+    state, which could not enable it, and for every client with ``call_unlisted``.
     """
 
     def __init__(
@@ -447,10 +451,12 @@ class ProgressiveLayer(PolicyLayer):
         enable_tool: str,
         disable_tool: str = "disable_tools",
         max_tools: int | None = None,
+        call_unlisted: bool = False,
     ) -> None:
         self.store = store
         self.catalog = store.catalog
         self.hide_ungrouped = hide_ungrouped
+        self.call_unlisted = call_unlisted
         self.enable_tool = enable_tool
         self.disable_tool = disable_tool
         self.max_tools = max_tools
@@ -565,4 +571,6 @@ class _View:
             paths = [tuple(path_to(self._tree, g, enabled.groups)) for g in membership.direct]
             enable = min(paths, key=len)
         hint = layer.hint(component, membership, enabled, self._tree)
-        return Hidden(hint, discoverable=True, enable=enable)
+        # A client that keeps no state could never enable it: it may still name it.
+        unlisted = layer.call_unlisted or enabled.problem == "anonymous"
+        return Hidden(hint, discoverable=True, enable=enable, unlisted=unlisted)
