@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 from fastmcp import Client, FastMCP
-from fastmcp.server.auth import require_scopes
+from fastmcp.server.auth import require_scopes, restrict_tag
+from fastmcp.server.middleware.authorization import AuthMiddleware
 from fastmcp.tools import Tool
 from mcp.shared.exceptions import MCPError
 
@@ -184,6 +185,25 @@ class TestRuntimeChanges:
             assert "c_wipe" in {t.name for t in await admin.list_tools()}
             assert "c_wipe" not in {t.name for t in await reader.list_tools()}
         assert heard["reader"].methods == []
+
+    async def test_an_addition_fastmcps_auth_middleware_denies_is_not_announced(
+        self, era: str
+    ) -> None:
+        """FastMCP's ``AuthMiddleware`` (here: tag ``secret`` needs ``github:admin``) judges
+        each principal as the listing does."""
+        mcp = FastMCP("gated")
+        mcp.add_middleware(PrincipalByClientName())
+        mcp.add_middleware(AuthMiddleware(auth=restrict_tag("secret", scopes=["github:admin"])))
+        mcp.tool(lambda: "pong", name="ping")
+        add_filtering(mcp, groups=[Group("admin", access=require_scopes("github:admin"))])
+        async with reader_and_admin(mcp, era) as (reader, admin, heard):
+            mcp.add_tool(Tool.from_function(_drop_database, name="zap", tags={"secret"}))
+            assert "zap" in {t.name for t in await admin.list_tools()}
+            assert "zap" not in {t.name for t in await reader.list_tools()}
+        assert heard["reader"].methods == []
+        assert heard["admin"].methods == _told(
+            era, "notifications/tags/list_changed", "notifications/tools/list_changed"
+        )
 
     async def test_an_open_tool_added_is_announced_to_both(self, era: str) -> None:
         mcp, _ = guarded_server()

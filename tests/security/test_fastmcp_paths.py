@@ -23,7 +23,7 @@ from fastmcp.tools.tool_transform import ToolTransformConfig
 from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering import Concern, ConcernMiddleware, Group, add_filtering, concerns, in_group
-from fastmcp_filtering.client import update_concerns
+from fastmcp_filtering.client import call_method, update_concerns
 
 from .._principals import PrincipalByClientName, as_principal
 from ..conftest import ERAS, use
@@ -344,3 +344,77 @@ class TestAHiddenTemplateClaimsItsURIs:
         async with _client(proxied_docs(), era, "admin") as client:
             read = await client.read_resource("docs://salary-2024")
         assert read[0].text == "SECRET salaries 2024"  # type: ignore[union-attr]
+
+
+HIDDEN_TEMPLATE = "docs://admin/{report}"
+
+
+def completing_server(*, hidden_first: bool, guard: str) -> tuple[FastMCP, list[str]]:
+    """An open ``docs://{path*}`` and an admin-only ``docs://admin/{report}`` (guarded by a
+    group's access rule, or by its own ``auth`` with or without a layer), in either order,
+    and a completion handler that completes the admin template's argument; the second
+    value records each reference the handler was asked about."""
+    mcp = FastMCP("docs")
+    mcp.add_middleware(PrincipalByClientName())
+    asked: list[str] = []
+
+    def add_open() -> None:
+        mcp.resource("docs://{path*}", name="doc")(lambda path: f"doc {path}")
+
+    def add_hidden() -> None:
+        auth = require_scopes("github:admin") if guard != "group" else None
+        mcp.resource(HIDDEN_TEMPLATE, name="admin_report", auth=auth)(lambda report: "SECRET")
+
+    for add in (add_hidden, add_open) if hidden_first else (add_open, add_hidden):
+        add()
+    if guard == "group":
+        groups = [Group("admin", tools=["admin_*"], access=require_scopes("github:admin"))]
+    else:
+        groups = [Group("ops", access=require_scopes("github:admin"))] if guard == "auth" else []
+    add_filtering(mcp, groups=groups)
+
+    @mcp.completion
+    def complete(ref: Any, argument: Any, context: Any) -> list[str]:
+        asked.append(str(getattr(ref, "uri", "")))
+        return ["payroll-2026"] if getattr(ref, "uri", None) == HIDDEN_TEMPLATE else []
+
+    return mcp, asked
+
+
+class TestCompletionOfHiddenTemplates:
+    @pytest.mark.parametrize("hidden_first", [False, True])
+    @pytest.mark.parametrize("guard", ["group", "auth", "auth_without_layer"])
+    async def test_a_hidden_identifier_completes_as_a_made_up_one(
+        self, era: str, hidden_first: bool, guard: str
+    ) -> None:
+        """Whatever the order, the handler never runs for it: an open wildcard template also
+        matching its identifier as text must not complete the admin template for a reader."""
+        mcp, asked = completing_server(hidden_first=hidden_first, guard=guard)
+        answers = []
+        async with _client(mcp, era, "reader") as reader:
+            for uri in (HIDDEN_TEMPLATE, "docs://nothing/{report}"):
+                params = {
+                    "ref": {"type": "ref/resource", "uri": uri},
+                    "argument": {"name": "report", "value": ""},
+                }
+                answers.append(await call_method(reader, "completion/complete", params))
+        assert answers[0] == answers[1]
+        assert answers[0]["completion"]["values"] == []
+        assert HIDDEN_TEMPLATE not in asked
+        async with _client(mcp, era, "admin") as admin:
+            got = await call_method(
+                admin,
+                "completion/complete",
+                params | {"ref": {"type": "ref/resource", "uri": HIDDEN_TEMPLATE}},
+            )
+        assert got["completion"]["values"] == ["payroll-2026"]
+
+    async def test_the_open_template_still_completes(self, era: str) -> None:
+        mcp, asked = completing_server(hidden_first=False, guard="group")
+        async with _client(mcp, era, "reader") as reader:
+            params = {
+                "ref": {"type": "ref/resource", "uri": "docs://{path*}"},
+                "argument": {"name": "path", "value": ""},
+            }
+            await call_method(reader, "completion/complete", params)
+        assert asked == ["docs://{path*}"]

@@ -17,7 +17,9 @@ from __future__ import annotations
 import logging
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, cast
+
+from fastmcp.server.middleware.authorization import AuthMiddleware
 
 from fastmcp_filtering.core.declarations import is_mounted
 from fastmcp_filtering.core.request import unrestricted
@@ -137,12 +139,16 @@ class Watch:
         """Set by the catalog's access rules; None: every connection sees everything."""
         self.baseline: _Baseline | None = None
         self.stale = True
+        self.gates: tuple[object, ...] = ()
+        """The checks of the server's FastMCP ``AuthMiddleware`` instances, as last read:
+        what they deny a principal is no change of its own."""
 
     async def refresh(self, server: FastMCP, *, force: bool = False) -> None:
         """Read the server's components again and tell each connection what it sees changed."""
         if not (self.stale or force):
             return
         self.stale = False
+        self.gates = tuple(m.auth for m in server.middleware if isinstance(m, AuthMiddleware))
         # What the server has, whoever asks; each connection is then told its own part.
         with unrestricted():
             fetched: dict[Kind, Sequence[FastMCPComponent]] = {
@@ -203,7 +209,7 @@ class Watch:
                 key: (tuple(g for g in seen.groups if viewer is None or viewer.knows(g)), seen.tags)
                 for key, seen in entries.items()
                 if (viewer is None or viewer.sees(seen.component))
-                and await _auth_allows(seen.component, principal)
+                and await _auth_allows(seen.component, principal, self.gates)
             }
             for kind, entries in self.baseline.items()
         }
@@ -228,21 +234,29 @@ class Watch:
                 return
 
 
-async def _auth_allows(component: FastMCPComponent, principal: object) -> bool:
-    """Whether FastMCP's own ``auth`` check of ``component`` admits ``principal`` (its token;
-    anything else is no token), as FastMCP judges it for a request over HTTP."""
-    checks = getattr(component, "auth", None)
-    if checks is None:
+async def _auth_allows(
+    component: FastMCPComponent, principal: object, gates: Sequence[object] = ()
+) -> bool:
+    """Whether FastMCP's own ``auth`` checks (the component's, then each ``AuthMiddleware``'s
+    in ``gates``) admit ``principal`` (its token; anything else is no token) to
+    ``component``, as FastMCP judges them for a request over HTTP."""
+    own = getattr(component, "auth", None)
+    checks = [*([own] if own is not None else []), *gates]
+    if not checks:
         return True
     from fastmcp.server.auth import AccessToken
     from fastmcp.utilities.authorization import AuthContext, run_auth_checks
 
     token = principal if isinstance(principal, AccessToken) else None
+    context = AuthContext(token=token, component=component)
     try:
-        return bool(await run_auth_checks(checks, AuthContext(token=token, component=component)))
+        for check in checks:
+            if not await run_auth_checks(cast("Any", check), context):
+                return False
     except Exception:
         # A denial, or a check that failed: either way, not told.
         return False
+    return True
 
 
 def _tags(entries: dict[Kind, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]]) -> set[str]:

@@ -24,7 +24,9 @@ from fastmcp_filtering.core.request import (
 )
 from fastmcp_filtering.middleware.access import enforce_access
 from fastmcp_filtering.middleware.hooks import ListHooks, Marks, install_task_guard
+from fastmcp_filtering.middleware.layers import check_completion
 from fastmcp_filtering.policy.access import access_of
+from fastmcp_filtering.policy.decision import AccessTransform
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -63,7 +65,7 @@ class FilterMiddleware(ListHooks):
         ```
     """
 
-    answers = frozenset({"groups/list", "tags/list"})
+    answers = frozenset({"groups/list", "tags/list", "completion/complete"})
     catalog: Catalog
 
     def __init__(
@@ -121,6 +123,12 @@ class FilterMiddleware(ListHooks):
             return custom_result(request_info(context), self._groups_page(context, tree))
         if context.method == "tags/list":
             return custom_result(request_info(context), {"tags": await self._tags(context)})
+        server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
+        if server is not None and AccessTransform.of(server) is None:
+            # No layer checks completions here; a component's own auth still hides it.
+            answered = await check_completion(context)
+            if answered is not None:
+                return answered
         return await call_next(context)
 
     def _groups_page(self, context: MiddlewareContext[Any], tree: GroupTree) -> dict[str, Any]:

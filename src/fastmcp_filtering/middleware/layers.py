@@ -233,7 +233,9 @@ class LayerMiddleware(ListHooks):
     @override
     async def answer(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
         if context.method == "completion/complete":
-            await _check_completion(context)
+            answered = await check_completion(context)
+            if answered is not None:
+                return answered
         return await call_next(context)
 
 
@@ -325,25 +327,42 @@ async def _hint(context: MiddlewareContext[Any], kind: str, key: str) -> str | N
     return f"{hidden.message} max_tools leaves no room for that: call {steps} instead."
 
 
-async def _check_completion(context: MiddlewareContext[Any]) -> None:
-    """Refuse completing a prompt or template this client cannot see, as if it did not exist."""
+async def check_completion(context: MiddlewareContext[Any]) -> mt.CompleteResult | None:
+    """Refuse completing a prompt or template this client cannot see, as if it did not exist.
+
+    None lets the server's completion handler answer. A template identifier that
+    no visible template has, or a URI something hidden claims, gets FastMCP's
+    answer for a reference the caller cannot see (an empty completion) when a
+    visible template matches it as text, else "unknown": hidden and made-up
+    references answer alike, and the handler never runs for either.
+    """
     server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
     info = request_info(context)
     ref = info.params.get("ref") if info is not None else None
     if server is None or not isinstance(ref, Mapping):
-        return
+        return None
     name = ref.get("name")
     uri = ref.get("uri")
     if ref.get("type") == "ref/prompt" and isinstance(name, str):
         if await server.get_prompt(name) is None:
             message = await _hint(context, "prompt", name)
             raise invalid_params(message or f"unknown prompt {brief(name)}", field="ref.name")
-        return
+        return None
     if ref.get("type") == "ref/resource" and isinstance(uri, str):
-        # The template itself, or any URI it matches (which resources/read would serve).
-        if await server.get_resource_template(uri) is not None:
-            return
-        if any(t.uri_template == uri for t in await server.list_resource_templates()):
-            return
+        visible = await server.list_resource_templates()
+        if any(t.uri_template == uri for t in visible):
+            return None
+        # A URI a visible template matches, which resources/read would serve; not a template
+        # identifier of its own ("{...}"): FastMCP would resolve one no visible template has
+        # to any template matching it as text, and the handler, which switches on the
+        # reference, would complete the hidden or made-up template it names.
+        if "{" not in uri and await server.get_resource_template(uri) is not None:
+            return None
         message = await _hint(context, "resource", uri)
+        if message is None and any(t.matches(uri) is not None for t in visible):
+            return _EMPTY_COMPLETION
         raise invalid_params(message or f"unknown resource template {brief(uri)}", field="ref.uri")
+    return None
+
+
+_EMPTY_COMPLETION = mt.CompleteResult(completion=mt.Completion(values=[]))
