@@ -145,7 +145,11 @@ CONCEALED = Hidden()
 
 
 class LayerView(Protocol):
-    """One layer's decision for one client, loaded once per request."""
+    """One layer's decision for one client, loaded once per request.
+
+    A view that may answer ``Hidden.unlisted`` says so with an ``unlisted = True``
+    attribute, so that search judges lookups apart from lists only when it needs to.
+    """
 
     @property
     def key(self) -> Hashable | None:
@@ -237,6 +241,9 @@ class Policy:
     def as_reach(self) -> Policy:
         """This policy as a lookup by exact name judges: what lists only leave out counts as
         shown (``Hidden.unlisted``), so search offers it as callable."""
+        if self._reach or not any(getattr(view, "unlisted", False) for view in self._views):
+            # No view leaves anything out of lists only: the same answers, the same state.
+            return self
         return Policy(self._views, self._memo, widened=self._widened, reach=True)
 
     def lookup(self, component: FastMCPComponent) -> Hidden | None:

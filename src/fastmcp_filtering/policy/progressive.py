@@ -545,7 +545,7 @@ class ProgressiveLayer(PolicyLayer):
 class _View:
     """One client's enabled groups, judging components for one request."""
 
-    __slots__ = ("_enabled", "_layer", "_tree", "key")
+    __slots__ = ("_enabled", "_layer", "_tree", "key", "unlisted")
 
     def __init__(self, layer: ProgressiveLayer, tree: GroupTree, enabled: Enabled) -> None:
         self._layer = layer
@@ -554,6 +554,9 @@ class _View:
         # Hints name the enabled groups and the problem; membership follows the catalog and
         # the groups the client's principal may use.
         self.key = (id(layer), tree.key, enabled.groups, enabled.problem)
+        # A client that keeps no state could never enable what it is not shown: it may still
+        # name it.
+        self.unlisted = layer.call_unlisted or enabled.problem == "anonymous"
 
     def judge(self, component: FastMCPComponent) -> Hidden | None:
         layer = self._layer
@@ -571,6 +574,4 @@ class _View:
             paths = [tuple(path_to(self._tree, g, enabled.groups)) for g in membership.direct]
             enable = min(paths, key=len)
         hint = layer.hint(component, membership, enabled, self._tree)
-        # A client that keeps no state could never enable it: it may still name it.
-        unlisted = layer.call_unlisted or enabled.problem == "anonymous"
-        return Hidden(hint, discoverable=True, enable=enable, unlisted=unlisted)
+        return Hidden(hint, discoverable=True, enable=enable, unlisted=self.unlisted)
