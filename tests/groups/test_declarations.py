@@ -4,8 +4,11 @@ import pytest
 from fastmcp import FastMCP
 from fastmcp.tools import Tool
 
-from fastmcp_filtering import GROUPS_META_KEY, Group, Tag, in_group
+from fastmcp_filtering import GROUPS_META_KEY, Group, Tag, add_filtering, in_group
+from fastmcp_filtering.client import call_method
 from fastmcp_filtering.core.declarations import declared_groups_of
+
+from ..conftest import Connect
 
 
 class TestGroup:
@@ -48,6 +51,21 @@ class TestGroup:
             "annotations": {"audience": ["user"]},
             "_meta": {GROUPS_META_KEY: ["code"]},
         }
+
+    def test_an_annotations_title_is_kept_and_shown(self) -> None:
+        """The grouping proposal's display-name order: title, annotations.title, name."""
+        group = Group("repos", annotations={"title": "Repositories", "priority": 0.5})
+        assert group.to_wire()["annotations"] == {"title": "Repositories", "priority": 0.5}
+        assert group.display_title == "Repositories"
+        assert Group("repos", title="Repos", annotations={"title": "R"}).display_title == "Repos"
+        assert Group("repos").display_title is None
+
+    async def test_groups_list_carries_the_annotations_title(self, connect: Connect) -> None:
+        mcp = FastMCP("annotated")
+        add_filtering(mcp, groups=[Group("repos", annotations={"title": "Repositories"})])
+        async with connect(mcp) as client:
+            groups = (await call_method(client, "groups/list", {}))["groups"]
+        assert groups == [{"name": "repos", "annotations": {"title": "Repositories"}}]
 
 
 class TestTag:

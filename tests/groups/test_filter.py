@@ -17,6 +17,7 @@ from fastmcp_filtering.client import (
     list_tags,
     list_tools,
 )
+from fastmcp_filtering.core.declarations import WARNINGS_META_KEY
 
 from ..conftest import Connect, use
 
@@ -342,7 +343,6 @@ class TestBadInput:
             ({"filter": {"groups": [1]}}, "filter.groups"),
             ({"filter": {"groups": [None]}}, "filter.groups"),
             ({"filter": {"tags": {"a": 1}}}, "filter.tags"),
-            ({"filter": {"groups": ["nope"]}}, "filter.groups"),
             ({"filter": {"tags": ["nope"]}}, "filter.tags"),
             ({"filter": {"groups": ["issues"] * 101}}, "filter.groups"),
             ({"filter": {"tags": ["x" * 257]}}, "filter.tags"),
@@ -362,20 +362,11 @@ class TestBadInput:
             # The server is still answering correctly afterwards.
             assert len(await client.list_tools()) == 7
 
-    async def test_unknown_names_error_lists_the_valid_ones(self, connect: Connect) -> None:
+    async def test_an_unknown_tag_error_lists_the_valid_ones(self, connect: Connect) -> None:
         server, _ = make_server()
         async with connect(server) as client:
-            with pytest.raises(MCPError) as groups_error:
-                await list_tools(client, groups=["issues", "isues"])
             with pytest.raises(MCPError) as tags_error:
                 await list_tools(client, tags=["stabel"])
-        assert groups_error.value.data == snapshot(
-            {
-                "field": "filter.groups",
-                "unknown": ["isues"],
-                "valid": ["admin", "code", "issues", "repos"],
-            }
-        )
         assert tags_error.value.data == snapshot(
             {
                 "field": "filter.tags",
@@ -383,6 +374,31 @@ class TestBadInput:
                 "valid": ["beta", "destructive", "read-only", "stable"],
             }
         )
+
+    async def test_unknown_group_names_match_nothing_and_are_warned_of(
+        self, connect: Connect
+    ) -> None:
+        """SEP-1300: ANY of the named groups. The known ones answer; the result's ``_meta``
+        says which names are not groups; with none known, the list is empty."""
+        server, _ = make_server()
+        async with connect(server) as client:
+
+            async def listed(*names: str) -> dict[str, Any]:
+                return await call_method(client, "tools/list", {"filter": {"groups": list(names)}})
+
+            both, known, none = (
+                await listed("issues", "isues"),
+                await listed("issues"),
+                await listed("isues"),
+            )
+        assert both["tools"] == known["tools"] != []
+        assert both["_meta"][WARNINGS_META_KEY] == [
+            "filter.groups: 'isues' is not a group, so it matches nothing "
+            "(groups/list gives the names)"
+        ]
+        assert WARNINGS_META_KEY not in (known.get("_meta") or {})
+        assert none["tools"] == []
+        assert none["_meta"][WARNINGS_META_KEY] == both["_meta"][WARNINGS_META_KEY]
 
     async def test_null_filter_is_no_filter(self, connect: Connect) -> None:
         server, _ = make_server()
@@ -422,8 +438,7 @@ class TestRuntimeChanges:
             result = await list_tools(client, groups=["pings"])
             assert names(result.tools) == ["ping"]
             await middleware.remove_group("pings")
-            with pytest.raises(MCPError):
-                await list_tools(client, groups=["pings"])
+            assert (await list_tools(client, groups=["pings"])).tools == []
 
     async def test_runtime_add_tool_announces_new_tag(self) -> None:
         server, _ = make_server()

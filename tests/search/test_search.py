@@ -1,13 +1,16 @@
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
+import httpx
 import pytest
 from fastmcp import Client, FastMCP
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools import Tool
 from fastmcp.tools.base import ToolResult
+from fastmcp.utilities.tests import asgi_server
 from inline_snapshot import snapshot
 from mcp.shared.exceptions import MCPError
 
@@ -416,7 +419,56 @@ class TestBadInput:
             assert (await ranked(client, "send\x00email"))[0] == "send-email"
 
 
+_RAW_HELLO = {
+    "legacy": (
+        "initialize",
+        {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+        {},
+    ),
+    "modern": (
+        "server/discover",
+        {
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+                "io.modelcontextprotocol/clientCapabilities": {},
+            }
+        },
+        {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"},
+    ),
+}
+
+
+async def raw_capabilities(server: FastMCP, era: str) -> dict[str, Any]:
+    """The ``capabilities`` object of the era's first reply, as JSON on the wire."""
+    method, params, headers = _RAW_HELLO[era]
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    async with asgi_server(server, stateless_http=True) as running:
+        transport = httpx.ASGITransport(app=running.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+            reply = await http.post(
+                "/mcp",
+                json=body,
+                headers={"accept": "application/json, text/event-stream", **headers},
+            )
+    data = [line[5:].strip() for line in reply.text.splitlines() if line.startswith("data:")]
+    message = json.loads(next(d for d in data if d) if data else reply.text)
+    return dict(message["result"]["capabilities"])
+
+
 class TestCapabilitiesAndInstructions:
+    async def test_tools_filtering_where_sep_1821_puts_it(self, era: str) -> None:
+        """``capabilities.tools.filtering`` beside tools' own keys on the wire (typed models
+        used to drop it), and its copy under ``experimental`` for typed clients."""
+        capabilities = await raw_capabilities(make_server(), era)
+        assert capabilities["tools"]["filtering"] is True
+        assert "listChanged" in capabilities["tools"]
+        assert capabilities["experimental"]["tools"]["filtering"] is True
+
     async def test_tools_filtering_and_instructions(self, connect: Connect) -> None:
         async with connect(make_server()) as client:
             capabilities = client.server_capabilities

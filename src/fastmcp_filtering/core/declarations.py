@@ -16,6 +16,7 @@ from fastmcp.server.providers.fastmcp_provider import (
     FastMCPProviderTool,
 )
 from fastmcp.utilities.components import FastMCPComponent
+from pydantic import ConfigDict
 
 __all__ = [
     "BETTER_MATCHES_META_KEY",
@@ -26,6 +27,7 @@ __all__ = [
     "META_TOOL_KEY",
     "WARNINGS_META_KEY",
     "Group",
+    "GroupAnnotations",
     "Tag",
     "in_group",
 ]
@@ -120,6 +122,13 @@ def _reject_bare_string(value: str, field_name: str) -> tuple[str, ...]:
     )
 
 
+class GroupAnnotations(mt.Annotations):
+    """A group's ``annotations``: MCP's ``Annotations`` keeping keys it does not declare,
+    such as the ``title`` the grouping proposal ranks after ``Group.title`` for display."""
+
+    model_config = ConfigDict(extra="allow")
+
+
 @dataclass(frozen=True, slots=True)
 class Group:
     """A named collection of tools, prompts, resources and other groups.
@@ -154,7 +163,7 @@ class Group:
     parent: str | Sequence[str] | None = None
     tools: Sequence[str] = ()
     icons: Sequence[mt.Icon | Mapping[str, Any]] | None = None
-    annotations: mt.Annotations | Mapping[str, Any] | None = None
+    annotations: GroupAnnotations | mt.Annotations | Mapping[str, Any] | None = None
     meta: Mapping[str, Any] | None = None
     access: Callable[..., Any] | Sequence[Callable[..., Any]] | None = None
     restrictive: bool = False
@@ -173,13 +182,25 @@ class Group:
         if self.icons is not None:
             icons = tuple(mt.Icon.model_validate(icon) for icon in self.icons)
             object.__setattr__(self, "icons", icons)
-        if self.annotations is not None and not isinstance(self.annotations, mt.Annotations):
-            object.__setattr__(self, "annotations", mt.Annotations.model_validate(self.annotations))
+        if self.annotations is not None and not isinstance(self.annotations, GroupAnnotations):
+            raw = self.annotations
+            if isinstance(raw, mt.Annotations):
+                raw = raw.model_dump(by_alias=True, exclude_none=True)
+            object.__setattr__(self, "annotations", GroupAnnotations.model_validate(raw))
         object.__setattr__(self, "access", _checks(self.access, self.name))
         if not isinstance(self.restrictive, bool):
             raise ValueError(
                 f"group {self.name!r}: restrictive must be True or False, got {self.restrictive!r}"
             )
+
+    @property
+    def display_title(self) -> str | None:
+        """The group's human-readable name: ``title``, else ``annotations.title`` (the
+        grouping proposal's display-name order before ``name``); None when it has neither."""
+        if self.title is not None:
+            return self.title
+        title = getattr(self.annotations, "title", None)
+        return title if isinstance(title, str) and title else None
 
     @property
     def checks(self) -> tuple[Callable[..., Any], ...]:
@@ -199,7 +220,7 @@ class Group:
                 for icon in self.icons
                 if isinstance(icon, mt.Icon)
             ]
-        if isinstance(self.annotations, mt.Annotations):
+        if isinstance(self.annotations, GroupAnnotations):
             wire["annotations"] = self.annotations.model_dump(
                 by_alias=True, mode="json", exclude_none=True
             )

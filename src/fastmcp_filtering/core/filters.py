@@ -19,6 +19,7 @@ __all__ = [
     "MAX_FILTER_NAMES",
     "ListFilter",
     "checked_filter",
+    "filter_warnings",
     "matches",
     "narrow",
     "parse_filter",
@@ -40,15 +41,21 @@ class ListFilter:
     groups: frozenset[str] | None
     tags: frozenset[str]
 
-    def check_names(self, *, groups: Collection[str], tags: Collection[str]) -> None:
-        """Raise -32602 for a name that no group or tag has, listing the valid ones."""
-        if self.groups is not None and (unknown := sorted(self.groups - set(groups))):
-            raise invalid_params(
-                f"filter.groups names unknown group(s) {unknown}; call groups/list for the names",
-                field="filter.groups",
-                unknown=unknown,
-                valid=sorted(groups),
-            )
+    def within(self, groups: Collection[str]) -> ListFilter:
+        """This filter with only the names of ``groups`` in ``filter.groups``.
+
+        SEP-1300 reads ``filter.groups`` as ANY of the named groups: a name no group
+        has (or one the client may not know) matches nothing, so the known ones are
+        kept and ``filter_warnings`` says which were not; with none known, nothing
+        matches.
+        """
+        if self.groups is None or self.groups <= set(groups):
+            return self
+        return ListFilter(groups=self.groups & set(groups), tags=self.tags)
+
+    def check_tags(self, tags: Collection[str]) -> None:
+        """Raise -32602 for a tag name no tag has, listing the valid ones (ALL of the tags
+        must hold, so an unknown one would only ever empty the list)."""
         if unknown := sorted(self.tags - set(tags)):
             raise invalid_params(
                 f"filter.tags names unknown tag(s) {unknown}; call tags/list for the names",
@@ -116,8 +123,8 @@ def narrow(
     """``components`` that match the request's ``filter``: ANY of its groups, ALL of its tags.
 
     ``catalog`` is the tree of the groups this client's principal may know: a
-    filter naming any other group is -32602, as one naming an unknown group.
-    Raises -32602 for a filter naming a group no one declared or a tag that
+    group name of the filter that no group of it has matches nothing (one hidden
+    from the client reads as one never declared). Raises -32602 for a tag that
     neither is declared nor is on a component in ``components`` (what this
     client can see, so no hidden component's tag is valid). The filtering and
     search middlewares both apply it, so a filter means the same in any order.
@@ -149,12 +156,26 @@ def checked_filter(
         tags = {tag.name for tag in catalog.tags}
         if not list_filter.tags <= tags:
             tags |= set(seen_tags())
-        list_filter.check_names(groups=[g.name for g in catalog.groups], tags=tags)
+        list_filter.check_tags(tags)
         # The innermost middleware saw the widest list: an outer one, given a list already
         # narrowed or ranked, must not judge the names again against less.
         if remembered is not None:
             remembered["filter checked"] = info.params
-    return list_filter
+    return list_filter.within([g.name for g in catalog.groups])
+
+
+def filter_warnings(catalog: GroupTree, info: RequestInfo | None, kind: ComponentKind) -> list[str]:
+    """What the result of a list request says of its ``filter.groups`` names that no group
+    the client may know has (each matches nothing); empty when there are none."""
+    list_filter = requested_filter(info, kind)
+    if list_filter is None or list_filter.groups is None:
+        return []
+    known = {g.name for g in catalog.groups}
+    return [
+        f"filter.groups: {name!r} is not a group, so it matches nothing (groups/list gives "
+        "the names)"
+        for name in sorted(list_filter.groups - known)
+    ]
 
 
 def matches(catalog: GroupTree, list_filter: ListFilter, component: FastMCPComponent) -> bool:

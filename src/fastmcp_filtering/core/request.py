@@ -206,10 +206,19 @@ def custom_result(info: RequestInfo | None, result: dict[str, Any]) -> dict[str,
     return result
 
 
-class OpenServerCapabilities(mt.ServerCapabilities):
-    """Server capabilities that keep keys the typed model does not declare."""
+class _OpenToolsCapability(mt.ToolsCapability):
+    """``capabilities.tools`` keeping keys the typed model does not declare (``filtering``)."""
 
     model_config = ConfigDict(extra="allow")
+
+
+class OpenServerCapabilities(mt.ServerCapabilities):
+    """Server capabilities that keep keys the typed model does not declare, at the top
+    level and in ``tools`` (where SEP-1821 puts ``filtering``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    tools: _OpenToolsCapability | None = None
 
 
 class _InitializeResult(mt.InitializeResult):

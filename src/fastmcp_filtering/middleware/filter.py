@@ -14,7 +14,7 @@ from typing_extensions import override
 from fastmcp_filtering._fastmcp import list_page_size
 from fastmcp_filtering.core.catalog import Catalog
 from fastmcp_filtering.core.declarations import GROUPS_META_KEY, Group, Tag
-from fastmcp_filtering.core.filters import narrow
+from fastmcp_filtering.core.filters import filter_warnings, narrow
 from fastmcp_filtering.core.request import (
     add_capabilities,
     custom_result,
@@ -25,6 +25,7 @@ from fastmcp_filtering.core.request import (
 from fastmcp_filtering.middleware.access import enforce_access
 from fastmcp_filtering.middleware.hooks import ListHooks, Marks, install_task_guard
 from fastmcp_filtering.middleware.layers import check_completion
+from fastmcp_filtering.middleware.wire import report
 from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.decision import AccessTransform
 
@@ -174,7 +175,12 @@ class FilterMiddleware(ListHooks):
         tree = await access_of(self.catalog).tree()
         context = request.context
         info = request_info(context)
-        narrowed = narrow(tree, info, request.kind, components) if has_filter(info) else components
+        narrowed = components
+        if has_filter(info):
+            narrowed = narrow(tree, info, request.kind, components)
+            if context.fastmcp_context is not None:
+                warnings = filter_warnings(tree, info, request.kind)
+                report(context.fastmcp_context.fastmcp, warnings=warnings)
         marked = await self.marked(narrowed)
         if context.fastmcp_context is not None:
             await self.catalog.refresh(context.fastmcp_context.fastmcp)

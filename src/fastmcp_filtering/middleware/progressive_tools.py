@@ -131,7 +131,7 @@ class MetaToolBodies:
             group = self.catalog.group(root)
             if group is None:
                 continue
-            about = group.description or group.title
+            about = group.description or group.display_title
             more = " (+)" if children[root] else ""
             lines.append(f"- {root}{more}" + (f": {about}" if about else ""))
         if access.active:

@@ -9,7 +9,7 @@ from typing_extensions import override
 
 from fastmcp_filtering._fastmcp import list_page_size
 from fastmcp_filtering.core.catalog import LIST_METHOD, Catalog, ComponentKind
-from fastmcp_filtering.core.filters import narrow
+from fastmcp_filtering.core.filters import filter_warnings, narrow
 from fastmcp_filtering.core.request import (
     MAX_QUERY_LENGTH,
     RequestInfo,
@@ -177,9 +177,8 @@ class SearchMiddleware(ListHooks):
 
     def _instructions_paragraph(self) -> str:
         # Instructions are the same for every client: only groups open to everyone.
-        examples = [
-            g.title or g.name.replace("_", " ") for g in access_of(self.catalog).open_groups()
-        ]
+        open_groups = access_of(self.catalog).open_groups()
+        examples = [g.display_title or g.name.replace("_", " ") for g in open_groups]
         examples = examples[:3]
         quoted = ", ".join(f"'{e.lower()}'" for e in examples) or "'create issue', 'read files'"
         tool_hint = (
@@ -204,9 +203,14 @@ class SearchMiddleware(ListHooks):
             # A discovery listing (this very search, listing what enabling would show) wants
             # every candidate, not a ranking.
             return await request.rest()
-        return await self._listing.answer(
+        found = await self._listing.answer(
             request.context, request.call_next, request.kind, info=info, query=query
         )
+        ctx = request.context.fastmcp_context
+        if has_filter(info) and ctx is not None:
+            tree = await access_of(self.catalog).tree()
+            report(ctx.fastmcp, warnings=filter_warnings(tree, info, request.kind))
+        return found
 
     async def search_tools(
         self, server: FastMCP, query: str, *, limit: int | None = None

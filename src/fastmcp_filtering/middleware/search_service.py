@@ -273,7 +273,9 @@ class SearchService:
         for name in membership.direct if membership is not None else ():
             group = self.catalog.group(name)
             if group is not None and name not in ruled:
-                group_text.extend(t for t in (group.name, group.title, group.description) if t)
+                group_text.extend(
+                    t for t in (group.name, group.display_title, group.description) if t
+                )
         params: tuple[tuple[str, str], ...] = ()
         schema = getattr(component, "parameters", None)
         # ``type(...) is dict`` first: the ABC check costs more than the rest (10,000 tools).

@@ -227,7 +227,7 @@ def _stand_in(group: Group) -> FastMCPComponent:
     """The component a group's auth checks see: its name, title, description and meta."""
     return FastMCPComponent(
         name=group.name,
-        title=group.title,
+        title=group.display_title,
         description=group.description,
         meta=dict(group.meta or {}),
     )
