@@ -177,3 +177,21 @@ class TestCacheBound:
             listed = [Tool(name=f"n{round_}_{i}", parameters={}) for i in range(10)]
             await annotations.list_tools(listed)
         assert len(annotations._last) == 10
+
+
+@pytest.mark.slow
+class TestNoSecretsInErrors:
+    """An unnamed upstream with a key in its arguments: no client error or log line shows it."""
+
+    SECRET = "KEY-0123456789-SECRET"
+
+    async def test_client_errors_and_logs_name_the_command_only(
+        self, era: str, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        keyed = upstream("--api-key", self.SECRET, "--hang", "tools/list")
+        async with bounded_client(config(keyed), era) as client:
+            named = r"upstream 'python[\d.]*' is unavailable"
+            with pytest.raises(Exception, match=named) as caught:
+                await client.list_tools()
+        shown = [str(caught.value), *(r.getMessage() for r in caplog.records)]
+        assert not [line for line in shown if self.SECRET in line or str(MISBEHAVING) in line]

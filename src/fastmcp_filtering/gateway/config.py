@@ -782,7 +782,9 @@ def _parse(text: str, file: Path, shown: str) -> Any:
     except Exception as error:  # yaml.YAMLError and friends
         mark = getattr(error, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
-        raise ConfigError(shown, [("", line, f"not valid YAML: {error}")]) from None
+        # Not str(error): it quotes the offending line, which may hold a token.
+        problem = getattr(error, "problem", None) or type(error).__name__
+        raise ConfigError(shown, [("", line, f"not valid YAML: {problem}")]) from None
     raise ConfigError(
         shown,
         [("", None, f"unknown file type {suffix!r}; name the file .toml, .json or .yaml")],
@@ -815,6 +817,8 @@ def _problem(error: Any, locate: Callable[[KeyPath], int | None]) -> tuple[str, 
     else:
         got = error.get("input")
         shown = "a table" if isinstance(got, dict) else repr(got)
+        if any(isinstance(p, str) and p in _SECRET_KEYS for p in path):
+            shown = f"a value of type {type(got).__name__}"  # it may be the secret itself
         message = f"{message} (got {shown}); fix the value"
     return _format_key(path), locate(path), speak_toml(message)
 
@@ -825,6 +829,11 @@ def _is_union_tag(part: str | int) -> bool:
         re.fullmatch(r"(str|int|bool|list\[.*\]|literal\[.*\]|function-after\[.*\])", part)
     )
 
+
+# Keys whose values are (or hold) secrets: a type error names the type, never the value.
+_SECRET_KEYS = frozenset(
+    {"env", "headers", "args", "url", "token", "tokens", "jwks_uri", "public_key", "secret"}
+)
 
 _MODELS: dict[str, type[BaseModel]] = {
     "upstreams": UpstreamConfig,
