@@ -307,7 +307,8 @@ class UpstreamProvider(ProxyProvider):
             self.client_factory,
             label=self.label,
             seconds=self.timeouts.call,
-            identity=self.identity,
+            # FastMCP 4.1's proxy has no identity (its results carry the proxy's).
+            identity=getattr(self, "identity", "proxy"),
         )
 
     @override
