@@ -171,7 +171,9 @@ class TestCheck:
         assert main(["check", str(path)]) == 1
         out = capfd.readouterr().out
         assert "error: upstream 'ghost' cannot be listed" in out
-        assert "No such file or directory: '/nonexistent/mcp-server'" in out
+        # The reason, without the path (check's output is pasted into tickets and chats).
+        assert "No such file or directory: '<path>'" in out
+        assert "/nonexistent" not in out
 
     def test_a_dead_upstream_among_several_is_named_and_the_others_checked(
         self, tmp_path: Path, capfd: pytest.CaptureFixture[str]
@@ -187,7 +189,7 @@ class TestCheck:
         )
         assert main(["check", str(path)]) == 1
         out = capfd.readouterr().out
-        reason = "[Errno 2] No such file or directory: '/nonexistent/mcp'"
+        reason = "[Errno 2] No such file or directory: '<path>'"
         assert f"{path}: 26 upstream tools\n" in out
         assert "  upstream live (namespace a): 26 tools\n" in out
         assert f"  upstream ghost (namespace g): unavailable ({reason})\n" in out

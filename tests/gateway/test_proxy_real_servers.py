@@ -187,7 +187,7 @@ class TestStdio:
         warnings = [line for line in log.read_text().splitlines() if "'memory'" in line]
         assert warnings == [
             "WARNING fastmcp-filtering: upstream 'memory' is unavailable: [Errno 2] No such "
-            "file or directory: '/nonexistent/server-memory'; serving the other upstreams "
+            "file or directory: '<path>'; serving the other upstreams "
             "without it until it answers"
         ]
 

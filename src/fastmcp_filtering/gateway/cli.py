@@ -28,6 +28,7 @@ import asyncio
 import dataclasses
 import fnmatch
 import json
+import os
 import sys
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
@@ -44,6 +45,7 @@ from fastmcp_filtering.gateway.serve import (
     serve_stdio,
     upstream_log,
 )
+from fastmcp_filtering.gateway.upstreams import UPSTREAM_MARK
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -125,6 +127,11 @@ async def check(
         )
     meta_names = _meta_names(config)
     listing = await _list_upstreams(config, upstream_log=upstream_log)
+    for (label, name), reason in listing.dropped.items():
+        report.errors.append(
+            f"upstream {label!r} lists the tool {name[:130]!r}, which the proxy does not "
+            f"serve: {reason}; fix the upstream or its namespace"
+        )
     for label, reason in listing.dead.items():
         report.errors.append(
             f"upstream {label!r} cannot be listed: {reason}; check its command/args (run it "
@@ -150,6 +157,7 @@ class _Listing:
     tools: Sequence[Tool]
     others: list[tuple[ComponentKind, FastMCPComponent]]
     dead: dict[str, str]
+    dropped: dict[tuple[str, str], str]
 
 
 async def _list_upstreams(config: FilteringConfig, *, upstream_log: TextIO | None) -> _Listing:
@@ -178,7 +186,13 @@ async def _list_upstreams(config: FilteringConfig, *, upstream_log: TextIO | Non
             ]
     finally:
         await proxy.close()
-    return _Listing(tools=listed, others=others, dead=dict(proxy.health.unavailable))
+    health = proxy.health
+    return _Listing(
+        tools=listed,
+        others=others,
+        dead=dict(health.unavailable),
+        dropped={key: health.redact(r) for key, r in health.dropped_tools.items()},
+    )
 
 
 def _count_upstreams(report: CheckReport, config: FilteringConfig, dead: dict[str, str]) -> None:
@@ -455,6 +469,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _started_by_a_gateway(command: str) -> bool:
+    """Whether a gateway started this process as its upstream (then say why it stops)."""
+    if not os.environ.get(UPSTREAM_MARK):
+        return False
+    print(
+        f"fastmcp-filtering {command}: refused: this process was started as an upstream of "
+        "a fastmcp-filtering gateway, and a gateway proxying itself starts gateways without "
+        "end; list the servers this configuration proxies in the other one instead, or "
+        "reach a running gateway by url",
+        file=sys.stderr,
+    )
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 failed, 2 usage).
 
@@ -464,6 +492,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ```
     """
     args = _parser().parse_args(argv)
+    if args.command in ("serve", "check") and _started_by_a_gateway(args.command):
+        return 2
     if args.command == "init":
         request = InitRequest(
             **{f.name: getattr(args, f.name) for f in dataclasses.fields(InitRequest)}

@@ -39,7 +39,9 @@ from fastmcp_filtering.gateway.config_base import (
     _format_key,
     _Model,
 )
+from fastmcp_filtering.gateway.limits import Timeouts
 from fastmcp_filtering.gateway.mcp_json import McpJsonError, namespace_of, read_servers
+from fastmcp_filtering.gateway.redact import safe_url
 from fastmcp_filtering.gateway.toml_speak import speak_toml
 from fastmcp_filtering.middleware.concerns import Concern, ConcernMiddleware
 from fastmcp_filtering.middleware.progressive import ProgressiveDisclosureMiddleware
@@ -115,6 +117,28 @@ def _check_namespace_text(value: str) -> str:
 Patterns = Annotated[list[str], AfterValidator(_check_patterns)]
 
 
+def _check_seconds(value: float) -> float:
+    if not value > 0 or value == float("inf"):
+        raise ValueError(
+            f"{value!r} is not a time in seconds; write a positive number such as 30 or 2.5"
+        )
+    return float(value)
+
+
+Seconds = Annotated[float, AfterValidator(_check_seconds)]
+
+# The gateway's own command: an upstream that runs it would start gateways without end.
+_GATEWAY_COMMAND = re.compile(r"(?<![\w-])fastmcp[-_]filtering(?![\w-])")
+_GATEWAY_SERVES = re.compile(r"(?<![\w-])(serve|check)(?![\w-])")
+
+
+def _runs_the_gateway(command: str, args: Sequence[str]) -> bool:
+    """Whether a stdio upstream's command line starts ``fastmcp-filtering serve`` or ``check``."""
+    text = " ".join([Path(command).name, *args])
+    found = _GATEWAY_COMMAND.search(text)
+    return found is not None and _GATEWAY_SERVES.search(text, found.end()) is not None
+
+
 class UpstreamConfig(_Model):
     """One MCP server to proxy: a command to run over stdio, or a URL (streamable HTTP or SSE).
 
@@ -149,6 +173,12 @@ class UpstreamConfig(_Model):
     headers: dict[str, EnvString] = Field(default_factory=dict)
     namespace: Annotated[str, AfterValidator(_check_namespace_text)] | None = None
     mode: Literal["auto", "legacy", "mirror"] = "auto"
+    connect_timeout: Seconds = 30.0
+    """Seconds to start the upstream and finish its handshake."""
+    list_timeout: Seconds = 30.0
+    """Seconds for one listing (tools, prompts, resources), on top of ``connect_timeout``."""
+    call_timeout: Seconds = 300.0
+    """Seconds for one tool call, from connecting to its result."""
 
     @model_validator(mode="after")
     def _one_transport(self, info: ValidationInfo) -> UpstreamConfig:
@@ -162,13 +192,21 @@ class UpstreamConfig(_Model):
             if stray:
                 raise ValueError(f"{', '.join(stray)} apply to a command, not a url; remove them")
             if not re.match(r"https?://", self.url):
-                raise ValueError(f"url must start with http:// or https://, got {self.url!r}")
+                raise ValueError(
+                    f"url must start with http:// or https://, got {safe_url(self.url)!r}"
+                )
             return self
         if self.headers:
             raise ValueError("headers apply to a url, not a command; remove them")
         assert self.command is not None
         if not self.command.strip():
             raise ValueError('command must not be empty: command = "npx"')
+        if _runs_the_gateway(self.command, self.args):
+            raise ValueError(
+                "this command runs fastmcp-filtering itself, which would start gateways "
+                "without end; list the servers that configuration proxies here instead, "
+                "or reach a running gateway by url"
+            )
         base = _base_dir(info)
         command = self.command
         if command in _PYTHON_COMMANDS:
@@ -182,14 +220,27 @@ class UpstreamConfig(_Model):
 
     @property
     def label(self) -> str:
-        """How messages name this upstream: its ``name``, namespace, command or URL."""
+        """How messages name this upstream: its ``name``, namespace, command or URL.
+
+        Never its arguments, nor a URL's credentials or query: they hold secrets.
+        """
         if self.name:
             return self.name
         if self.namespace:
             return self.namespace
         if self.url is not None:
-            return self.url
-        return " ".join([Path(self.command or "").name, *self.args])
+            return safe_url(self.url)
+        return Path(self.command or "").name
+
+    @property
+    def timeouts(self) -> Timeouts:
+        """``connect_timeout``, ``list_timeout`` and ``call_timeout`` together."""
+        return Timeouts(self.connect_timeout, self.list_timeout, self.call_timeout)
+
+    @property
+    def secrets(self) -> list[str]:
+        """The values messages must not show: ``args``, ``env`` and ``headers`` values."""
+        return [*self.args, *self.env.values(), *self.headers.values()]
 
 
 def _base_dir(info: ValidationInfo) -> Path:
@@ -469,13 +520,7 @@ class FilteringConfig(_Model):
     @model_validator(mode="after")
     def _cross_references(self) -> FilteringConfig:
         self.catalog()
-        namespaces = [u.namespace for u in self.upstreams]
-        for index, namespace in enumerate(namespaces):
-            if namespace is not None and namespace in namespaces[:index]:
-                raise _CrossReferenceError(
-                    ("upstreams", index, "namespace"),
-                    f"namespace {namespace!r} is used twice; give each upstream its own",
-                )
+        self._distinct_namespaces()
         if self.concern_mapping and not self.concerns:
             raise _CrossReferenceError(
                 ("concern_mapping",),
@@ -501,6 +546,34 @@ class FilteringConfig(_Model):
                 progressive.options(),
             )
         return self
+
+    def _distinct_namespaces(self) -> None:
+        """No namespace may repeat, nor be another's followed by ``_``: their names would mix.
+
+        With ``search`` and ``search_x``, upstream ``search``'s tool ``x_open`` and
+        upstream ``search_x``'s ``open`` are both served as ``search_x_open``.
+        """
+        namespaces = [u.namespace for u in self.upstreams]
+        for index, namespace in enumerate(namespaces):
+            if namespace is None:
+                continue
+            if namespace in namespaces[:index]:
+                raise _CrossReferenceError(
+                    ("upstreams", index, "namespace"),
+                    f"namespace {namespace!r} is used twice; give each upstream its own",
+                )
+            for other in namespaces[:index]:
+                if other is None:
+                    continue
+                short, long = sorted((other, namespace), key=len)
+                if long.startswith(f"{short}_"):
+                    raise _CrossReferenceError(
+                        ("upstreams", index, "namespace"),
+                        f"namespaces {short!r} and {long!r} overlap: upstream {short!r}'s tool "
+                        f"'{long[len(short) + 1 :]}_x' and upstream {long!r}'s tool 'x' would "
+                        f"both be {long}_x; choose namespaces where neither is the other "
+                        "followed by '_'",
+                    )
 
     def _meta_tool_names(self) -> None:
         """The stack's own tools (search, progressive) need names of their own."""
@@ -711,7 +784,9 @@ def _parse(text: str, file: Path, shown: str) -> Any:
     except Exception as error:  # yaml.YAMLError and friends
         mark = getattr(error, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
-        raise ConfigError(shown, [("", line, f"not valid YAML: {error}")]) from None
+        # Not str(error): it quotes the offending line, which may hold a token.
+        problem = getattr(error, "problem", None) or type(error).__name__
+        raise ConfigError(shown, [("", line, f"not valid YAML: {problem}")]) from None
     raise ConfigError(
         shown,
         [("", None, f"unknown file type {suffix!r}; name the file .toml, .json or .yaml")],
@@ -744,6 +819,8 @@ def _problem(error: Any, locate: Callable[[KeyPath], int | None]) -> tuple[str, 
     else:
         got = error.get("input")
         shown = "a table" if isinstance(got, dict) else repr(got)
+        if any(isinstance(p, str) and p in _SECRET_KEYS for p in path):
+            shown = f"a value of type {type(got).__name__}"  # it may be the secret itself
         message = f"{message} (got {shown}); fix the value"
     return _format_key(path), locate(path), speak_toml(message)
 
@@ -754,6 +831,11 @@ def _is_union_tag(part: str | int) -> bool:
         re.fullmatch(r"(str|int|bool|list\[.*\]|literal\[.*\]|function-after\[.*\])", part)
     )
 
+
+# Keys whose values are (or hold) secrets: a type error names the type, never the value.
+_SECRET_KEYS = frozenset(
+    {"env", "headers", "args", "url", "token", "tokens", "jwks_uri", "public_key", "secret"}
+)
 
 _MODELS: dict[str, type[BaseModel]] = {
     "upstreams": UpstreamConfig,

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import Field, model_validator
 
 from fastmcp_filtering.gateway.config_base import EnvString, KeyPath, _CrossReferenceError, _Model
+from fastmcp_filtering.gateway.redact import safe_url
 
 if TYPE_CHECKING:
     from fastmcp.server.auth import TokenVerifier
@@ -154,7 +155,7 @@ class AuthConfig(_Model):
         if self.jwks_uri is not None and not re.match(r"https?://", self.jwks_uri):
             raise _CrossReferenceError(
                 ("auth", "jwks_uri"),
-                f"jwks_uri must start with https:// or http://, got {self.jwks_uri!r}",
+                f"jwks_uri must start with https:// or http://, got {safe_url(self.jwks_uri)!r}",
             )
         try:
             self.verifier()

@@ -26,7 +26,9 @@ from fastmcp_filtering.core.catalog import ComponentKind, kind_of, match_names
 from fastmcp_filtering.core.concerns import COMPONENT_META_KEY
 from fastmcp_filtering.core.declarations import GROUPS_META_KEY, META_TOOL_KEY
 from fastmcp_filtering.gateway.annotations import risk_of
+from fastmcp_filtering.gateway.redact import Redactor
 from fastmcp_filtering.gateway.upstreams import (
+    UPSTREAM_MARK,
     UpstreamHealth,
     UpstreamInstructions,
     UpstreamProvider,
@@ -123,7 +125,8 @@ def upstream_transport(
     return StdioTransport(
         command=upstream.command,
         args=list(upstream.args),
-        env=dict(upstream.env) or None,
+        # The mark tells a gateway started this way (by any path) that it must not serve.
+        env={**upstream.env, UPSTREAM_MARK: "1"},
         cwd=upstream.cwd,
         log_file=log_file,
     )
@@ -193,7 +196,8 @@ def _build(
     if strategy is None:
         # One dead upstream among several is harmless; a lone one has nothing else to serve.
         strategy = "warn" if len(config.upstreams) > 1 else "raise"
-    health = UpstreamHealth(log=log_failures, mode=strategy)
+    secrets = [secret for u in config.upstreams for secret in u.secrets]
+    health = UpstreamHealth(log=log_failures, mode=strategy, redact=Redactor(secrets))
 
     @asynccontextmanager
     async def close_upstreams(_server: FastMCP[Any]) -> AsyncIterator[dict[str, Any]]:
@@ -233,12 +237,17 @@ def _add_upstreams(
 ) -> list[UpstreamProvider]:
     """Add a provider per upstream, under its namespace; returns them in the configured order."""
     providers = []
+    prefixes = [f"{u.namespace}_" for u in config.upstreams if u.namespace]
     for upstream, transport in zip(config.upstreams, transports, strict=True):
         provider = UpstreamProvider(
             client_factory(transport, _MODES[upstream.mode], relay=relay),
             label=upstream.label,
             health=health,
             on_error=on_error,
+            timeouts=upstream.timeouts,
+            prefix=f"{upstream.namespace}_" if upstream.namespace else "",
+            # An upstream without a namespace must not serve names in another's namespace.
+            foreign=() if upstream.namespace else tuple(prefixes),
         )
         server.add_provider(provider, namespace=upstream.namespace or "")
         providers.append(provider)
@@ -369,8 +378,21 @@ class ConfigAnnotations(Transform):
         self._last[key] = (component, result)
         return result
 
+    def _listed(self, kind: ComponentKind, components: Sequence[_C]) -> list[_C]:
+        """``components``, annotated; the cache keeps only this listing's names of ``kind``.
+
+        An upstream renaming its tools on every listing would otherwise grow the
+        cache without end.
+        """
+        annotated = [self.annotate(c) for c in components]
+        listed = {c.name for c in components}
+        stale = [key for key in self._last if key[0] == kind and key[1] not in listed]
+        for key in stale:
+            del self._last[key]
+        return annotated
+
     async def list_tools(self, tools: Sequence[Tool]) -> Sequence[Tool]:
-        return [self.annotate(t) for t in tools]
+        return self._listed("tool", tools)
 
     async def get_tool(
         self, name: str, call_next: GetToolNext, *, version: VersionSpec | None = None
@@ -379,7 +401,7 @@ class ConfigAnnotations(Transform):
         return self.annotate(tool) if tool is not None else None
 
     async def list_prompts(self, prompts: Sequence[Prompt]) -> Sequence[Prompt]:
-        return [self.annotate(p) for p in prompts]
+        return self._listed("prompt", prompts)
 
     async def get_prompt(
         self, name: str, call_next: GetPromptNext, *, version: VersionSpec | None = None
@@ -388,7 +410,7 @@ class ConfigAnnotations(Transform):
         return self.annotate(prompt) if prompt is not None else None
 
     async def list_resources(self, resources: Sequence[Resource]) -> Sequence[Resource]:
-        return [self.annotate(r) for r in resources]
+        return self._listed("resource", resources)
 
     async def get_resource(
         self, uri: str, call_next: GetResourceNext, *, version: VersionSpec | None = None
@@ -399,7 +421,7 @@ class ConfigAnnotations(Transform):
     async def list_resource_templates(
         self, templates: Sequence[ResourceTemplate]
     ) -> Sequence[ResourceTemplate]:
-        return [self.annotate(t) for t in templates]
+        return self._listed("template", templates)
 
     async def get_resource_template(
         self,

@@ -24,10 +24,12 @@ from fastmcp.server.providers.proxy import ProxyClient
 from mcp.shared.exceptions import MCPError
 from typing_extensions import override
 
+from fastmcp_filtering.gateway.limits import Timeouts, UpstreamTimeout, bounded, unusable
+from fastmcp_filtering.gateway.redact import Redactor
 from fastmcp_filtering.middleware.hooks import Announces
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Sequence
+    from collections.abc import Awaitable, Callable, Sequence
 
     from fastmcp.client.transports import ClientTransport
     from fastmcp.prompts.base import Prompt
@@ -38,13 +40,22 @@ if TYPE_CHECKING:
     from fastmcp.tools.base import Tool
     from fastmcp.utilities.versions import VersionSpec
 
-__all__ = ["UpstreamHealth", "UpstreamInstructions", "UpstreamProvider", "describe_failure"]
+__all__ = [
+    "UPSTREAM_MARK",
+    "UpstreamHealth",
+    "UpstreamInstructions",
+    "UpstreamProvider",
+    "describe_failure",
+]
 
 logger = logging.getLogger("fastmcp_filtering")
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
 _UNREAD: Any = object()
+UPSTREAM_MARK = "FASTMCP_FILTERING_UPSTREAM"
+"""Set in each stdio upstream's environment: a gateway that finds it refuses to serve."""
+_DEFAULT_TIMEOUTS = Timeouts(connect=30.0, list=30.0, call=300.0)
 # FastMCP's wrappers around a transport failure, which repeat the root cause's text.
 _WRAPPER_PREFIXES = ("Client failed to connect: ",)
 
@@ -68,6 +79,8 @@ def describe_failure(error: BaseException) -> str:
     return (text.splitlines()[0] if text else type(root).__name__)[:300]
 
 
+_MAX_DROPS_REMEMBERED = 1000
+
 # What clients get while an upstream is down, by ``on_upstream_error``.
 _CONSEQUENCE = {
     "warn": "serving the other upstreams without it",
@@ -89,18 +102,30 @@ class UpstreamHealth:
         ```
     """
 
-    def __init__(self, *, log: bool = True, mode: Literal["raise", "warn"] = "warn") -> None:
+    def __init__(
+        self,
+        *,
+        log: bool = True,
+        mode: Literal["raise", "warn"] = "warn",
+        redact: Callable[[str], str] | None = None,
+    ) -> None:
         self.unavailable: dict[str, str] = {}
         self.log = log
+        """False: record failures without logging them (``check`` reports them itself)."""
         self.mode = mode
         """What the proxy does with a failing upstream: the log says it as it is."""
-        """False: record failures without logging them (``check`` reports them itself)."""
+        self.redact = redact or Redactor()
+        """What a reason goes through before anyone reads it: no secret, no internal path."""
         self.closing = False
         """Set when the proxy stops its upstreams: requests still in flight then fail unlogged."""
+        self.dropped_tools: dict[tuple[str, str], str] = {}
+        """Each (upstream label, tool name) left out of listings, and why."""
 
     def failed(self, label: str, error: BaseException) -> str:
         """Record that ``label`` failed; returns the reason (logged the first time)."""
         reason = describe_failure(error)
+        if not isinstance(error, UpstreamTimeout):  # the proxy's own words hold no secret
+            reason = self.redact(reason)
         if self.closing:
             return reason
         if self.unavailable.get(label) != reason:
@@ -114,6 +139,22 @@ class UpstreamHealth:
                 _CONSEQUENCE[self.mode],
             )
         return reason
+
+    def dropped(self, label: str, name: str, reason: str) -> None:
+        """Log (once per tool) that upstream ``label``'s tool ``name`` is not served, and why."""
+        if (label, name) in self.dropped_tools:
+            return
+        # Bounded: an upstream renaming its bad tools on every listing cannot grow this.
+        if len(self.dropped_tools) >= _MAX_DROPS_REMEMBERED:
+            self.dropped_tools.clear()
+        self.dropped_tools[label, name] = reason
+        if self.log:
+            logger.warning(
+                "upstream %r lists a tool the proxy does not serve: %s (%r)",
+                label,
+                reason,
+                self.redact(name)[:130],
+            )
 
     def answered(self, label: str) -> None:
         """Record that ``label`` answered (logged when it had failed)."""
@@ -152,7 +193,10 @@ class UpstreamProvider(ProxyProvider):
     A failure to list or look up the upstream's components is recorded in
     ``health`` under ``label``. With ``on_error="warn"`` the upstream then
     contributes no components (the others are served); with ``"raise"`` the
-    request fails with an error naming the upstream.
+    request fails with an error naming the upstream. Nothing waits longer than
+    ``timeouts`` allow (connecting, then listing; a tool call), and a listed
+    tool the proxy cannot serve safely (``limits.unusable``; ``prefix`` is what
+    the namespace puts before its name) is left out with a warning.
 
     Example:
         ```python
@@ -168,20 +212,32 @@ class UpstreamProvider(ProxyProvider):
         label: str,
         health: UpstreamHealth,
         on_error: Literal["raise", "warn"] = "warn",
+        timeouts: Timeouts = _DEFAULT_TIMEOUTS,
+        prefix: str = "",
+        foreign: Sequence[str] = (),
     ) -> None:
         super().__init__(factory)
         self.label = label
         self.health = health
         self.on_error = on_error
+        self.timeouts = timeouts
+        self.prefix = prefix
+        self.foreign = tuple(foreign)
+        """Other upstreams' namespace prefixes (``gh_``): names this one may not take."""
         self._instructions: str | None = _UNREAD
 
     @override
     def __repr__(self) -> str:
         return f"UpstreamProvider({self.label!r})"
 
-    async def _guard(self, pending: Awaitable[_T], fallback: _T) -> _T:
+    async def _guard(self, pending: Awaitable[_T], fallback: _T, what: str) -> _T:
+        limit = self.timeouts.connect + self.timeouts.list
         try:
-            result = await pending
+            try:
+                async with asyncio.timeout(limit):
+                    result = await pending
+            except TimeoutError:
+                raise UpstreamTimeout(what, limit, "connect_timeout + list_timeout") from None
         except NotFoundError:
             raise
         except Exception as error:
@@ -198,15 +254,24 @@ class UpstreamProvider(ProxyProvider):
     async def instructions(self) -> str | None:
         """The upstream's own instructions: read once it answers, then kept; None while down.
 
-        Never raises: a client's handshake succeeds whatever the upstreams do.
+        Never raises, and never waits for an upstream known to be down, nor
+        longer than ``connect_timeout``: a client's handshake succeeds whatever
+        the upstreams do.
         """
         if self._instructions is not _UNREAD:
             return self._instructions
+        if self.label in self.health.unavailable:
+            return None  # read once a listing finds it answering again
         try:
-            made = self.client_factory()
-            client = await made if inspect.isawaitable(made) else made
-            async with client:
-                text = client.instructions
+            async with asyncio.timeout(self.timeouts.connect):
+                made = self.client_factory()
+                client = await made if inspect.isawaitable(made) else made
+                async with client:
+                    text = client.instructions
+        except TimeoutError:
+            timeout = UpstreamTimeout("initialize", self.timeouts.connect, "connect_timeout")
+            self.health.failed(self.label, timeout)
+            return None
         except Exception as error:
             self.health.failed(self.label, error)
             return None
@@ -214,39 +279,65 @@ class UpstreamProvider(ProxyProvider):
         self._instructions = text
         return text
 
+    def _servable(self, tools: Sequence[Tool]) -> list[Tool]:
+        """The tools the proxy may serve; each other one is logged (once) and left out."""
+        kept = []
+        for tool in tools:
+            problem = unusable(tool, self.prefix)
+            if problem is None and tool.name.startswith(self.foreign):
+                problem = "its name is in another upstream's namespace"
+            if problem is None:
+                kept.append(tool)
+            else:
+                self.health.dropped(self.label, tool.name, problem)
+        return kept
+
     @override
     async def list_tools(self) -> Sequence[Tool]:
-        return await self._guard(super().list_tools(), [])
+        return self._servable(await self._guard(super().list_tools(), [], "tools/list"))
 
     @override
     async def get_tool(self, name: str, version: VersionSpec | None = None) -> Tool | None:
-        return await self._guard(super().get_tool(name, version), None)
+        tool = await self._guard(super().get_tool(name, version), None, "tools/list")
+        if tool is None or not self._servable([tool]):
+            return None
+        # The tool that runs a call: it gives up after call_timeout, naming this upstream.
+        return bounded(
+            tool,
+            self.client_factory,
+            label=self.label,
+            seconds=self.timeouts.call,
+            # FastMCP 4.1's proxy has no identity (its results carry the proxy's).
+            identity=getattr(self, "identity", "proxy"),
+        )
 
     @override
     async def list_prompts(self) -> Sequence[Prompt]:
-        return await self._guard(super().list_prompts(), [])
+        return await self._guard(super().list_prompts(), [], "prompts/list")
 
     @override
     async def get_prompt(self, name: str, version: VersionSpec | None = None) -> Prompt | None:
-        return await self._guard(super().get_prompt(name, version), None)
+        return await self._guard(super().get_prompt(name, version), None, "prompts/list")
 
     @override
     async def list_resources(self) -> Sequence[Resource]:
-        return await self._guard(super().list_resources(), [])
+        return await self._guard(super().list_resources(), [], "resources/list")
 
     @override
     async def get_resource(self, uri: str, version: VersionSpec | None = None) -> Resource | None:
-        return await self._guard(super().get_resource(uri, version), None)
+        return await self._guard(super().get_resource(uri, version), None, "resources/list")
 
     @override
     async def list_resource_templates(self) -> Sequence[ResourceTemplate]:
-        return await self._guard(super().list_resource_templates(), [])
+        return await self._guard(super().list_resource_templates(), [], "resources/templates/list")
 
     @override
     async def get_resource_template(
         self, uri: str, version: VersionSpec | None = None
     ) -> ResourceTemplate | None:
-        return await self._guard(super().get_resource_template(uri, version), None)
+        return await self._guard(
+            super().get_resource_template(uri, version), None, "resources/templates/list"
+        )
 
 
 class UpstreamInstructions(Announces):

@@ -19,6 +19,7 @@ from fastmcp_filtering.middleware.progressive_tools import (
     EnableToolsWithSchemasResult,
     MetaToolBodies,
 )
+from fastmcp_filtering.policy.concerns import STATE_NAMESPACE as CONCERNS_STATE
 from fastmcp_filtering.policy.progressive import EnabledStore, ProgressiveLayer, closed, path_to
 
 if TYPE_CHECKING:
@@ -65,6 +66,18 @@ _CALL_SCHEMA: dict[str, Any] = {
     },
     "required": ["name"],
 }
+
+
+def _check_state_namespace(state_namespace: object) -> None:
+    """A namespace of its own: another layer's (``concerns``), or one with ``:``, clobbers state."""
+    if not isinstance(state_namespace, str) or not state_namespace:
+        raise ValueError(f"state_namespace must be a non-empty string, got {state_namespace!r}")
+    if state_namespace == CONCERNS_STATE or ":" in state_namespace:
+        raise ValueError(
+            f"state_namespace={state_namespace!r} is reserved (the concerns layer keeps its "
+            "state under 'concerns', and ':' separates keys); choose another, such as "
+            "'progressive'"
+        )
 
 
 class ProgressiveDisclosureMiddleware(LayerMiddleware):
@@ -133,8 +146,7 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
         self.call_tool_name = call_tool_name
         self._meta_names = _meta_tool_names(enable_tool_name, disable_tool_name, call_tool_name)
         self._state_tools = frozenset((enable_tool_name, disable_tool_name))
-        if not isinstance(state_namespace, str) or not state_namespace:
-            raise ValueError(f"state_namespace must be a non-empty string, got {state_namespace!r}")
+        _check_state_namespace(state_namespace)
         self.state_namespace = state_namespace
         self.initial_groups = self._validate_initial(initial_groups)
         store = EnabledStore(self.catalog, self.initial_groups, state_namespace)

@@ -1,0 +1,116 @@
+"""An MCP server over stdio that misbehaves on purpose, as a hostile or broken upstream would.
+
+A bare JSON-RPC loop (no SDK), so it can do what no SDK lets a server do: never answer,
+answer with the wrong id, list a schema nested past any parser's limit, rename its tools on
+every listing, return a result that is not a ``CallToolResult``. It speaks the 2025-11-25
+handshake only (``server/discover`` is an unknown method), as many real servers still do.
+
+Run as ``python misbehaving.py [--hang METHOD] [--wrong-id METHOD] [--deep N] ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+
+def _options(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--hang", action="append", default=[], help="never answer METHOD")
+    parser.add_argument("--wrong-id", action="append", default=[], help="answer METHOD wrongly")
+    parser.add_argument("--deep", type=int, default=0, help="one tool nests N objects")
+    parser.add_argument("--tools", default="echo", help="comma-separated tool names")
+    parser.add_argument("--rename", action="store_true", help="new names on every listing")
+    parser.add_argument("--instructions", default=None)
+    parser.add_argument("--bad-result", action="store_true", help="tools/call result is invalid")
+    parser.add_argument("--env-out", default=None, help="write os.environ as JSON to this file")
+    parser.add_argument("--api-key", default=None, help="a secret, as servers take them")
+    return parser.parse_args(argv)
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(depth):
+        schema = {"type": "object", "properties": {"x": schema}}
+    return schema
+
+
+class Upstream:
+    """The state of one run: how many listings so far (``--rename``)."""
+
+    def __init__(self, options: argparse.Namespace) -> None:
+        self.options = options
+        self.listings = 0
+
+    def tools(self) -> list[dict[str, Any]]:
+        self.listings += 1
+        names = [n for n in self.options.tools.split(",") if n]
+        if self.options.rename:
+            names = [f"{n}_{self.listings}" for n in names]
+        tools = [
+            {"name": n, "description": f"The tool {n}.", "inputSchema": {"type": "object"}}
+            for n in names
+        ]
+        if self.options.deep:
+            deep = {"type": "object", "properties": {"x": _nested(self.options.deep)}}
+            tools.append({"name": "deep", "description": "Nested.", "inputSchema": deep})
+        return tools
+
+    def answer(self, method: str, params: dict[str, Any]) -> tuple[str, Any]:
+        if method == "initialize":
+            result: dict[str, Any] = {
+                "protocolVersion": params.get("protocolVersion", "2025-11-25"),
+                "capabilities": {"tools": {"listChanged": False}},
+                "serverInfo": {"name": "misbehaving", "version": "1"},
+            }
+            if self.options.instructions:
+                result["instructions"] = self.options.instructions
+            return "result", result
+        if method == "tools/list":
+            return "result", {"tools": self.tools()}
+        if method == "tools/call":
+            if self.options.bad_result:
+                return "result", {"content": "not a list", "isError": "maybe"}
+            text = json.dumps({"tool": params.get("name"), "arguments": params.get("arguments")})
+            return "result", {"content": [{"type": "text", "text": text}]}
+        if method == "ping":
+            return "result", {}
+        if method in ("prompts/list", "resources/list", "resources/templates/list"):
+            key = {"prompts/list": "prompts", "resources/list": "resources"}.get(
+                method, "resourceTemplates"
+            )
+            return "result", {key: []}
+        return "error", {"code": -32601, "message": f"Method not found: {method}"}
+
+
+def main() -> None:
+    options = _options(sys.argv[1:])
+    if options.env_out:
+        with open(options.env_out, "w", encoding="utf-8") as out:
+            json.dump(dict(os.environ), out)
+    upstream = Upstream(options)
+    for line in sys.stdin:
+        try:
+            message = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        method = message.get("method", "")
+        if "id" not in message or not method:
+            continue  # a notification or a response: nothing to answer
+        if method in options.hang:
+            continue
+        kind, payload = upstream.answer(method, message.get("params") or {})
+        ident = message["id"]
+        if method in options.wrong_id:
+            ident = f"not-{ident}"
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": ident, kind: payload}) + "\n")
+        sys.stdout.flush()
+    time.sleep(0)
+
+
+if __name__ == "__main__":
+    main()
