@@ -29,6 +29,10 @@ def _options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--bad-result", action="store_true", help="tools/call result is invalid")
     parser.add_argument("--env-out", default=None, help="write os.environ as JSON to this file")
     parser.add_argument("--api-key", default=None, help="a secret, as servers take them")
+    parser.add_argument("--exit", action="store_true", help="exit at once, answering nothing")
+    parser.add_argument(
+        "--fail-when", default=None, help="answer every listing with an error once FILE exists"
+    )
     return parser.parse_args(argv)
 
 
@@ -71,6 +75,8 @@ class Upstream:
                 result["instructions"] = self.options.instructions
             return "result", result
         if method == "tools/list":
+            if self.options.fail_when and os.path.exists(self.options.fail_when):
+                return "error", {"code": -32603, "message": "backend down"}
             return "result", {"tools": self.tools()}
         if method == "tools/call":
             if self.options.bad_result:
@@ -89,6 +95,8 @@ class Upstream:
 
 def main() -> None:
     options = _options(sys.argv[1:])
+    if options.exit:
+        sys.exit(3)
     if options.env_out:
         with open(options.env_out, "w", encoding="utf-8") as out:
             json.dump(dict(os.environ), out)

@@ -22,6 +22,7 @@ from fastmcp.client.transports.sse import SSETransport
 from fastmcp.mcp_config import infer_transport_type_from_url
 from fastmcp.server.transforms import Transform
 
+from fastmcp_filtering._fastmcp import current_request
 from fastmcp_filtering.core.catalog import ComponentKind, kind_of, match_names
 from fastmcp_filtering.core.concerns import COMPONENT_META_KEY
 from fastmcp_filtering.core.declarations import GROUPS_META_KEY, META_TOOL_KEY
@@ -35,6 +36,7 @@ from fastmcp_filtering.gateway.upstreams import (
     client_factory,
 )
 from fastmcp_filtering.middleware.stack import add_filtering
+from fastmcp_filtering.policy.decision import AccessTransform
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping, Sequence
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
     from mcp.client.session import ClientSession
 
     from fastmcp_filtering.gateway.config import FilteringConfig, UpstreamConfig
+    from fastmcp_filtering.gateway.upstreams import Audience
 
 __all__ = ["ConfigAnnotations", "build_proxy", "upstream_transport"]
 
@@ -221,9 +224,34 @@ def _build(
         server, config, transports, health=health, on_error=strategy, relay=relay
     )
     _add_filtering(server, config)
+    if AccessTransform.of(server) is not None:
+        audience = _audience(server)
+        for provider in providers:
+            provider.audience = audience
     # Innermost: the stack's paragraphs are appended after the upstreams' instructions.
     server.add_middleware(UpstreamInstructions(providers))
     return _Proxy(server, transports, health)
+
+
+def _audience(server: FastMCP[Any]) -> Audience:
+    """Whether this request's client may see (or could show itself) any of ``served``.
+
+    True outside a client's request (the operator's own code, ``check``): every
+    failure is named there. None when ``served`` is unknown (the upstream never
+    listed): a caller hides and refuses.
+    """
+
+    async def sees_any(served: Sequence[FastMCPComponent] | None) -> bool | None:
+        transform = AccessTransform.of(server)
+        if current_request() is None or transform is None:
+            return True
+        if served is None:
+            return None
+        # What the client could enable, or name, counts: only what it may not use is hidden.
+        policy = (await transform.policy()).as_discovery()
+        return any(policy.lookup(c) is None for c in served)
+
+    return sees_any
 
 
 def _add_upstreams(

@@ -38,7 +38,10 @@ if TYPE_CHECKING:
     from fastmcp.server.middleware import MiddlewareContext
     from fastmcp.server.providers.proxy import ClientFactoryT
     from fastmcp.tools.base import Tool
+    from fastmcp.utilities.components import FastMCPComponent
     from fastmcp.utilities.versions import VersionSpec
+
+    Audience = Callable[[Sequence[FastMCPComponent] | None], Awaitable[bool | None]]
 
 __all__ = [
     "UPSTREAM_MARK",
@@ -224,7 +227,11 @@ class UpstreamProvider(ProxyProvider):
         self.prefix = prefix
         self.foreign = tuple(foreign)
         """Other upstreams' namespace prefixes (``gh_``): names this one may not take."""
+        self.audience: Audience | None = None
+        """Whether this request's client may see any of what the upstream serves (set by
+        the proxy); None: every client may."""
         self._instructions: str | None = _UNREAD
+        self._served: dict[str, tuple[FastMCPComponent, ...]] = {}
 
     @override
     def __repr__(self) -> str:
@@ -243,13 +250,36 @@ class UpstreamProvider(ProxyProvider):
         except Exception as error:
             reason = self.health.failed(self.label, error)
             if self.on_error == "raise":
-                raise MCPError(
-                    code=mt.INTERNAL_ERROR,
-                    message=f"upstream {self.label!r} is unavailable: {reason}",
-                ) from error
+                shown = await self.shown()
+                if shown is False:
+                    # An upstream this client may not see contributes nothing, not even its
+                    # failure.
+                    return fallback
+                message = (
+                    f"upstream {self.label!r} is unavailable: {reason}"
+                    if shown
+                    else "a server behind this gateway is unavailable; try again later"
+                )
+                raise MCPError(code=mt.INTERNAL_ERROR, message=message) from error
             return fallback
         self.health.answered(self.label)
         return result
+
+    async def shown(self) -> bool | None:
+        """Whether this request's client may see any tool or prompt the upstream last served,
+        named as the proxy serves them; None when it cannot be told (it never listed)."""
+        if self.audience is None:
+            return True
+        served = None
+        if self._served:
+            served = [c for kind in self._served.values() for c in kind]
+        return await self.audience(served)
+
+    def _keep(self, kind: str, components: Sequence[FastMCPComponent]) -> None:
+        # Only the latest listing: an upstream renaming its tools cannot grow this.
+        self._served[kind] = tuple(
+            c.model_copy(update={"name": self.prefix + c.name}) for c in components
+        )
 
     async def instructions(self) -> str | None:
         """The upstream's own instructions: read once it answers, then kept; None while down.
@@ -294,7 +324,12 @@ class UpstreamProvider(ProxyProvider):
 
     @override
     async def list_tools(self) -> Sequence[Tool]:
-        return self._servable(await self._guard(super().list_tools(), [], "tools/list"))
+        listed = await self._guard(super().list_tools(), None, "tools/list")
+        if listed is None:
+            return []
+        tools = self._servable(listed)
+        self._keep("tool", tools)
+        return tools
 
     @override
     async def get_tool(self, name: str, version: VersionSpec | None = None) -> Tool | None:
@@ -313,7 +348,11 @@ class UpstreamProvider(ProxyProvider):
 
     @override
     async def list_prompts(self) -> Sequence[Prompt]:
-        return await self._guard(super().list_prompts(), [], "prompts/list")
+        listed = await self._guard(super().list_prompts(), None, "prompts/list")
+        if listed is None:
+            return []
+        self._keep("prompt", listed)
+        return listed
 
     @override
     async def get_prompt(self, name: str, version: VersionSpec | None = None) -> Prompt | None:
@@ -361,15 +400,29 @@ class UpstreamInstructions(Announces):
     async def announced(self, context: MiddlewareContext[Any], result: _R) -> _R:
         if not isinstance(result, mt.InitializeResult | mt.DiscoverResult):
             return result  # a result FastMCP answered as a plain mapping
-        texts = await asyncio.gather(*(u.instructions() for u in self.upstreams))
+        upstreams = await self._shown(context)
+        texts = await asyncio.gather(*(u.instructions() for u in upstreams))
         sections: list[str]
         if len(self.upstreams) == 1:
             sections = [t for t in texts if t]
         else:
-            sections = [
-                f"## {u.label}\n\n{t}" for u, t in zip(self.upstreams, texts, strict=True) if t
-            ]
+            sections = [f"## {u.label}\n\n{t}" for u, t in zip(upstreams, texts, strict=True) if t]
         if not sections:
             return result
         text = "\n\n".join([result.instructions, *sections] if result.instructions else sections)
         return cast("_R", result.model_copy(update={"instructions": text}))
+
+    async def _shown(self, context: MiddlewareContext[Any]) -> list[UpstreamProvider]:
+        """The upstreams this client may see any tool or prompt of: only their instructions."""
+        judged = [u for u in self.upstreams if u.audience is not None]
+        server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
+        if judged and server is not None:
+            try:
+                # What each upstream serves now, named as the proxy serves it.
+                await server.list_tools(run_middleware=False)
+                await server.list_prompts(run_middleware=False)
+            except Exception:
+                # The handshake must succeed (FastMCP's visibility store may be down): what
+                # cannot be judged is not shown.
+                logger.debug("could not list the upstreams for the instructions", exc_info=True)
+        return [u for u in self.upstreams if await u.shown()]
