@@ -183,7 +183,7 @@ class TestConstruction:
         assert repr(middleware) == snapshot(
             "ProgressiveDisclosureMiddleware(catalog=Catalog(groups=['issues', 'code'], tags=[]), "
             "initial_groups=['issues'], max_tools=5, hide_ungrouped=False, call_unlisted=False, "
-            "meta_tools=['call_tool', 'disable_tools', 'enable_tools'])"
+            "offer_enable=True, meta_tools=['call_tool', 'disable_tools', 'enable_tools'])"
         )
 
 

@@ -418,6 +418,7 @@ class ProgressiveConfig(_Model):
     max_tools: int | None = None
     hide_ungrouped: bool = False
     call_unlisted: bool = False
+    offer_enable: bool = True
     available_groups: Literal["children", "all"] = "children"
     enable_tool_name: str = "enable_tools"
     disable_tool_name: str = "disable_tools"

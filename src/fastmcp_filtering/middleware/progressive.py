@@ -102,7 +102,9 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
     exact name (``search_tools`` offers them with their definitions, a call by
     name or through ``call_tool`` runs them), and the server instructions it
     receives say so. ``call_unlisted=True`` gives every client that reach:
-    enabling groups then shapes only what is listed (search first).
+    enabling groups then shapes only what is listed; with ``offer_enable=False``
+    no ``enable_tools``/``disable_tools`` are offered at all (search first: the
+    list holds the meta-tools, ``search_tools`` finds the rest).
 
     Example:
         ```python
@@ -131,21 +133,29 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
         available_groups: Literal["children", "all"] = "children",
         state_namespace: str = "progressive",
         call_unlisted: bool = False,
+        offer_enable: bool = True,
     ) -> None:
         self.catalog = Catalog.shared(catalog, groups)
         _check_options(
-            max_tools=max_tools, available_groups=available_groups, call_unlisted=call_unlisted
+            max_tools=max_tools,
+            available_groups=available_groups,
+            call_unlisted=call_unlisted,
+            offer_enable=offer_enable,
         )
         self.max_tools = max_tools
         self.hide_ungrouped = bool(hide_ungrouped)
         self.include_schemas = bool(include_schemas)
         self.call_unlisted = call_unlisted
+        self.offer_enable = offer_enable
         self.available_groups = available_groups
         self.enable_tool_name = enable_tool_name
         self.disable_tool_name = disable_tool_name
         self.call_tool_name = call_tool_name
         self._meta_names = _meta_tool_names(enable_tool_name, disable_tool_name, call_tool_name)
-        self._state_tools = frozenset((enable_tool_name, disable_tool_name))
+        # Without offer_enable they are not offered to anyone: no client is told why not.
+        self._state_tools = (
+            frozenset((enable_tool_name, disable_tool_name)) if offer_enable else frozenset()
+        )
         _check_state_namespace(state_namespace)
         self.state_namespace = state_namespace
         self.initial_groups = self._validate_initial(initial_groups)
@@ -157,6 +167,7 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
             disable_tool=disable_tool_name,
             max_tools=max_tools,
             call_unlisted=call_unlisted,
+            offer_enable=offer_enable,
         )
         self._bodies = MetaToolBodies(
             self.policy_layer,
@@ -211,6 +222,7 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
             f"ProgressiveDisclosureMiddleware(catalog={self.catalog!r}, "
             f"initial_groups={list(self.initial_groups)!r}, max_tools={self.max_tools!r}, "
             f"hide_ungrouped={self.hide_ungrouped!r}, call_unlisted={self.call_unlisted!r}, "
+            f"offer_enable={self.offer_enable!r}, "
             f"meta_tools={sorted(self._meta_names)!r})"
         )
 
@@ -268,7 +280,9 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
         # FastMCP checks a component's own auth wherever it lists or looks one up (the
         # list, a call by name, a background task): the one place that hides them all.
         tools = [
-            t.model_copy(update={"parameters": _GROUPS_SCHEMA, "auth": holds_state}) for t in tools
+            t.model_copy(update={"parameters": _GROUPS_SCHEMA, "auth": holds_state})
+            for t in tools
+            if self.offer_enable
         ]
         if self.call_tool_name is not None:
 
@@ -298,13 +312,17 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
         ctx = context.fastmcp_context
         if ctx is None or client_key(ctx) is not None or not hasattr(result, "instructions"):
             return result
+        if not self.offer_enable:
+            return result  # no group is enabled by anyone: nothing is missing without state
         paragraph = self._bodies.no_state_instructions()
         current = result.instructions
         text = f"{current}\n\n{paragraph}" if current else paragraph
         return result.model_copy(update={"instructions": text})  # type: ignore[attr-defined,no-any-return]
 
 
-def _check_options(*, max_tools: object, available_groups: object, call_unlisted: object) -> None:
+def _check_options(
+    *, max_tools: object, available_groups: object, call_unlisted: object, offer_enable: object
+) -> None:
     """Raise ``ValueError`` naming the first option out of range and what to pass instead."""
     if max_tools is not None and (
         isinstance(max_tools, bool) or not isinstance(max_tools, int) or max_tools < 1
@@ -320,6 +338,13 @@ def _check_options(*, max_tools: object, available_groups: object, call_unlisted
         raise ValueError(
             f"call_unlisted must be True or False, got {call_unlisted!r}: True lets a "
             "client call any tool of a group it has not enabled by its exact name"
+        )
+    if offer_enable is not True and offer_enable is not False:
+        raise ValueError(f"offer_enable must be True or False, got {offer_enable!r}")
+    if offer_enable is False and call_unlisted is not True:
+        raise ValueError(
+            "offer_enable=False needs call_unlisted=True: without enable_tools a tool of a "
+            "group not enabled could never be reached"
         )
 
 

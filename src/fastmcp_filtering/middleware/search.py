@@ -104,7 +104,13 @@ class SearchMiddleware(ListHooks):
         weights: Mapping[str, float] | None = None,
         semantic: bool | Embedder = False,
         rate_limit: Middleware | None = None,
+        compact_results: bool = False,
     ) -> None:
+        if not isinstance(compact_results, bool):
+            raise ValueError(
+                f"compact_results must be True or False, got {compact_results!r}: True gives "
+                "each search_tools hit as its name, description and input schema only"
+            )
         if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
             raise ValueError(f"max_results must be a positive integer, got {max_results!r}")
         if search_tool is not None and (not isinstance(search_tool, str) or not search_tool):
@@ -138,7 +144,10 @@ class SearchMiddleware(ListHooks):
             self.catalog, weights=self._weights, embedder=semantic or None, max_results=max_results
         )
         self._snapshots = Snapshots(self._service, self)
-        self._search_tool = SearchTool(self._service, self._snapshots, self.catalog)
+        self.compact_results = compact_results
+        self._search_tool = SearchTool(
+            self._service, self._snapshots, self.catalog, compact=compact_results
+        )
         self._listing = _QueryListing(self, self._service, self._snapshots)
         self._meta_tools = (
             {search_tool: self._search_tool.tool(search_tool, self.discover)} if search_tool else {}

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from fastmcp_filtering.middleware.search_service import SearchService
     from fastmcp_filtering.middleware.snapshot import Snapshots
 
-__all__ = ["SearchTool", "SearchToolsResult"]
+__all__ = ["CompactSearchToolsResult", "SearchTool", "SearchToolsResult"]
 
 
 class SearchToolsResult(BaseModel):
@@ -45,6 +45,18 @@ class SearchToolsResult(BaseModel):
             "available_after, the calls to make first"
         )
     )
+
+
+class CompactSearchToolsResult(SearchToolsResult):
+    """``SearchToolsResult`` with each callable hit as its name, description and input schema,
+    and what to do next."""
+
+    next: str = Field(description="How to run a hit")
+
+
+_NEXT = "Call a tool by its name with its inputSchema's arguments, or through call_tool."
+# What a compact hit keeps of a tool's definition: what an agent needs to call it.
+_COMPACT_KEYS = ("name", "description", "inputSchema")
 
 
 class SearchTool:
@@ -64,10 +76,18 @@ class SearchTool:
         ```
     """
 
-    def __init__(self, service: SearchService, snapshots: Snapshots, catalog: Catalog) -> None:
+    def __init__(
+        self,
+        service: SearchService,
+        snapshots: Snapshots,
+        catalog: Catalog,
+        *,
+        compact: bool = False,
+    ) -> None:
         self._service = service
         self._snapshots = snapshots
         self._catalog = catalog
+        self._compact = compact
 
     def __repr__(self) -> str:
         return f"SearchTool(catalog={self._catalog!r})"
@@ -87,7 +107,13 @@ class SearchTool:
             """Find the tools for a task: returns the best matching tools, most relevant first."""
             text = clean_query(query, field="query")
             found = await discover(ctx, text) if text else []
+            if compact:
+                return CompactSearchToolsResult(query=query, tools=found, next=_NEXT)
             return SearchToolsResult(query=query, tools=found)
+
+        compact = self._compact
+        if compact:
+            search_tools.__annotations__["return"] = CompactSearchToolsResult
 
         return mark_meta_tool(
             Tool.from_function(
@@ -125,11 +151,12 @@ class SearchTool:
         items: list[dict[str, Any]] = []
         for tool, calls in found:
             if calls is None:
-                items.append(
-                    tool.to_mcp_tool(name=tool.name).model_dump(
-                        by_alias=True, mode="json", exclude_none=True
-                    )
+                definition = tool.to_mcp_tool(name=tool.name).model_dump(
+                    by_alias=True, mode="json", exclude_none=True
                 )
+                if self._compact:
+                    definition = {k: definition[k] for k in _COMPACT_KEYS if k in definition}
+                items.append(definition)
                 continue
             item: dict[str, Any] = {"name": tool.name}
             if tool.title:

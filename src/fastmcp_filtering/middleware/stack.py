@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from fastmcp_filtering.core.catalog import Catalog
 from fastmcp_filtering.middleware.access import GroupAccessMiddleware
@@ -82,7 +82,7 @@ class StackOptions(TypedDict, total=False):
     concerns: Iterable[Concern] | None
     concern_mapping: Mapping[str, Mapping[str, str]] | None
     apply_concern_defaults: ApplyDefaults
-    progressive: bool | Mapping[str, Any]
+    progressive: bool | Literal["search_first"] | Mapping[str, Any]
     unauthenticated: Unauthenticated | None
 
 
@@ -96,7 +96,7 @@ def filtering_stack(
     concerns: Iterable[Concern] | None = None,
     concern_mapping: Mapping[str, Mapping[str, str]] | None = None,
     apply_concern_defaults: ApplyDefaults = "configured",
-    progressive: bool | Mapping[str, Any] = False,
+    progressive: bool | Literal["search_first"] | Mapping[str, Any] = False,
     unauthenticated: Unauthenticated | None = None,
 ) -> FilteringStack:
     """Groups and tags, search, concerns and progressive disclosure from one declaration.
@@ -105,6 +105,9 @@ def filtering_stack(
     hands it to every middleware, so they agree on membership and see each
     other's runtime changes. ``search`` and ``progressive`` take ``True`` or the
     keyword options of ``SearchMiddleware`` / ``ProgressiveDisclosureMiddleware``;
+    ``progressive="search_first"`` is the preset ``SEARCH_FIRST`` with compact
+    ``search_tools`` hits (only ``search_tools`` and ``call_tool`` are listed; a hit
+    runs on the next call, by its name);
     ``concerns`` (with ``concern_mapping`` and ``apply_concern_defaults``, its
     ``apply_defaults``) adds ``ConcernMiddleware``. Groups declared with
     ``access`` checks are enforced by every middleware of the stack;
@@ -120,6 +123,8 @@ def filtering_stack(
         mcp = FastMCP("github", middleware=[*stack])
         ```
     """
+    if progressive == "search_first":
+        progressive, search = _search_first(search)
     catalog = Catalog.shared(catalog, groups, tags, unauthenticated=unauthenticated)
     concern_middleware = _concerns(concerns, concern_mapping, apply_concern_defaults)
     search_middleware = (
@@ -139,6 +144,25 @@ def filtering_stack(
         progressive=progressive_middleware,
         access=None if holds_catalog else GroupAccessMiddleware(catalog=catalog),
     )
+
+
+SEARCH_FIRST: Mapping[str, Any] = {
+    "initial_groups": [],
+    "hide_ungrouped": True,
+    "call_unlisted": True,
+    "offer_enable": False,
+    "call_tool_name": "call_tool",
+}
+"""The progressive options of ``progressive="search_first"``: only the meta-tools are listed."""
+
+
+def _search_first(search: bool | Mapping[str, Any]) -> tuple[Mapping[str, Any], dict[str, Any]]:
+    """The progressive and search options of the search-first preset."""
+    if search is False:
+        raise ValueError(
+            'progressive="search_first" needs search: leave search=True (or pass its options)'
+        )
+    return SEARCH_FIRST, {"compact_results": True, **_options(search, "search")}
 
 
 def _concerns(

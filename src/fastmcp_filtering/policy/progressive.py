@@ -440,7 +440,9 @@ class ProgressiveLayer(PolicyLayer):
 
     What the client has not enabled is left out of lists only (``Hidden.unlisted``:
     a call, read or get by its exact name finds it) for a client that keeps no
-    state, which could not enable it, and for every client with ``call_unlisted``.
+    state, which could not enable it, and for every client with ``call_unlisted``
+    (then also what is in no group under ``hide_ungrouped``). Without
+    ``offer_enable`` no enable call is ever advised.
     """
 
     def __init__(
@@ -452,11 +454,13 @@ class ProgressiveLayer(PolicyLayer):
         disable_tool: str = "disable_tools",
         max_tools: int | None = None,
         call_unlisted: bool = False,
+        offer_enable: bool = True,
     ) -> None:
         self.store = store
         self.catalog = store.catalog
         self.hide_ungrouped = hide_ungrouped
         self.call_unlisted = call_unlisted
+        self.offer_enable = offer_enable
         self.enable_tool = enable_tool
         self.disable_tool = disable_tool
         self.max_tools = max_tools
@@ -489,7 +493,7 @@ class ProgressiveLayer(PolicyLayer):
 
     @override
     async def remedy(self, ctx: Context, enable: Sequence[str]) -> dict[str, Any] | None:
-        if not enable:
+        if not enable or not self.offer_enable:
             return None
         if self.max_tools is None:
             return {self.enable_tool: {"groups": list(enable)}}
@@ -564,6 +568,14 @@ class _View:
         if shown(membership, self._enabled.groups, hide_ungrouped=layer.hide_ungrouped):
             return None
         if not membership.direct:
+            if layer.call_unlisted and not membership.undeclared:
+                # In no group under hide_ungrouped: left out of lists, called by its name.
+                return Hidden(
+                    f"{kind_label(component).capitalize()} {component.name!r} is not listed; "
+                    "call it by its exact name.",
+                    discoverable=True,
+                    unlisted=True,
+                )
             # In no group (hide_ungrouped) or only in undeclared ones: no group the client
             # could enable shows it, so it does not exist for the client at all.
             return CONCEALED
