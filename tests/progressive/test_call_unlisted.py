@@ -25,16 +25,9 @@ from .._principals import PrincipalByClientName, as_principal
 from ..conftest import Connect
 
 
-def unlisted_server(**progressive: Any) -> FastMCP:
-    """Notes (initial), repos, a vault only ``github:admin`` may use, and a risky repo tool."""
-    mcp = FastMCP("unlisted")
-    mcp.add_middleware(PrincipalByClientName())
-
-    @in_group("notes")
-    @mcp.tool
-    def read_notes() -> str:
-        """Read my notes."""
-        return "notes"
+def add_repos_and_vault(mcp: FastMCP) -> None:
+    """``create_repo`` and a destructive ``delete_repo`` in ``repos``; ``wipe_vault`` in
+    ``vault``."""
 
     @in_group("repos")
     @mcp.tool
@@ -55,6 +48,19 @@ def unlisted_server(**progressive: Any) -> FastMCP:
         """Wipe the secret vault."""
         return "wiped"
 
+
+def unlisted_server(**progressive: Any) -> FastMCP:
+    """Notes (initial), repos, a vault only ``github:admin`` may use, and a risky repo tool."""
+    mcp = FastMCP("unlisted")
+    mcp.add_middleware(PrincipalByClientName())
+
+    @in_group("notes")
+    @mcp.tool
+    def read_notes() -> str:
+        """Read my notes."""
+        return "notes"
+
+    add_repos_and_vault(mcp)
     add_filtering(
         mcp,
         groups=[

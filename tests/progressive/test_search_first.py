@@ -17,11 +17,11 @@ from fastmcp_filtering import (
     add_filtering,
     in_group,
 )
-from fastmcp_filtering import concerns as with_concerns
 from fastmcp_filtering.client import call_method
 
 from .._principals import PrincipalByClientName, as_principal
 from ..conftest import ERAS, Connect
+from .test_call_unlisted import add_repos_and_vault
 
 
 def search_first_server() -> FastMCP:
@@ -30,24 +30,7 @@ def search_first_server() -> FastMCP:
     mcp = FastMCP("search-first")
     mcp.add_middleware(PrincipalByClientName())
 
-    @in_group("repos")
-    @mcp.tool
-    def create_repo(name: str) -> str:
-        """Create a new repository."""
-        return f"repo {name}"
-
-    @in_group("repos")
-    @with_concerns(risk="destructive")
-    @mcp.tool
-    def delete_repo(name: str) -> str:
-        """Delete a repository for good."""
-        return f"deleted {name}"
-
-    @in_group("vault")
-    @mcp.tool
-    def wipe_vault() -> str:
-        """Wipe the secret vault."""
-        return "wiped"
+    add_repos_and_vault(mcp)
 
     @mcp.tool
     def ping() -> str:
