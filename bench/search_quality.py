@@ -108,6 +108,15 @@ def listed_name(tool: dict[str, Any], prefixed: bool) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", listed)[:128]
 
 
+def served(tools: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each catalog entry by the name it is served under (the first of a repeated one)."""
+    prefixed = len({t["server"] for t in tools}) > 1
+    by_name: dict[str, dict[str, Any]] = {}
+    for t in tools:
+        by_name.setdefault(listed_name(t, prefixed), t)
+    return by_name
+
+
 def load_set(folder: Path, queries_file: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     tools = [json.loads(line) for line in (folder / "tools.jsonl").read_text().splitlines()]
     queries = [json.loads(line) for line in (folder / queries_file).read_text().splitlines()]

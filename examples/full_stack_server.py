@@ -17,12 +17,14 @@ Each layer only ever narrows what the others allow: a tool is listed, found or
 callable when every layer lets this client see it.
 
 Run it over stdio with ``python examples/full_stack_server.py``, or over
-streamable HTTP with ``python examples/full_stack_server.py --http --port 8000``.
+streamable HTTP with ``python examples/full_stack_server.py --http --port 8000``;
+``--search-first`` lists only ``search_tools`` and ``call_tool`` (what the demo runs).
 """
 
 from __future__ import annotations
 
 import sys
+from functools import partial
 from pathlib import Path
 
 from fastmcp import FastMCP
@@ -33,6 +35,7 @@ from github_server import _TABLE as TOOL_TABLE
 from github_server import GROUPS, TAGS, build_catalog, serve
 
 from fastmcp_filtering import (
+    SEARCH_FIRST,
     Catalog,
     Concern,
     ConcernMiddleware,
@@ -63,25 +66,38 @@ RISK_MAPPING = {
 }
 
 
-def build_full_stack_server(*, list_page_size: int | None = None) -> FastMCP:
-    """The example catalog behind filter, search, concerns and progressive disclosure."""
+def build_full_stack_server(
+    *, list_page_size: int | None = None, search_first: bool = False
+) -> FastMCP:
+    """The example catalog behind filter, search, concerns and progressive disclosure.
+
+    ``search_first``: only ``search_tools`` and ``call_tool`` are listed, a search hit runs
+    on the next call by its name (the ``progressive="search_first"`` preset of
+    ``add_filtering``, with 5 compact hits per search).
+    """
     mcp = build_catalog(name="github-full-stack", list_page_size=list_page_size)
     # One Catalog: group membership is resolved once and every layer agrees on it.
     catalog = Catalog(groups=GROUPS, tags=TAGS)
     install(mcp, FilterMiddleware(catalog=catalog))
-    install(mcp, SearchMiddleware(catalog=catalog, max_results=10))
-    install(mcp, ConcernMiddleware(concerns=[RISK], mapping=RISK_MAPPING))
-    install(
-        mcp,
-        ProgressiveDisclosureMiddleware(
+    if search_first:
+        search = SearchMiddleware(catalog=catalog, max_results=5, compact_results=True)
+        progressive = ProgressiveDisclosureMiddleware(catalog=catalog, **SEARCH_FIRST)
+    else:
+        search = SearchMiddleware(catalog=catalog, max_results=10)
+        progressive = ProgressiveDisclosureMiddleware(
             catalog=catalog, initial_groups=INITIAL_GROUPS, call_tool_name="call_tool"
-        ),
-    )
+        )
+    install(mcp, search)
+    install(mcp, ConcernMiddleware(concerns=[RISK], mapping=RISK_MAPPING))
+    install(mcp, progressive)
     return mcp
 
 
 def main() -> None:
-    serve(build_full_stack_server, __doc__)
+    search_first = "--search-first" in sys.argv
+    if search_first:
+        sys.argv.remove("--search-first")
+    serve(partial(build_full_stack_server, search_first=search_first), __doc__)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from fastmcp_filtering.middleware.progressive import (
 )
 from fastmcp_filtering.middleware.search import SearchMiddleware, SearchToolsResult, rate_limit_key
 from fastmcp_filtering.middleware.stack import (
+    SEARCH_FIRST,
     FilteringStack,
     StackOptions,
     add_filtering,
@@ -48,6 +49,7 @@ from fastmcp_filtering.policy.decision import (
 
 __all__ = [
     "GROUPS_META_KEY",
+    "SEARCH_FIRST",
     "AccessPolicy",
     "Catalog",
     "ClientRequest",

@@ -39,22 +39,29 @@ class SearchToolsResult(BaseModel):
 
     query: str
     tools: list[dict[str, Any]] = Field(
-        description=(
-            "Matching tools, most relevant first: tools you can call now as tools/list "
-            "lists them; tools of groups not enabled yet with their name, description and "
-            "available_after, the calls to make first"
-        )
+        description="Best match first; one you cannot call yet has available_after: calls to make"
     )
 
 
-class CompactSearchToolsResult(SearchToolsResult):
-    """``SearchToolsResult`` with each callable hit as its name, description and input schema,
-    and what to do next."""
+class CompactSearchToolsResult(BaseModel):
+    """What ``search_tools`` returns with ``compact_results``: each callable hit as its name,
+    description and input schema, best match first, and what to do next."""
 
-    next: str = Field(description="How to run a hit")
+    model_config = REPLY_CONFIG
+
+    tools: list[dict[str, Any]] = Field(description="Best match first")
+    next: str
 
 
-_NEXT = "Call a tool by its name with its inputSchema's arguments, or through call_tool."
+_DESCRIPTION = (
+    "Find tools for a task described in a few plain words (e.g. 'open a pull request'), best "
+    "match first. One you cannot call yet comes with available_after: the calls to make first."
+)
+_COMPACT_DESCRIPTION = (
+    "Find tools for a task described in a few plain words (e.g. 'open a pull request'), best "
+    "match first, each with its inputSchema."
+)
+_NEXT = "Call a hit by its name, or through call_tool."
 # What a compact hit keeps of a tool's definition: what an agent needs to call it.
 _COMPACT_KEYS = ("name", "description", "inputSchema")
 
@@ -103,28 +110,25 @@ class SearchTool:
                 str, Field(description="A few plain words saying what you want to do")
             ],
             ctx: Context,
-        ) -> SearchToolsResult:
+        ) -> SearchToolsResult | CompactSearchToolsResult:
             """Find the tools for a task: returns the best matching tools, most relevant first."""
             text = clean_query(query, field="query")
             found = await discover(ctx, text) if text else []
             if compact:
-                return CompactSearchToolsResult(query=query, tools=found, next=_NEXT)
+                return CompactSearchToolsResult(tools=found, next=_NEXT)
             return SearchToolsResult(query=query, tools=found)
 
         compact = self._compact
-        if compact:
-            search_tools.__annotations__["return"] = CompactSearchToolsResult
+        # One result type per tool, so its output schema is that type's.
+        search_tools.__annotations__["return"] = (
+            CompactSearchToolsResult if compact else SearchToolsResult
+        )
 
         return mark_meta_tool(
             Tool.from_function(
                 search_tools,
                 name=name,
-                description=(
-                    "Search this server's tools by what you want to do (plain words, e.g. "
-                    "'open a pull request'). Returns the best matching tools, most relevant "
-                    "first; a tool you cannot call yet comes with available_after, the calls "
-                    "that make it available."
-                ),
+                description=_COMPACT_DESCRIPTION if compact else _DESCRIPTION,
             )
         )
 
