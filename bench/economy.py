@@ -102,6 +102,21 @@ def catalog_server(tools: list[dict[str, Any]], variant: str) -> tuple[FastMCP, 
     return mcp, names
 
 
+async def default_meta_tools() -> dict[str, int]:
+    """Bytes of each meta-tool of the default stack with progressive disclosure, on the demo
+    catalog: what agents that prefer listings hold besides the tools they enable."""
+    mcp = build_catalog()
+    add_filtering(
+        mcp, groups=GROUPS, tags=TAGS, progressive={"initial_groups": [], "hide_ungrouped": True}
+    )
+    async with Client(mcp) as client:
+        listed = [
+            t.model_dump(by_alias=True, mode="json", exclude_none=True)
+            for t in await client.list_tools()
+        ]
+    return {t["name"]: size(t) for t in listed}
+
+
 def demo_server(variant: str) -> FastMCP:
     mcp = build_catalog()
     if variant == "fastmcp bm25":
@@ -218,6 +233,8 @@ async def main_async(names: list[str], sample: int, markdown: Path | None) -> No
             for variant in VARIANTS[1:]:
                 for tool, spent in results[variant].meta.items():
                     meta.add(variant, tool, spent)
+            for tool, spent in (await default_meta_tools()).items():
+                meta.add("ours, progressive (no initial group)", tool, spent)
     for each in (table, meta):
         print(f"\n{each.title}\n")
         print(each.markdown())

@@ -209,13 +209,11 @@ class TestListing:
             tools = {t.name: t for t in await client.list_tools()}
             assert tools["enable_tools"].description.splitlines() == snapshot(
                 [
-                    "Enable groups of tools to make their tools available to you.",
-                    'Call enable_tools(groups=["<group>"]); the reply lists the tools now '
-                    "available and, in available_groups, the groups you can enable next.",
-                    "At most 6 grouped tools can be enabled at once; disable groups with "
-                    "disable_tools to make room.",
-                    "Groups marked (+) hold more groups, offered in available_groups once the "
-                    "group is enabled; name a parent and its child together to enable both.",
+                    'Make a group\'s tools available: enable_tools(groups=["<group>"]). The '
+                    "reply lists them, and in available_groups the groups to enable next.",
+                    "At most 6 grouped tools at once: disable_tools makes room.",
+                    "(+): holds more groups, offered once it is enabled (or name parent and "
+                    "child together).",
                     "Groups:",
                     "- issues: Create and triage issues",
                     "- code (+): Code management",
@@ -223,9 +221,8 @@ class TestListing:
                 ]
             )
             assert tools["disable_tools"].description == snapshot(
-                "Disable groups of tools you no longer need, to keep your tool list "
-                "short; disabling a group also disables the groups below it. Call "
-                'disable_tools(groups=["<group>"]).'
+                "Give back groups you no longer need (and the groups below them) to keep your "
+                'tool list short: disable_tools(groups=["<group>"]).'
             )
             assert tools["enable_tools"].input_schema == snapshot(
                 {

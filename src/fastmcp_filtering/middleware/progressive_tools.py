@@ -106,14 +106,12 @@ class MetaToolBodies:
         # The same bytes for every client and every enabled set, so clients can cache it: the
         # roots here, each child in available_groups once its parent is enabled (wags' design).
         lines = [
-            "Enable groups of tools to make their tools available to you.",
-            f"Call {call_hint(self.enable_tool, ['<group>'])}; the reply lists the tools "
-            "now available and, in available_groups, the groups you can enable next.",
+            f"Make a group's tools available: {call_hint(self.enable_tool, ['<group>'])}. The "
+            "reply lists them, and in available_groups the groups to enable next.",
         ]
         if self.max_tools is not None:
             lines.append(
-                f"At most {self.max_tools} grouped tools can be enabled at once; disable groups "
-                f"with {self.disable_tool} to make room."
+                f"At most {self.max_tools} grouped tools at once: {self.disable_tool} makes room."
             )
         # Only groups open to everyone: a group under an access check is learned from
         # groups/list and available_groups, by the principals that may use it.
@@ -123,8 +121,8 @@ class MetaToolBodies:
         children = {r: [c for c in self.catalog.children(r) if c not in ruled] for r in roots}
         if any(children.values()):
             lines.append(
-                "Groups marked (+) hold more groups, offered in available_groups once the "
-                "group is enabled; name a parent and its child together to enable both."
+                "(+): holds more groups, offered once it is enabled (or name parent and child "
+                "together)."
             )
         lines.append("Groups:")
         for root in roots:
@@ -140,9 +138,8 @@ class MetaToolBodies:
 
     def disable_description(self) -> str:
         return (
-            "Disable groups of tools you no longer need, to keep your tool list short; "
-            "disabling a group also disables the groups below it. "
-            f"Call {call_hint(self.disable_tool, ['<group>'])}."
+            "Give back groups you no longer need (and the groups below them) to keep your "
+            f"tool list short: {call_hint(self.disable_tool, ['<group>'])}."
         )
 
     def call_description(self) -> str:
