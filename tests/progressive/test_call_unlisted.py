@@ -6,17 +6,21 @@ from __future__ import annotations
 
 from typing import Any
 
+import mcp_types as mt
 import pytest
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.server.auth import require_scopes
 
 from fastmcp_filtering import (
+    Catalog,
     Concern,
     Group,
     ProgressiveDisclosureMiddleware,
     add_filtering,
+    filtering_stack,
     in_group,
+    install,
 )
 from fastmcp_filtering import concerns as with_concerns
 from fastmcp_filtering.client import call_method
@@ -152,3 +156,66 @@ class TestValidation:
     def test_call_unlisted_must_be_a_bool(self) -> None:
         with pytest.raises(ValueError, match="call_unlisted must be True or False"):
             ProgressiveDisclosureMiddleware(call_unlisted="yes")  # type: ignore[arg-type]
+
+
+class TestReachEdges:
+    async def test_a_call_by_name_runs_the_highest_version_it_may_reach(
+        self, connect: Connect
+    ) -> None:
+        """v2 is access-denied, v1 only not enabled: search offers v1 and a call runs it."""
+        mcp = FastMCP("versions")
+        mcp.add_middleware(PrincipalByClientName())
+        in_group("repos")(mcp.tool(lambda: "v1", name="deploy", version="1", description="Deploy"))
+        in_group("vault")(mcp.tool(lambda: "v2", name="deploy", version="2", description="Deploy"))
+        add_filtering(
+            mcp,
+            groups=[Group("repos"), Group("vault", access=require_scopes("github:admin"))],
+            progressive={"call_unlisted": True},
+        )
+        async with connect(mcp, **as_principal("reader")) as reader:
+            found = await reader.call_tool("search_tools", {"query": "deploy"})
+            assert [t["name"] for t in found.structured_content["tools"]] == ["deploy"]
+            assert found.structured_content["tools"][0]["_meta"]["fastmcp"]["versions"] == ["1"]
+            ran = await reader.call_tool("deploy", {})
+            assert ran.content[0].text == "v1"  # type: ignore[union-attr]
+
+    async def test_a_template_reached_by_uri_completes(self, connect: Connect) -> None:
+        mcp = FastMCP("complete")
+        in_group("repos")(mcp.resource("repo://{name}", name="repo")(lambda name: f"repo {name}"))
+        mcp.completion(lambda ref, argument, context: ["api", "web"])
+        add_filtering(mcp, groups=[Group("repos")], progressive={"call_unlisted": True})
+        async with connect(mcp) as client:
+            ref = mt.ResourceTemplateReference(type="ref/resource", uri="repo://{name}")
+            done = await client.complete(ref, {"name": "name", "value": ""})
+        assert done.values == ["api", "web"]
+
+    async def test_every_layer_that_hides_must_leave_it_to_lists_only(
+        self, connect: Connect
+    ) -> None:
+        """Two progressive layers: the one without call_unlisted still refuses, in any order."""
+        for loose_first in (True, False):
+            mcp = FastMCP("two")
+            in_group("b")(mcp.tool(lambda: "ran", name="in_b"))
+            catalog = Catalog(groups=[Group("a"), Group("b")])
+            loose = ProgressiveDisclosureMiddleware(
+                catalog=catalog,
+                call_unlisted=True,
+                enable_tool_name="enable_loose",
+                disable_tool_name="disable_loose",
+                state_namespace="loose",
+            )
+            strict = ProgressiveDisclosureMiddleware(
+                catalog=catalog,
+                enable_tool_name="enable_strict",
+                disable_tool_name="disable_strict",
+                state_namespace="strict",
+            )
+            install(mcp, *((loose, strict) if loose_first else (strict, loose)))
+            async with connect(mcp) as client:
+                with pytest.raises(ToolError, match="not enabled"):
+                    await client.call_tool("in_b", {})
+
+    def test_an_empty_dict_of_options_turns_the_layer_on(self) -> None:
+        stack = filtering_stack(groups=[Group("a")], progressive={}, search={})
+        assert stack.progressive is not None
+        assert stack.search is not None

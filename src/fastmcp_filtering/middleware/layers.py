@@ -40,6 +40,7 @@ from fastmcp_filtering.policy.decision import (
     current_policy,
     invalidate,
     set_aside,
+    widened,
 )
 from fastmcp_filtering.policy.progressive import call_hint
 from fastmcp_filtering.policy.renderers import VisibleRenderers, is_renderer
@@ -349,7 +350,7 @@ async def check_completion(context: MiddlewareContext[Any]) -> mt.CompleteResult
             raise invalid_params(message or f"unknown prompt {brief(name)}", field="ref.name")
         return None
     if ref.get("type") == "ref/resource" and isinstance(uri, str):
-        visible = await server.list_resource_templates()
+        visible = await _reachable_templates(server)
         if any(t.uri_template == uri for t in visible):
             return None
         # A URI a visible template matches, which resources/read would serve; not a template
@@ -366,3 +367,15 @@ async def check_completion(context: MiddlewareContext[Any]) -> mt.CompleteResult
 
 
 _EMPTY_COMPLETION = mt.CompleteResult(completion=mt.Completion(values=[]))
+
+
+async def _reachable_templates(server: FastMCP) -> list[Any]:
+    """The templates a read by URI may reach for this client: listed, or left out of lists only
+    (``Hidden.unlisted``), as a lookup judges them."""
+    transform = AccessTransform.of(server)
+    if transform is None:
+        return list(await server.list_resource_templates())
+    policy = await transform.policy()
+    with widened(transform):
+        every = await server.list_resource_templates()
+    return [t for t in every if policy.lookup(t) is None]

@@ -289,6 +289,10 @@ class MetaToolBodies:
             # The whole middleware chain and the policy judge the proxied call as any other.
             return await ctx.fastmcp.call_tool(name, arguments)
         except NotFoundError:
+            if not self.layer.offer_enable:
+                raise ToolError(
+                    f"unknown tool {brief(name)}; search_tools finds the tools by what they do"
+                ) from None
             raise ToolError(
                 f"unknown tool {brief(name)}; enable a group with {self.enable_tool} and "
                 "use a tool from the available_tools of its reply"

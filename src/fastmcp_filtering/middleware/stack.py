@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack
 
 from fastmcp_filtering.core.catalog import Catalog
 from fastmcp_filtering.middleware.access import GroupAccessMiddleware
@@ -21,7 +21,14 @@ if TYPE_CHECKING:
     from fastmcp_filtering.core.declarations import Group, Tag
     from fastmcp_filtering.middleware.concerns import ApplyDefaults
 
-__all__ = ["FilteringStack", "StackOptions", "add_filtering", "filtering_stack", "install"]
+__all__ = [
+    "SEARCH_FIRST",
+    "FilteringStack",
+    "StackOptions",
+    "add_filtering",
+    "filtering_stack",
+    "install",
+]
 
 
 def install(mcp: FastMCP, *middlewares: ListHooks) -> None:
@@ -127,13 +134,9 @@ def filtering_stack(
         progressive, search = _search_first(search)
     catalog = Catalog.shared(catalog, groups, tags, unauthenticated=unauthenticated)
     concern_middleware = _concerns(concerns, concern_mapping, apply_concern_defaults)
-    search_middleware = (
-        SearchMiddleware(catalog=catalog, **_options(search, "search")) if search else None
-    )
-    progressive_middleware = (
-        ProgressiveDisclosureMiddleware(catalog=catalog, **_options(progressive, "progressive"))
-        if progressive
-        else None
+    search_middleware = _layer(SearchMiddleware, search, "search", catalog)
+    progressive_middleware = _layer(
+        ProgressiveDisclosureMiddleware, progressive, "progressive", catalog
     )
     holds_catalog = filter or search_middleware is not None or progressive_middleware is not None
     return FilteringStack(
@@ -163,6 +166,17 @@ def _search_first(search: bool | Mapping[str, Any]) -> tuple[Mapping[str, Any], 
             'progressive="search_first" needs search: leave search=True (or pass its options)'
         )
     return SEARCH_FIRST, {"compact_results": True, **_options(search, "search")}
+
+
+_M = TypeVar("_M")
+
+
+def _layer(
+    kind: Callable[..., _M], value: bool | Mapping[str, Any], name: str, catalog: Catalog
+) -> _M | None:
+    """``kind(catalog=..., **options)``, or None for ``False``; an empty dict of options turns
+    the layer on with its defaults, as ``True`` does."""
+    return None if value is False else kind(catalog=catalog, **_options(value, name))
 
 
 def _concerns(

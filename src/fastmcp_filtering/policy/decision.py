@@ -271,17 +271,22 @@ class Policy:
     def _judge(self, component: FastMCPComponent) -> Hidden | None:
         refusal: Hidden | None = None
         hint: Hidden | None = None
+        unlisted = True
         for view in self._views:
             hidden = view.judge(component)
             if hidden is None:
                 continue
             if hidden.discoverable:
                 hint = hint or hidden
+                # Found by name only when every layer that hides it leaves it out of lists only.
+                unlisted = unlisted and hidden.unlisted
             elif hidden.message is None:
                 # Concealed by one layer: no other layer's words may reveal it.
                 return hidden
             else:
                 refusal = refusal or hidden
+        if hint is not None and hint.unlisted and not unlisted:
+            hint = replace(hint, unlisted=False)
         if refusal is None and hint is not None:
             # Discovery: what the client could show itself (enabling groups, or naming what
             # lists only leave out) counts as shown; a reach, what it can name.
@@ -592,14 +597,17 @@ class AccessTransform(CatalogTransform):
         server = self._server() if self._server is not None else None
         if server is None:
             return None
-        # The server's own listing, this transform applied: only what this client may see.
-        listed: Sequence[FastMCPComponent] = await getattr(server, LISTERS[kind])(
-            run_middleware=False
-        )
+        # The server's own listing, this transform applied and widened to what the client could
+        # show itself, then only what a lookup by name may find.
+        with widened(self):
+            listed: Sequence[FastMCPComponent] = await getattr(server, LISTERS[kind])(
+                run_middleware=False
+            )
         matching = [
             c
             for c in listed
-            if _matches(c, kind, key)
+            if policy.lookup(c) is None
+            and _matches(c, kind, key)
             and (version is None or version.matches(c.version))
             # Another template matching the URI would read it in the hidden one's place (a
             # proxy's upstream resolves the URI by its own order: the hidden one's content).

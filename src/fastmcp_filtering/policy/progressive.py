@@ -521,6 +521,9 @@ class ProgressiveLayer(PolicyLayer):
     ) -> str:
         """What the agent should do to use ``component``, a member of a declared group."""
         what = f"{kind_label(component).capitalize()} {component.name!r}"
+        if not self.offer_enable:
+            # Search first: nothing is enabled, anything the client may use runs by its name.
+            return f"{what} is not listed; call it by its exact name."
         groups = membership.direct
         where = (
             f"group {groups[0]!r}, which is not"
@@ -581,7 +584,7 @@ class _View:
             return CONCEALED
         enabled = self._enabled
         enable: tuple[str, ...] = ()
-        if enabled.problem is None:
+        if enabled.problem is None and layer.offer_enable:
             # The shortest enable call among the component's groups; declaration order breaks ties.
             paths = [tuple(path_to(self._tree, g, enabled.groups)) for g in membership.direct]
             enable = min(paths, key=len)
