@@ -36,6 +36,7 @@ def _options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--grow", action="store_true", help="a tool 'grow' adds a tool, then says list_changed"
     )
+    parser.add_argument("--crash-on-call", action="store_true", help="exit on tools/call")
     parser.add_argument("--count-listings", default=None, help="append a line per tools/list")
     return parser.parse_args(argv)
 
@@ -126,6 +127,8 @@ def main() -> None:
             continue  # a notification or a response: nothing to answer
         if method in options.hang:
             continue
+        if method == "tools/call" and options.crash_on_call:
+            sys.exit(1)
         kind, payload = upstream.answer(method, message.get("params") or {})
         for notification in upstream.notifications:
             sys.stdout.write(json.dumps({"jsonrpc": "2.0", "method": notification}) + "\n")

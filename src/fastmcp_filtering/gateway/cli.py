@@ -411,9 +411,10 @@ def _listed(value: str | list[str]) -> str:
 
 
 def _state_line(state: dict[str, Any]) -> str:
+    kept = f"client state kept {state['ttl_seconds']:g} s"
     if state["url"] == "memory://":
-        return "state: in this process (memory://)"
-    return f"state: {state['url']} (timeout {state['timeout']} s)"
+        return f"state: in this process (memory://, {kept})"
+    return f"state: {state['url']} (timeout {state['timeout']} s, {kept})"
 
 
 # -- entry point --------------------------------------------------------------------------
