@@ -545,6 +545,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             _print_report(report, sys.stdout)
         return 0 if report.ok else 1
+    return _serve(config, args, level=level, log=log)
+
+
+def _serve(
+    config: FilteringConfig, args: argparse.Namespace, *, level: str, log: TextIO | None
+) -> int:
+    """``serve``: refuse what cannot be served, say what will not work, then serve."""
     if config.auth is not None and not args.http:
         print(
             f"{args.config}: [auth] applies to HTTP: a stdio server's client is the process "
