@@ -13,7 +13,7 @@ import json
 import logging
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering.gateway.auth_errors import INVALID_TOKEN
 from fastmcp_filtering.gateway.config import ConfigError, load_config
+from fastmcp_filtering.gateway.serve import configure_logs
 from fastmcp_filtering.gateway.state_store import CLIENT_MESSAGE, GatewayStore
 
 from .._progressive_servers import redis_server
@@ -245,3 +246,35 @@ class TestTheStore:
         assert load_config(write_config(tmp_path, upstream)).state.ttl_seconds == 86_400
         with pytest.raises(ConfigError, match=r"state.ttl_seconds: .*ttl_seconds = 86400"):
             load_config(write_config(tmp_path, upstream + "[state]\nttl_seconds = 0\n"))
+
+
+class TestOtherLibrariesLogs:
+    """``configure_logs``: the SDK's and FastMCP's errors are one line below DEBUG."""
+
+    @pytest.fixture(autouse=True)
+    def _restore_logging(self) -> Iterator[None]:
+        root, fastmcp = logging.getLogger(), logging.getLogger("fastmcp")
+        handlers = list(root.handlers)
+        filters = {h: list(h.filters) for h in fastmcp.handlers}
+        levels = {name: logging.getLogger(name).level for name in ("fastmcp", "fastmcp_filtering")}
+        yield
+        root.handlers[:] = handlers
+        for handler, kept in filters.items():
+            handler.filters[:] = kept
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+
+    def test_an_sdk_exception_is_its_reason_not_a_traceback(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        configure_logs(None, quiet=True)
+        try:
+            raise MCPError(code=-32603, message=CLIENT_MESSAGE) from ConnectionError("refused")
+        except MCPError:
+            logging.getLogger("mcp.server.x").exception("the tools/list listing failed")
+        err = capsys.readouterr().err
+        assert err == "ERROR mcp.server.x: the tools/list listing failed: refused\n"
+
+    def test_debug_keeps_tracebacks(self) -> None:
+        configure_logs("DEBUG", quiet=False)
+        assert not [h for h in logging.getLogger().handlers if type(h).__name__ == "_Others"]
