@@ -21,6 +21,12 @@ interleaved rounds; the table shows medians and bests, and the ratio of bests ag
 the bare proxy (target: within 1.1x), against the bare proxy listing the same 30 tools
 (``vs same``), and against direct.
 
+Then a gateway of five upstreams (five stand-ins, each under its own namespace: 130
+tools, search on) lists in the same rounds as each upstream listed directly, and the
+ratio of its best to the largest upstream's best is printed (target: at most 2x; the
+gateway keeps each upstream's listing until it says ``list_changed`` or ``list_ttl``
+passes, so a listing asks no upstream).
+
 ``--layers`` adds the typical configuration built up one layer at a time (groups, then
 tags, concerns, search; each on its own stand-in) to see what each costs.
 
@@ -49,6 +55,7 @@ from list_overhead import _timed
 
 from fastmcp_filtering.core.declarations import META_TOOL_KEY
 from fastmcp_filtering.gateway import build_proxy, load_config
+from fastmcp_filtering.gateway.config import FilteringConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "server-github.toml"
@@ -208,6 +215,47 @@ async def run(repeat: int, eras: list[str], *, layers: bool, markdown: Path | No
         write(markdown, [table], [NOTE])
 
 
+FIVE = ("issues", "pulls", "repos", "search", "files")
+
+
+def five_upstreams() -> FilteringConfig:
+    """A gateway of five stand-ins, each under its namespace, with the default layers."""
+    upstreams = [
+        {"name": n, "namespace": n, "command": sys.executable, "args": [str(STANDIN)]} for n in FIVE
+    ]
+    return FilteringConfig.model_validate({"upstreams": upstreams})
+
+
+async def run_five(repeat: int, eras: list[str]) -> None:
+    """``tools/list`` through a gateway of five upstreams against each upstream directly."""
+    print(f"{'era':<7} {'tools/list of':<16} {'listed':>6} {'median ms':>10} {'best ms':>8}")
+    for era in eras:
+        async with contextlib.AsyncExitStack() as stack:
+            transports = [standin() for _ in FIVE]
+            clients = {
+                **{
+                    f"{n} direct": Client(t, **ERAS[era])
+                    for n, t in zip(FIVE, transports, strict=True)
+                },
+                "gateway of 5": Client(build_proxy(five_upstreams()), **ERAS[era]),
+            }
+            for client in clients.values():
+                await stack.enter_async_context(client)
+            for transport in transports:
+                stack.push_async_callback(transport.close)
+            listed = {k: len((await c.session.list_tools()).tools) for k, c in clients.items()}
+            times: dict[str, list[float]] = {label: [] for label in clients}
+            for _ in range(repeat):  # interleaved, as above
+                for label, client in clients.items():
+                    times[label].append(await _timed(client.session.list_tools))
+        for label in clients:
+            median, best = statistics.median(times[label]), min(times[label])
+            print(f"{era:<7} {label:<16} {listed[label]:>6} {median:>10.2f} {best:>8.2f}")
+        largest = max(min(v) for k, v in times.items() if k.endswith("direct"))
+        ratio = min(times["gateway of 5"]) / largest
+        print(f"{era:<7} gateway of 5 vs the slowest upstream listed directly: {ratio:.2f}x\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=200)
@@ -218,6 +266,7 @@ def main() -> None:
     parser.add_argument("--markdown", type=Path, metavar="PATH", help="also write the table here")
     args = parser.parse_args()
     asyncio.run(run(args.repeat, args.eras, layers=args.layers, markdown=args.markdown))
+    asyncio.run(run_five(args.repeat, args.eras))
 
 
 if __name__ == "__main__":

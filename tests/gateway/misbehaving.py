@@ -33,6 +33,11 @@ def _options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--fail-when", default=None, help="answer every listing with an error once FILE exists"
     )
+    parser.add_argument(
+        "--grow", action="store_true", help="a tool 'grow' adds a tool, then says list_changed"
+    )
+    parser.add_argument("--crash-on-call", action="store_true", help="exit on tools/call")
+    parser.add_argument("--count-listings", default=None, help="append a line per tools/list")
     return parser.parse_args(argv)
 
 
@@ -49,10 +54,18 @@ class Upstream:
     def __init__(self, options: argparse.Namespace) -> None:
         self.options = options
         self.listings = 0
+        self.grown = 0
+        self.notifications: list[str] = []
+        """Methods of the notifications to send before the next answer."""
 
     def tools(self) -> list[dict[str, Any]]:
         self.listings += 1
         names = [n for n in self.options.tools.split(",") if n]
+        if self.options.grow:
+            names += ["grow", *(f"grown_{i}" for i in range(1, self.grown + 1))]
+        if self.options.count_listings:
+            with open(self.options.count_listings, "a", encoding="utf-8") as out:
+                out.write("tools/list\n")
         if self.options.rename:
             names = [f"{n}_{self.listings}" for n in names]
         tools = [
@@ -68,7 +81,7 @@ class Upstream:
         if method == "initialize":
             result: dict[str, Any] = {
                 "protocolVersion": params.get("protocolVersion", "2025-11-25"),
-                "capabilities": {"tools": {"listChanged": False}},
+                "capabilities": {"tools": {"listChanged": self.options.grow}},
                 "serverInfo": {"name": "misbehaving", "version": "1"},
             }
             if self.options.instructions:
@@ -81,6 +94,9 @@ class Upstream:
         if method == "tools/call":
             if self.options.bad_result:
                 return "result", {"content": "not a list", "isError": "maybe"}
+            if self.options.grow and params.get("name") == "grow":
+                self.grown += 1
+                self.notifications.append("notifications/tools/list_changed")
             text = json.dumps({"tool": params.get("name"), "arguments": params.get("arguments")})
             return "result", {"content": [{"type": "text", "text": text}]}
         if method == "ping":
@@ -111,7 +127,12 @@ def main() -> None:
             continue  # a notification or a response: nothing to answer
         if method in options.hang:
             continue
+        if method == "tools/call" and options.crash_on_call:
+            sys.exit(1)
         kind, payload = upstream.answer(method, message.get("params") or {})
+        for notification in upstream.notifications:
+            sys.stdout.write(json.dumps({"jsonrpc": "2.0", "method": notification}) + "\n")
+        upstream.notifications.clear()
         ident = message["id"]
         if method in options.wrong_id:
             ident = f"not-{ident}"

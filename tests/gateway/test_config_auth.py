@@ -15,10 +15,12 @@ import pytest
 from fastmcp.server.auth.providers.jwt import JWTVerifier, RSAKeyPair, StaticTokenVerifier
 from inline_snapshot import snapshot
 from joserfc import jwk
+from key_value.aio.stores.memory import MemoryStore
 from key_value.aio.wrappers.timeout import TimeoutWrapper
 
 from fastmcp_filtering.gateway.cli import main
 from fastmcp_filtering.gateway.config import FilteringConfig, load_config
+from fastmcp_filtering.gateway.state_store import GatewayStore
 
 from .._progressive_servers import redis_server
 from .._servers import free_port
@@ -270,17 +272,21 @@ class TestJWT:
 
 
 class TestState:
-    def test_memory_is_the_default_and_fastmcps_own_store(self) -> None:
+    def test_memory_is_the_default_in_this_process(self) -> None:
         config = config_of()
         assert config.state.url == "memory://"
         assert not config.state.shared
-        assert config.state.store() is None
+        store = config.state.store()
+        assert isinstance(store, GatewayStore)
+        assert isinstance(store.key_value, MemoryStore)
+        assert store.ttl_seconds == 86_400
 
     def test_redis_is_bounded_by_the_timeout(self) -> None:
         config = config_of(state={"url": "redis://127.0.0.1:6379/0", "timeout": 0.5})
         store = config.state.store()
-        assert isinstance(store, TimeoutWrapper)
-        assert store.timeout == 0.5
+        assert isinstance(store, GatewayStore)
+        assert isinstance(store.key_value, TimeoutWrapper)
+        assert store.key_value.timeout == 0.5
 
     async def test_a_dead_redis_answers_with_an_error_not_a_hang(self) -> None:
         config = config_of(state={"url": f"redis://127.0.0.1:{free_port()}/0", "timeout": 0.5})
@@ -320,7 +326,7 @@ class TestState:
             ["5: state.timeout: timeout must be a positive number of seconds, got 0.0"]
         )
         assert problems(tmp_path, '[state]\nuri = "redis://h/0"\n') == snapshot(
-            ["5: state.uri: unknown key 'uri'; remove it or use one of url, timeout"]
+            ["5: state.uri: unknown key 'uri'; remove it or use one of url, timeout, ttl_seconds"]
         )
 
 
@@ -347,7 +353,7 @@ class TestCheckShowsThem:
         assert lines == [
             "auth: 2 static bearer token(s): alice [mcp, admin]; agents (subject bob) [mcp]; "
             "every token needs scopes mcp",
-            f"state: {url} (timeout 2.0 s)",
+            f"state: {url} (timeout 2.0 s, client state kept 86400 s)",
         ]
         assert report["auth"] == {
             "type": "static",
@@ -357,12 +363,13 @@ class TestCheckShowsThem:
                 {"client_id": "agents", "subject": "bob", "scopes": ["mcp"]},
             ],
         }
-        assert report["state"] == {"url": url, "timeout": 2.0}
+        assert report["state"] == {"url": url, "timeout": 2.0, "ttl_seconds": 86_400}
         for text in (out, json.dumps(report)):
             assert "alice-secret" not in text
             assert "bob-secret" not in text
         assert "not-the-password" not in with_password
-        assert f"state: {url.replace('redis://', 'redis://:***@')} (timeout 2.0 s)" in with_password
+        masked_url = url.replace("redis://", "redis://:***@")
+        assert f"state: {masked_url} (timeout 2.0 s, client state kept 86400 s)" in with_password
 
     def test_a_dead_state_store_fails_the_check(
         self, tmp_path: Path, capfd: pytest.CaptureFixture[str]
@@ -393,7 +400,7 @@ class TestCheckShowsThem:
             [
                 "auth: JWT (HS256), a shared secret, issuer https://issuer, audience gateway "
                 "or tools",
-                "state: in this process (memory://)",
+                "state: in this process (memory://, client state kept 86400 s)",
             ]
         )
         assert "hunter2" not in out
@@ -403,4 +410,4 @@ class TestCheckShowsThem:
         assert main(["check", str(write(tmp_path, upstream))]) == 0
         out = capfd.readouterr().out
         assert "auth: none (HTTP clients are not authenticated)" in out
-        assert "state: in this process (memory://)" in out
+        assert "state: in this process (memory://, client state kept 86400 s)" in out

@@ -42,6 +42,8 @@ def proxy(*, payroll_args: tuple[str, ...] = (), on_error: str = "warn") -> Any:
                     "namespace": "pay",
                     "command": sys.executable,
                     "args": [str(MISBEHAVING), *payroll, *payroll_args],
+                    # Asked on every listing: its failure shows at once, not after list_ttl.
+                    "list_ttl": 0,
                     **QUICK,
                 },
             ],

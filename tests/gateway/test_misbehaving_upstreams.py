@@ -157,7 +157,7 @@ class TestBoundedMemory:
 
     async def test_renaming_churn_keeps_the_annotation_cache_bounded(self) -> None:
         tools = ",".join(f"t{i}" for i in range(50))
-        churn = upstream("--tools", tools, "--rename", name="churn")
+        churn = upstream("--tools", tools, "--rename", name="churn", list_ttl=0)
         proxy = _build(config(churn))
         annotations = next(t for t in proxy.server.transforms if isinstance(t, ConfigAnnotations))
         async with asyncio.timeout(60), Client(proxy.server) as client:

@@ -28,6 +28,7 @@ import asyncio
 import dataclasses
 import fnmatch
 import json
+import logging
 import os
 import sys
 from dataclasses import asdict, dataclass, field
@@ -46,6 +47,8 @@ from fastmcp_filtering.gateway.serve import (
     upstream_log,
 )
 from fastmcp_filtering.gateway.upstreams import UPSTREAM_MARK
+
+logger = logging.getLogger("fastmcp_filtering")
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -273,6 +276,27 @@ def _empty_group_error(group: Group, dead: dict[str, str]) -> str:
     )
 
 
+def _unmet_needs(config: FilteringConfig, *, http: bool) -> str | None:
+    """One line on what the configured features cannot do as served, or None."""
+    if not http or config.auth is not None:
+        return None
+    progressive = config.progressive is not None and config.progressive.enabled
+    kept = [
+        what
+        for what, used in (("enabled groups", progressive), ("stated concerns", config.concerns))
+        if used
+    ]
+    if not kept:
+        return None
+    # Without [auth] a 2026-07-28 HTTP request names no client to keep state for.
+    reach = ", and reach other groups' tools through search_tools and by exact name"
+    return (
+        f"over HTTP without [auth], 2026-07-28 (stateless) clients keep no {' and no '.join(kept)}"
+        f" (each request starts from the initial ones{reach if progressive else ''}); 2025-11-25 "
+        "clients keep them per session. Add [auth] to keep them per client"
+    )
+
+
 def _warn_meta_patterns(report: CheckReport, catalog: Catalog, meta_names: set[str]) -> None:
     """Warn of each group pattern that also matches one of the stack's meta-tools."""
     for group in catalog.groups:
@@ -411,9 +435,10 @@ def _listed(value: str | list[str]) -> str:
 
 
 def _state_line(state: dict[str, Any]) -> str:
+    kept = f"client state kept {state['ttl_seconds']:g} s"
     if state["url"] == "memory://":
-        return "state: in this process (memory://)"
-    return f"state: {state['url']} (timeout {state['timeout']} s)"
+        return f"state: in this process (memory://, {kept})"
+    return f"state: {state['url']} (timeout {state['timeout']} s, {kept})"
 
 
 # -- entry point --------------------------------------------------------------------------
@@ -520,6 +545,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             _print_report(report, sys.stdout)
         return 0 if report.ok else 1
+    return _serve(config, args, level=level, log=log)
+
+
+def _serve(
+    config: FilteringConfig, args: argparse.Namespace, *, level: str, log: TextIO | None
+) -> int:
+    """``serve``: refuse what cannot be served, say what will not work, then serve."""
     if config.auth is not None and not args.http:
         print(
             f"{args.config}: [auth] applies to HTTP: a stdio server's client is the process "
@@ -535,6 +567,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "proxies of different users must not share the store",
             file=sys.stderr,
         )
+    needs = _unmet_needs(config, http=args.http)
+    if needs is not None:
+        logger.warning("%s", needs)
     proxy = _build(config, upstream_log=log)
     if args.http:
         serve_http(proxy, host=args.host, port=args.port, path=args.path, log_level=level)

@@ -127,6 +127,19 @@ def _check_seconds(value: float) -> float:
 
 Seconds = Annotated[float, AfterValidator(_check_seconds)]
 
+
+def _check_ttl(value: float) -> float:
+    if value == 0:
+        return 0.0
+    try:
+        return _check_seconds(value)
+    except ValueError:
+        raise ValueError(
+            f"{value!r} is not a time in seconds; write 0 (list on every request) "
+            "or a positive number such as 60"
+        ) from None
+
+
 # The gateway's own command: an upstream that runs it would start gateways without end.
 _GATEWAY_COMMAND = re.compile(r"(?<![\w-])fastmcp[-_]filtering(?![\w-])")
 _GATEWAY_SERVES = re.compile(r"(?<![\w-])(serve|check)(?![\w-])")
@@ -179,6 +192,9 @@ class UpstreamConfig(_Model):
     """Seconds for one listing (tools, prompts, resources), on top of ``connect_timeout``."""
     call_timeout: Seconds = 300.0
     """Seconds for one tool call, from connecting to its result."""
+    list_ttl: Annotated[float, AfterValidator(_check_ttl)] = 60.0
+    """Seconds the upstream's listings are kept when it does not say they changed (its
+    ``list_changed`` notification relists at once); 0 relists on every request."""
 
     @model_validator(mode="after")
     def _one_transport(self, info: ValidationInfo) -> UpstreamConfig:

@@ -13,10 +13,13 @@ import re
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
+from fastmcp.server.auth.providers.jwt import JWTVerifier, StaticTokenVerifier
 from pydantic import Field, model_validator
 
+from fastmcp_filtering.gateway.auth_errors import PlainTokenMessages
 from fastmcp_filtering.gateway.config_base import EnvString, KeyPath, _CrossReferenceError, _Model
 from fastmcp_filtering.gateway.redact import safe_url
+from fastmcp_filtering.gateway.state_store import GatewayStore
 
 if TYPE_CHECKING:
     from fastmcp.server.auth import TokenVerifier
@@ -173,6 +176,9 @@ class AuthConfig(_Model):
     def verifier(self) -> TokenVerifier:
         """The FastMCP token verifier this table describes (a new one per call).
 
+        A token it refuses gets HTTP 401 with a plain "invalid token" description
+        (``auth_errors.PlainTokenMessages``), not FastMCP's advice to OAuth clients.
+
         Example:
             ```python
             mcp = FastMCP("gateway", auth=config.auth.verifier())
@@ -180,13 +186,9 @@ class AuthConfig(_Model):
         """
         scopes = list(self.required_scopes) or None
         if self.type == "static":
-            from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
-
             tokens = {t.token: t.token_data() for t in self.tokens}
-            return StaticTokenVerifier(tokens=tokens, required_scopes=scopes)
-        from fastmcp.server.auth.providers.jwt import JWTVerifier
-
-        return JWTVerifier(
+            return _PlainStatic(tokens=tokens, required_scopes=scopes)
+        return _PlainJWT(
             jwks_uri=self.jwks_uri,
             public_key=self.public_key,
             issuer=self.issuer,
@@ -218,6 +220,14 @@ def _no_secret(message: str) -> str:
     return message.splitlines()[0][:300]
 
 
+class _PlainStatic(PlainTokenMessages, StaticTokenVerifier):
+    pass
+
+
+class _PlainJWT(PlainTokenMessages, JWTVerifier):
+    pass
+
+
 class StateConfig(_Model):
     """``[state]``: where per-client state (enabled groups, concerns) lives.
 
@@ -238,6 +248,8 @@ class StateConfig(_Model):
 
     url: EnvString = "memory://"
     timeout: float = 1.0
+    ttl_seconds: float = 86_400.0
+    """Seconds a client's stored state (enabled groups, concerns) lives after its last change."""
 
     @model_validator(mode="after")
     def _usable(self) -> StateConfig:
@@ -245,6 +257,12 @@ class StateConfig(_Model):
             raise _CrossReferenceError(
                 ("state", "timeout"),
                 f"timeout must be a positive number of seconds, got {self.timeout!r}",
+            )
+        if not 0 < self.ttl_seconds < float("inf"):
+            raise _CrossReferenceError(
+                ("state", "ttl_seconds"),
+                f"ttl_seconds must be a positive number of seconds, got {self.ttl_seconds!r}; "
+                "e.g. ttl_seconds = 86400 (a day, the default)",
             )
         scheme = urlsplit(self.url).scheme
         if scheme == "memory":
@@ -285,17 +303,22 @@ class StateConfig(_Model):
             socket_connect_timeout=self.timeout,
         )
 
-    def store(self) -> AsyncKeyValue | None:
-        """A new store for ``FastMCP(session_state_store=...)``; None: FastMCP's in-memory one.
+    def store(self) -> AsyncKeyValue:
+        """A new store for ``FastMCP(session_state_store=...)``: this process's memory or Redis.
 
-        Every operation is bounded by ``timeout``.
+        Every Redis operation is bounded by ``timeout``; a failing store answers
+        clients one plain error and is logged once (``GatewayStore``), and each
+        client's state lives ``ttl_seconds``.
 
         Example:
             ```python
             mcp = FastMCP("gateway", session_state_store=config.state.store())
             ```
         """
-        return self._bounded(self._redis_client()) if self.shared else None
+        from key_value.aio.stores.memory import MemoryStore
+
+        inner = self._bounded(self._redis_client()) if self.shared else MemoryStore()
+        return GatewayStore(inner, where=_masked(self.url), ttl=self.ttl_seconds)
 
     def _bounded(self, client: Any) -> AsyncKeyValue:
         from key_value.aio.stores.redis import RedisStore
@@ -318,7 +341,7 @@ class StateConfig(_Model):
 
     def describe(self) -> dict[str, Any]:
         """The settings with any password in the URL masked, for ``check``."""
-        return {"url": _masked(self.url), "timeout": self.timeout}
+        return {"url": _masked(self.url), "timeout": self.timeout, "ttl_seconds": self.ttl_seconds}
 
 
 def _masked(url: str) -> str:

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import mcp_types as mt
+from fastmcp.exceptions import ToolError
 from fastmcp.server.providers.proxy import ProxyTool
 from mcp.shared.exceptions import MCPError
 from typing_extensions import override
@@ -40,6 +42,8 @@ __all__ = [
 MAX_SCHEMA_DEPTH = 64
 """JSON nesting levels a tool's schemas may reach: real schemas stay far below; parsers
 (the MCP SDK's, serde_json's 128) give up somewhere above, dropping the whole message."""
+
+logger = logging.getLogger("fastmcp_filtering")
 
 # FastMCP 4.2 gives a proxied tool the identity its results carry; 4.1 has none.
 _TAKES_IDENTITY = "identity" in inspect.signature(ProxyTool.__init__).parameters
@@ -128,8 +132,9 @@ class BoundedProxyTool(ProxyTool):
     A call the upstream does not answer in time (or answers under another id),
     a connection lost mid-call, and a result that is not a valid
     ``CallToolResult`` all end in an internal error that names the upstream as
-    configured; an error the upstream answered itself (an MCP error) passes
-    through unchanged.
+    configured (a ``ToolError``: the client gets an ``isError`` result, the log
+    one warning line, no traceback); an error the upstream answered itself (an
+    MCP error) passes through unchanged.
 
     Example:
         ```python
@@ -147,15 +152,23 @@ class BoundedProxyTool(ProxyTool):
             async with asyncio.timeout(seconds):
                 return await super().run(arguments, context)
         except MCPError as error:
-            if error.error.code != mt.REQUEST_TIMEOUT:
+            if error.error.code == mt.CONNECTION_CLOSED:
+                # The SDK's word for an upstream that exited or dropped the connection mid-call.
+                problem = "failed the call (its connection closed before a result)"
+            elif error.error.code != mt.REQUEST_TIMEOUT:
                 raise
-            problem = str(UpstreamTimeout("tools/call", seconds, "call_timeout"))
+            else:
+                problem = str(UpstreamTimeout("tools/call", seconds, "call_timeout"))
         except TimeoutError:
             problem = str(UpstreamTimeout("tools/call", seconds, "call_timeout"))
         except Exception as error:
             # The upstream's own bytes may say anything: name the failure, not its text.
             problem = f"failed the call ({type(error).__name__}: no valid result)"
-        raise MCPError(code=mt.INTERNAL_ERROR, message=f"upstream {label!r} {problem}") from None
+        message = f"upstream {label!r} {problem}"
+        # One line says it all; FastMCP's own line (with a traceback for anything but a
+        # ToolError) only at debug.
+        logger.warning("%s (tool %r); the client got that error", message, self.name)
+        raise ToolError(message, log_level=logging.DEBUG) from None
 
 
 def bounded(

@@ -27,6 +27,7 @@ from fastmcp_filtering.core.catalog import ComponentKind, kind_of, match_names
 from fastmcp_filtering.core.concerns import COMPONENT_META_KEY
 from fastmcp_filtering.core.declarations import GROUPS_META_KEY, META_TOOL_KEY
 from fastmcp_filtering.gateway.annotations import risk_of
+from fastmcp_filtering.gateway.listings import NoticesChanges
 from fastmcp_filtering.gateway.redact import Redactor
 from fastmcp_filtering.gateway.upstreams import (
     UPSTREAM_MARK,
@@ -88,11 +89,23 @@ class _OwnHeaders:
             yield session
 
 
-class _OwnHeadersHttp(_OwnHeaders, StreamableHttpTransport):
+class _Stdio(NoticesChanges, StdioTransport):
     pass
 
 
-class _OwnHeadersSSE(_OwnHeaders, SSETransport):
+class _Http(NoticesChanges, StreamableHttpTransport):
+    pass
+
+
+class _SSE(NoticesChanges, SSETransport):
+    pass
+
+
+class _OwnHeadersHttp(_OwnHeaders, _Http):
+    pass
+
+
+class _OwnHeadersSSE(_OwnHeaders, _SSE):
     pass
 
 
@@ -109,6 +122,7 @@ def upstream_transport(
     stderr goes to ``log_file`` (default: this process's stderr). An HTTP
     upstream gets the configured ``headers``, plus (FastMCP's proxy default)
     the headers of the client's request unless ``forward_client_headers=False``.
+    Its ``changed`` hook hears the upstream's ``list_changed`` notifications.
 
     Example:
         ```python
@@ -120,12 +134,12 @@ def upstream_transport(
     if upstream.url is not None:
         sse = infer_transport_type_from_url(upstream.url) == "sse"
         if forward_client_headers:
-            kind: type[ClientTransport] = SSETransport if sse else StreamableHttpTransport
+            kind: type[ClientTransport] = _SSE if sse else _Http
         else:
             kind = _OwnHeadersSSE if sse else _OwnHeadersHttp
         return kind(upstream.url, headers=dict(upstream.headers))  # type: ignore[call-arg]
     assert upstream.command is not None
-    return StdioTransport(
+    return _Stdio(
         command=upstream.command,
         args=list(upstream.args),
         # The mark tells a gateway started this way (by any path) that it must not serve.
@@ -276,7 +290,11 @@ def _add_upstreams(
             prefix=f"{upstream.namespace}_" if upstream.namespace else "",
             # An upstream without a namespace must not serve names in another's namespace.
             foreign=() if upstream.namespace else tuple(prefixes),
+            list_ttl=upstream.list_ttl,
         )
+        if isinstance(transport, NoticesChanges):
+            # The upstream's list_changed drops its kept listing for every client at once.
+            transport.changed = provider.listings.forget
         server.add_provider(provider, namespace=upstream.namespace or "")
         providers.append(provider)
     return providers

@@ -18,6 +18,10 @@ import sys
 import warnings
 from typing import TYPE_CHECKING, Any, TextIO
 
+from typing_extensions import override
+
+from fastmcp_filtering.gateway.upstreams import describe_failure
+
 if TYPE_CHECKING:
     from types import FrameType
 
@@ -48,11 +52,36 @@ class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
+class _OneLine(logging.Filter):
+    """Keeps a record's exception as its one-line reason: tracebacks are for DEBUG."""
+
+    @override
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            record.msg = f"{record.getMessage()}: {describe_failure(record.exc_info[1])}"
+            record.args = None
+            record.exc_info = record.exc_text = None
+        return True
+
+
+class _Others(_Stderr):
+    """Every other library's records (the MCP SDK's, uvicorn's errors), one line each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        # The package's own records have their handler; they propagate here too.
+        self.addFilter(lambda record: not record.name.startswith("fastmcp_filtering"))
+        self.addFilter(_OneLine())
+
+
 def configure_logs(level: str | None, *, quiet: bool) -> str:
     """Log the package and FastMCP at ``level`` (default INFO, WARNING when quiet); returns it.
 
     The package's records go to stderr one line each (``WARNING fastmcp-filtering:
-    ...``). Quiet also silences Python warnings (FastMCP's deprecation notices),
+    ...``); below DEBUG, other libraries' warnings and errors that reach the root
+    logger (the MCP SDK's, uvicorn's) are one line each too, their exception as
+    its reason, no traceback. Quiet also silences Python warnings (FastMCP's deprecation notices),
     which say nothing an operator can act on.
 
     Example:
@@ -64,6 +93,12 @@ def configure_logs(level: str | None, *, quiet: bool) -> str:
     logger.handlers[:] = [h for h in logger.handlers if not isinstance(h, _Stderr)] + [_Stderr()]
     logger.setLevel(chosen)
     logging.getLogger("fastmcp").setLevel(chosen)
+    root = logging.getLogger()
+    root.handlers[:] = [h for h in root.handlers if not isinstance(h, _Others)]
+    if chosen != "DEBUG":
+        others = _Others()
+        others.setLevel("WARNING")
+        root.addHandler(others)
     if quiet:
         warnings.simplefilter("ignore")
     return chosen

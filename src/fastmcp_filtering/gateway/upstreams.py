@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 from typing_extensions import override
 
 from fastmcp_filtering.gateway.limits import Timeouts, UpstreamTimeout, bounded, unusable
+from fastmcp_filtering.gateway.listings import Listings
 from fastmcp_filtering.gateway.redact import Redactor
 from fastmcp_filtering.middleware.hooks import Announces
 
@@ -196,7 +197,9 @@ class UpstreamProvider(ProxyProvider):
     A failure to list or look up the upstream's components is recorded in
     ``health`` under ``label``. With ``on_error="warn"`` the upstream then
     contributes no components (the others are served); with ``"raise"`` the
-    request fails with an error naming the upstream. Nothing waits longer than
+    request fails with an error naming the upstream. Its listings are kept
+    (``listings``) for ``list_ttl`` seconds or until the upstream says they
+    changed, and shared by every client. Nothing waits longer than
     ``timeouts`` allow (connecting, then listing; a tool call), and a listed
     tool the proxy cannot serve safely (``limits.unusable``; ``prefix`` is what
     the namespace puts before its name) is left out with a warning.
@@ -218,8 +221,12 @@ class UpstreamProvider(ProxyProvider):
         timeouts: Timeouts = _DEFAULT_TIMEOUTS,
         prefix: str = "",
         foreign: Sequence[str] = (),
+        list_ttl: float = 60.0,
     ) -> None:
-        super().__init__(factory)
+        # FastMCP's own cache off: its lookups then ask ``_list_*``, which ``listings`` keeps.
+        super().__init__(factory, cache_ttl=0)
+        self.listings = Listings(seconds=list_ttl)
+        """The upstream's latest listings, shared by every client (``forget`` on a change)."""
         self.label = label
         self.health = health
         self.on_error = on_error
@@ -238,7 +245,7 @@ class UpstreamProvider(ProxyProvider):
         return f"UpstreamProvider({self.label!r})"
 
     async def _guard(self, pending: Awaitable[_T], fallback: _T, what: str) -> _T:
-        limit = self.timeouts.connect + self.timeouts.list
+        limit = self._list_limit
         try:
             try:
                 async with asyncio.timeout(limit):
@@ -322,14 +329,39 @@ class UpstreamProvider(ProxyProvider):
                 self.health.dropped(self.label, tool.name, problem)
         return kept
 
+    @property
+    def _list_limit(self) -> float:
+        return self.timeouts.connect + self.timeouts.list
+
+    @override
+    async def _list_tools(self) -> Sequence[Tool]:
+        return await self.listings.get("tool", self._fetch_tools, give_up_after=self._list_limit)
+
+    async def _fetch_tools(self) -> Sequence[Tool]:
+        # Checked once per upstream listing, not once per client's listing.
+        tools = self._servable(await super()._list_tools())
+        self._keep("tool", tools)
+        return tools
+
+    @override
+    async def _list_prompts(self) -> Sequence[Prompt]:
+        fetch = super()._list_prompts
+        return await self.listings.get("prompt", fetch, give_up_after=self._list_limit)
+
+    @override
+    async def _list_resources(self) -> Sequence[Resource]:
+        fetch = super()._list_resources
+        return await self.listings.get("resource", fetch, give_up_after=self._list_limit)
+
+    @override
+    async def _list_resource_templates(self) -> Sequence[ResourceTemplate]:
+        fetch = super()._list_resource_templates
+        return await self.listings.get("template", fetch, give_up_after=self._list_limit)
+
     @override
     async def list_tools(self) -> Sequence[Tool]:
         listed = await self._guard(super().list_tools(), None, "tools/list")
-        if listed is None:
-            return []
-        tools = self._servable(listed)
-        self._keep("tool", tools)
-        return tools
+        return [] if listed is None else listed
 
     @override
     async def get_tool(self, name: str, version: VersionSpec | None = None) -> Tool | None:
