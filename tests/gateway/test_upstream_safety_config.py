@@ -135,17 +135,43 @@ class TestStateNamespace:
         assert "is reserved" in message
 
 
+class TestNamesThatCollide:
+    def test_a_second_upstream_without_namespace_is_refused(self) -> None:
+        """Two could list the same tool name, one taking the other's calls."""
+        with pytest.raises(ValueError, match="a second upstream without namespace"):
+            FilteringConfig.model_validate(
+                {
+                    "upstreams": [
+                        {"command": "a"},
+                        {"command": "b", "namespace": "b"},
+                        {"url": "http://h/mcp"},
+                    ]
+                }
+            )
+        config = FilteringConfig.model_validate(
+            {"upstreams": [{"command": "a"}, {"command": "b", "namespace": "b"}]}
+        )
+        assert [u.namespace for u in config.upstreams] == [None, "b"]
+
+    def test_the_file_is_refused_at_its_line(self, tmp_path: Path) -> None:
+        """What check and serve both load (load_config)."""
+        message = error_of(
+            tmp_path, '[[upstreams]]\ncommand = "a"\n\n[[upstreams]]\ncommand = "b"\n'
+        )
+        assert "upstreams[1]" in message
+        assert "namespace" in message
+
+
 class TestNoSecretsShown:
     def test_labels_never_show_arguments_or_url_credentials(self) -> None:
-        config = FilteringConfig.model_validate(
-            {
-                "upstreams": [
-                    {"command": "/opt/internal/bin/python3", "args": ["up.py", "--api-key", "K"]},
-                    {"url": "http://svc:PW-123@host:8080/mcp?api_key=KEY-1#f"},
-                ]
-            }
-        )
-        assert [u.label for u in config.upstreams] == ["python3", "http://host:8080/mcp"]
+        labels = [
+            FilteringConfig.model_validate({"upstreams": [upstream]}).upstreams[0].label
+            for upstream in (
+                {"command": "/opt/internal/bin/python3", "args": ["up.py", "--api-key", "K"]},
+                {"url": "http://svc:PW-123@host:8080/mcp?api_key=KEY-1#f"},
+            )
+        ]
+        assert labels == ["python3", "http://host:8080/mcp"]
 
     def test_the_redactor(self) -> None:
         redact = Redactor(["KEY-SECRET-1", "ab"])

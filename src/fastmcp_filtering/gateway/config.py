@@ -565,7 +565,8 @@ class FilteringConfig(_Model):
         return self
 
     def _distinct_namespaces(self) -> None:
-        """No namespace may repeat, nor be another's followed by ``_``: their names would mix.
+        """No namespace may repeat, nor be another's followed by ``_``, and at most one
+        upstream goes without: their names would mix.
 
         With ``search`` and ``search_x``, upstream ``search``'s tool ``x_open`` and
         upstream ``search_x``'s ``open`` are both served as ``search_x_open``.
@@ -573,6 +574,13 @@ class FilteringConfig(_Model):
         namespaces = [u.namespace for u in self.upstreams]
         for index, namespace in enumerate(namespaces):
             if namespace is None:
+                if None in namespaces[:index]:
+                    raise _CrossReferenceError(
+                        ("upstreams", index),
+                        "a second upstream without namespace: two upstreams without one can "
+                        "list the same tool name, and one would take the other's calls; give "
+                        "this one a namespace (namespace = \"...\" prefixes its tool names)",
+                    )
                 continue
             if namespace in namespaces[:index]:
                 raise _CrossReferenceError(
