@@ -579,7 +579,7 @@ class FilteringConfig(_Model):
                         ("upstreams", index),
                         "a second upstream without namespace: two upstreams without one can "
                         "list the same tool name, and one would take the other's calls; give "
-                        "this one a namespace (namespace = \"...\" prefixes its tool names)",
+                        'this one a namespace (namespace = "..." prefixes its tool names)',
                     )
                 continue
             if namespace in namespaces[:index]:
