@@ -537,7 +537,7 @@ class FilteringConfig(_Model):
     @model_validator(mode="after")
     def _cross_references(self) -> FilteringConfig:
         self.catalog()
-        self._distinct_namespaces()
+        _distinct_namespaces([u.namespace for u in self.upstreams])
         if self.concern_mapping and not self.concerns:
             raise _CrossReferenceError(
                 ("concern_mapping",),
@@ -563,42 +563,6 @@ class FilteringConfig(_Model):
                 progressive.options(),
             )
         return self
-
-    def _distinct_namespaces(self) -> None:
-        """No namespace may repeat, nor be another's followed by ``_``, and at most one
-        upstream goes without: their names would mix.
-
-        With ``search`` and ``search_x``, upstream ``search``'s tool ``x_open`` and
-        upstream ``search_x``'s ``open`` are both served as ``search_x_open``.
-        """
-        namespaces = [u.namespace for u in self.upstreams]
-        for index, namespace in enumerate(namespaces):
-            if namespace is None:
-                if None in namespaces[:index]:
-                    raise _CrossReferenceError(
-                        ("upstreams", index),
-                        "a second upstream without namespace: two upstreams without one can "
-                        "list the same tool name, and one would take the other's calls; give "
-                        'this one a namespace (namespace = "..." prefixes its tool names)',
-                    )
-                continue
-            if namespace in namespaces[:index]:
-                raise _CrossReferenceError(
-                    ("upstreams", index, "namespace"),
-                    f"namespace {namespace!r} is used twice; give each upstream its own",
-                )
-            for other in namespaces[:index]:
-                if other is None:
-                    continue
-                short, long = sorted((other, namespace), key=len)
-                if long.startswith(f"{short}_"):
-                    raise _CrossReferenceError(
-                        ("upstreams", index, "namespace"),
-                        f"namespaces {short!r} and {long!r} overlap: upstream {short!r}'s tool "
-                        f"'{long[len(short) + 1 :]}_x' and upstream {long!r}'s tool 'x' would "
-                        f"both be {long}_x; choose namespaces where neither is the other "
-                        "followed by '_'",
-                    )
 
     def _meta_tool_names(self) -> None:
         """The stack's own tools (search, progressive) need names of their own."""
@@ -939,3 +903,39 @@ def _toml_locator(text: str) -> Callable[[KeyPath], int | None]:
         return start + 1 if i else None
 
     return locate
+
+
+def _distinct_namespaces(namespaces: list[str | None]) -> None:
+    """No namespace may repeat, nor be another's followed by ``_``, and at most one
+    upstream goes without: their names would mix.
+
+    With ``search`` and ``search_x``, upstream ``search``'s tool ``x_open`` and
+    upstream ``search_x``'s ``open`` are both served as ``search_x_open``.
+    """
+    for index, namespace in enumerate(namespaces):
+        if namespace is None:
+            if None in namespaces[:index]:
+                raise _CrossReferenceError(
+                    ("upstreams", index),
+                    "a second upstream without namespace: two upstreams without one can "
+                    "list the same tool name, and one would take the other's calls; give "
+                    'this one a namespace (namespace = "..." prefixes its tool names)',
+                )
+            continue
+        if namespace in namespaces[:index]:
+            raise _CrossReferenceError(
+                ("upstreams", index, "namespace"),
+                f"namespace {namespace!r} is used twice; give each upstream its own",
+            )
+        for other in namespaces[:index]:
+            if other is None:
+                continue
+            short, long = sorted((other, namespace), key=len)
+            if long.startswith(f"{short}_"):
+                raise _CrossReferenceError(
+                    ("upstreams", index, "namespace"),
+                    f"namespaces {short!r} and {long!r} overlap: upstream {short!r}'s tool "
+                    f"'{long[len(short) + 1 :]}_x' and upstream {long!r}'s tool 'x' would "
+                    f"both be {long}_x; choose namespaces where neither is the other "
+                    "followed by '_'",
+                )
