@@ -97,8 +97,9 @@ class TestCheck:
         assert len(groups["issues"]["tools"]) == 6
         assert groups["wiki"]["tools"] == []
         assert report["errors"] == [
-            "group 'wiki' matches no tool, prompt, resource or template ('wiki_*'); fix its "
-            "tools patterns against the names above, or remove the group"
+            "group 'wiki' matches no tool, prompt, resource or template ('wiki_*'): its "
+            "members cannot be listed or enabled; fix its tools patterns against the names "
+            "above, or remove the group"
         ]
         assert report["ungrouped"] == [
             "create_branch",
@@ -199,8 +200,8 @@ class TestCheck:
         ) in out
         assert (
             "error: group 'ghostly' matches no tool, prompt, resource or template ('g_*') (not "
-            "counting upstream 'ghost', which did not answer); fix its tools patterns against "
-            "the names above, or remove the group\n"
+            "counting upstream 'ghost', which did not answer): its members cannot be listed or "
+            "enabled; fix its tools patterns against the names above, or remove the group\n"
         ) in out
         assert main(["check", str(path), "--json"]) == 1
         report = json.loads(capfd.readouterr().out)

@@ -1,20 +1,30 @@
-"""What ``serve`` says at startup about features its configuration cannot serve as written.
+"""What ``serve`` says at startup about what its configuration cannot serve as written.
 
 Over HTTP without ``[auth]`` a 2026-07-28 client has no identity, so progressive disclosure
-and concerns keep nothing for it between requests: ``serve --http`` logs that once.
+and concerns keep nothing for it between requests: ``serve --http`` logs that once. A group
+naming what no upstream lists is logged once the upstreams have been listed.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
+import select
+import subprocess
 import sys
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
+from fastmcp import FastMCP
 
+from fastmcp_filtering.gateway.audit import audit_groups, logged_audit
 from fastmcp_filtering.gateway.cli import _unmet_needs
 from fastmcp_filtering.gateway.config import FilteringConfig
 
-from .test_cli import serve_http
+from .test_cli import CLI, SRC, serve_http
+from .test_namespaces import MISBEHAVING
 from .test_proxy import EXAMPLE_CONFIG
 
 AUTH = {"type": "static", "tokens": [{"token": "t", "client_id": "a"}]}
@@ -58,3 +68,84 @@ def test_serve_http_logs_it_once() -> None:
     assert process.stderr is not None
     log = process.stderr.read().decode()
     assert log.count("over HTTP without [auth], 2026-07-28 (stateless) clients keep no") == 1
+
+
+def audited(*, clock: bool) -> FilteringConfig:
+    groups = [{"name": "tools", "tools": ["echo", "clock_now" if clock else "ping"]}]
+    if clock:
+        groups.append({"name": "clock", "tools": ["clock"]})
+    upstream = {"command": sys.executable, "args": [str(MISBEHAVING), "--tools", "echo,ping"]}
+    return FilteringConfig.model_validate(
+        {"upstreams": [upstream], "groups": groups, "search": {"enabled": False}}
+    )
+
+
+class TestGroupsAudit:
+    """Groups naming what no upstream lists: ``check`` fails, ``serve`` logs, the same words."""
+
+    async def test_findings_name_the_empty_group_and_the_dead_pattern(self) -> None:
+        server = FastMCP("upstream")
+        server.tool(name="echo")(lambda: "echo")
+        found = await audit_groups(server, audited(clock=True).catalog(), {})
+        assert found.errors == [
+            "group 'clock' matches no tool, prompt, resource or template ('clock'): its members "
+            "cannot be listed or enabled; fix its tools patterns against the names "
+            "`fastmcp-filtering check` lists, or remove the group"
+        ]
+        assert found.warnings == [
+            "group 'tools' pattern 'clock_now' matches no tool, prompt, resource or template; "
+            "fix or remove it"
+        ]
+
+    async def test_nothing_to_say_about_a_sound_configuration(self) -> None:
+        server = FastMCP("upstream")
+        for name in ("echo", "ping"):
+            server.tool(name=name)(lambda: "ok")
+        found = await audit_groups(server, audited(clock=False).catalog(), {})
+        assert (found.errors, found.warnings) == ([], [])
+
+    @pytest.mark.slow
+    def test_serve_logs_them_once_it_has_listed(self, tmp_path: Path) -> None:
+        path = tmp_path / "proxy.json"
+        path.write_text(audited(clock=True).model_dump_json(exclude_defaults=True))
+        process = subprocess.Popen(
+            [*CLI, "serve", str(path), "--quiet"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **SRC},
+        )
+        assert process.stderr is not None
+        assert process.stdin is not None
+        lines: list[str] = []
+        deadline = time.monotonic() + 60
+        while len(lines) < 2 and time.monotonic() < deadline:
+            ready, _, _ = select.select([process.stderr], [], [], 1)
+            if ready:
+                lines.append(process.stderr.readline().decode())
+        process.stdin.close()
+        process.wait(timeout=30)
+        assert lines == [
+            "WARNING fastmcp-filtering: group 'clock' matches no tool, prompt, resource or "
+            "template ('clock'): its members cannot be listed or enabled; fix its tools patterns "
+            "against the names `fastmcp-filtering check` lists, or remove the group\n",
+            "WARNING fastmcp-filtering: group 'tools' pattern 'clock_now' matches no tool, "
+            "prompt, resource or template; fix or remove it\n",
+        ]
+
+    async def test_not_while_an_upstream_is_down(self, caplog: pytest.LogCaptureFixture) -> None:
+        server = FastMCP("upstream")
+        server.tool(name="echo")(lambda: "echo")
+        with caplog.at_level("WARNING", logger="fastmcp_filtering"):
+            async with logged_audit(server, audited(clock=True).catalog(), {"weather": "down"}):
+                await asyncio.sleep(0.5)
+            assert [r.getMessage() for r in caplog.records] == []
+            async with logged_audit(server, audited(clock=True).catalog(), {}):
+                for _ in range(100):
+                    await asyncio.sleep(0.05)
+                    if len(caplog.records) == 2:
+                        break
+            assert [r.getMessage()[:16] for r in caplog.records] == [
+                "group 'clock' ma",
+                "group 'tools' pa",
+            ]

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from fastmcp_filtering.core.catalog import match_names
-from fastmcp_filtering.core.request import unrestricted
+from fastmcp_filtering.gateway.audit import Listing, findings, list_unfiltered
 from fastmcp_filtering.gateway.config import ConfigError, FilteringConfig, load_config
 from fastmcp_filtering.gateway.init import InitRequest, run_init
 from fastmcp_filtering.gateway.proxy import _build
@@ -57,7 +57,6 @@ if TYPE_CHECKING:
     from fastmcp.utilities.components import FastMCPComponent
 
     from fastmcp_filtering.core.catalog import Catalog, ComponentKind
-    from fastmcp_filtering.core.declarations import Group
 
 
 __all__ = ["CheckReport", "check", "main"]
@@ -146,24 +145,17 @@ async def check(
     catalog = config.catalog()
     report.tools = sorted({t.name for t in tools})
     _count_upstreams(report, config, listing.dead)
-    _sort_into_groups(report, catalog, tools, listing.others, listing.dead)
+    _sort_into_groups(report, catalog, tools, listing.others)
+    found = findings(catalog, listing)
+    report.errors.extend(found.errors)
+    report.warnings.extend(found.warnings)
     _warn_meta_patterns(report, catalog, meta_names)
     _report_tags(report, config, catalog, tools)
     _report_concerns(report, config, tools)
     return report
 
 
-@dataclass
-class _Listing:
-    """What the upstreams listed, unfiltered; ``dead``: each upstream that failed, and why."""
-
-    tools: Sequence[Tool]
-    others: list[tuple[ComponentKind, FastMCPComponent]]
-    dead: dict[str, str]
-    dropped: dict[tuple[str, str], str]
-
-
-async def _list_upstreams(config: FilteringConfig, *, upstream_log: TextIO | None) -> _Listing:
+async def _list_upstreams(config: FilteringConfig, *, upstream_log: TextIO | None) -> Listing:
     """List every upstream's tools, prompts, resources and templates through a fresh proxy.
 
     An upstream that fails is left out and named in ``dead``; the proxy is closed
@@ -175,27 +167,13 @@ async def _list_upstreams(config: FilteringConfig, *, upstream_log: TextIO | Non
         config, on_upstream_error="warn", upstream_log=upstream_log, log_failures=False, relay=False
     )
     try:
-        # The whole catalog, as the operator configured it, not as one client sees it.
-        with unrestricted():
-            listed = await proxy.server.list_tools(run_middleware=False)
-            # Group patterns match prompts, resources (and their URIs) and templates too.
-            others: list[tuple[ComponentKind, FastMCPComponent]] = [
-                *(("prompt", p) for p in await proxy.server.list_prompts(run_middleware=False)),
-                *(("resource", r) for r in await proxy.server.list_resources(run_middleware=False)),
-                *(
-                    ("template", t)
-                    for t in await proxy.server.list_resource_templates(run_middleware=False)
-                ),
-            ]
+        listing = await list_unfiltered(proxy.server)
     finally:
         await proxy.close()
     health = proxy.health
-    return _Listing(
-        tools=listed,
-        others=others,
-        dead=dict(health.unavailable),
-        dropped={key: health.redact(r) for key, r in health.dropped_tools.items()},
-    )
+    listing.dead = dict(health.unavailable)
+    listing.dropped = {key: health.redact(r) for key, r in health.dropped_tools.items()}
+    return listing
 
 
 def _count_upstreams(report: CheckReport, config: FilteringConfig, dead: dict[str, str]) -> None:
@@ -224,9 +202,8 @@ def _sort_into_groups(
     catalog: Catalog,
     tools: list[Tool],
     others: list[tuple[ComponentKind, FastMCPComponent]],
-    dead: dict[str, str],
 ) -> None:
-    """Add each group with its members, the tools in no group, and an error per empty group."""
+    """Add each group with its members, and the tools in no group."""
     direct: dict[str, list[str]] = {g.name: [] for g in catalog.groups}
     effective: dict[str, list[str]] = {g.name: [] for g in catalog.groups}
     for tool in sorted(tools, key=lambda t: t.name):
@@ -257,23 +234,6 @@ def _sort_into_groups(
                 "with_subgroups": len(effective[group.name]),
             }
         )
-        if not effective[group.name]:
-            report.errors.append(_empty_group_error(group, dead))
-
-
-def _empty_group_error(group: Group, dead: dict[str, str]) -> str:
-    """The error for a group that matches nothing, naming the upstreams that did not answer."""
-    patterns = ", ".join(repr(p) for p in group.tools) or "no tools patterns"
-    unlisted = (
-        f" (not counting upstream {', '.join(repr(d) for d in dead)}, which did not answer)"
-        if dead
-        else ""
-    )
-    return (
-        f"group {group.name!r} matches no tool, prompt, resource or template "
-        f"({patterns}){unlisted}; fix its tools patterns against the names above, or "
-        "remove the group"
-    )
 
 
 def _unmet_needs(config: FilteringConfig, *, http: bool) -> str | None:
@@ -476,6 +436,9 @@ def _parser() -> argparse.ArgumentParser:
         "--env", action="append", default=[], help="NAME=VALUE, or NAME for ${NAME}, for a command"
     )
     init.add_argument("--header", dest="headers", action="append", default=[], help="NAME=VALUE")
+    init.add_argument(
+        "-q", "--quiet", action="store_true", help="print errors only (no summary, no stderr)"
+    )
     init.add_argument("target", nargs=argparse.REMAINDER, help="the server's command or URL")
     for command in (serve, check_cmd):
         command.add_argument(
@@ -570,7 +533,7 @@ def _serve(
     needs = _unmet_needs(config, http=args.http)
     if needs is not None:
         logger.warning("%s", needs)
-    proxy = _build(config, upstream_log=log)
+    proxy = _build(config, upstream_log=log, audit=True)
     if args.http:
         serve_http(proxy, host=args.host, port=args.port, path=args.path, log_level=level)
     else:

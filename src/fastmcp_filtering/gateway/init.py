@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -49,6 +50,8 @@ class InitRequest:
     """``NAME=VALUE``, or ``NAME`` for ``${NAME}`` read from the environment."""
     headers: list[str] = field(default_factory=list)
     """``NAME=VALUE`` headers for a URL; ``${NAME}`` in a value is read from the environment."""
+    quiet: bool = False
+    """Print errors only: no summary, no upstream stderr."""
 
 
 class InitError(Exception):
@@ -90,15 +93,36 @@ def _target_table(request: InitRequest) -> dict[str, Any]:
     return {"command": target[0], "args": list(target[1:]), "env": _pairs(request.env, "env")}
 
 
+# A script with one of these names is known by its package's directory: .../server-x/dist/index.js.
+_GENERIC_SCRIPTS = frozenset({"index", "main", "server", "cli", "app", "run", "__main__"})
+_BUILD_DIRS = frozenset({"dist", "build", "lib", "src", "bin", "out", "esm", "cjs"})
+
+
 def _label(target: list[str]) -> str:
-    """A short name for the server: the URL's host, or the package or script it runs."""
+    """A short name for the server: the URL's host, or the package, module or script it runs.
+
+    Not a subcommand (``run``), an option's value, or a directory it is given to work on
+    (``-r /tmp/repo``): ``python -m mcp_server_git -r /tmp/repo`` is ``mcp_server_git``.
+    """
     if re.match(r"https?://", target[0]):
         return re.sub(r"^https?://([^/:]+).*", r"\1", target[0])
-    words = [a for a in target[1:] if not a.startswith("-")]
+    args = target[1:]
+    if "-m" in args[:-1]:
+        return args[args.index("-m") + 1]
+    words = [a for a in args if not a.startswith("-")]
     # A package or script (server-github@1.0, ghcr.io/x/y, server.py), not a subcommand (run).
-    named = [a for a in words if re.search(r"[-./@]", a)] or words or target[:1]
-    name = Path(named[0]).name
-    return re.sub(r"(@[^@/]+|\.(py|js|mjs|ts))$", "", name) or name
+    named = [a for a in words if re.search(r"[-./@]", a) and not Path(a).is_dir()]
+    return _package_name((named or words or target[:1])[0])
+
+
+def _package_name(word: str) -> str:
+    path = Path(word)
+    if path.suffix in {".py", ".js", ".mjs", ".cjs", ".ts"} and path.stem in _GENERIC_SCRIPTS:
+        for parent in path.parents:
+            if parent.name and parent.name not in _BUILD_DIRS:
+                return parent.name
+    name = path.name
+    return re.sub(r"(@[^@/]+|==.+|:[^:/]+|\.(py|js|mjs|cjs|ts))$", "", name) or name
 
 
 def _tables(request: InitRequest, out_dir: Path) -> tuple[list[dict[str, Any]], str]:
@@ -147,12 +171,13 @@ class _UpstreamsDown(Exception):
         super().__init__(", ".join(f"{label}: {reason}" for label, reason in dead.items()))
 
 
-async def _listing(
-    config: FilteringConfig,
-) -> tuple[list[Any], list[str]]:
+async def _listing(config: FilteringConfig, log: TextIO) -> tuple[list[Any], list[str]]:
     """The proxied tools, and every name and URI of the prompts, resources and templates."""
-    # Every upstream is asked; each that fails is recorded by name, so all are reported.
-    proxy = _build(config, on_upstream_error="warn")
+    # Every upstream is asked; each that fails is recorded by name, so all are reported (here,
+    # not logged). Their stderr goes to ``log``, and their notifications to no client.
+    proxy = _build(
+        config, on_upstream_error="warn", upstream_log=log, log_failures=False, relay=False
+    )
     try:
         with unrestricted():
             server = proxy.server
@@ -188,6 +213,17 @@ def _by_namespace(tools: Sequence[Any], namespaces: list[str]) -> dict[str, list
                 )
                 break
     return found
+
+
+def _print_tail(log: TextIO, err: TextIO, lines: int = 20) -> None:
+    """The last ``lines`` the upstreams wrote to stderr, if any: often why one failed."""
+    log.flush()
+    log.seek(0)
+    tail = log.read().splitlines()[-lines:]
+    if any(line.strip() for line in tail):
+        print("the upstreams' stderr ended with:", file=err)
+        for line in tail:
+            print(f"  {line}", file=err)
 
 
 def _host_entry(output: str | None) -> str:
@@ -228,12 +264,16 @@ def run_init(request: InitRequest, out: TextIO, err: TextIO) -> int:
             reason = detail["msg"].removeprefix("Value error, ")
             print(f"error: {where}: {reason}", file=err)
         return 1
-    try:
-        tools, others = asyncio.run(_listing(config))
-    except _UpstreamsDown as down:
-        for label, reason in down.dead.items():
-            print(f"error: upstream {label!r} cannot be listed: {reason}", file=err)
-        return 1
+    # The upstreams' stderr (banners, "running on stdio") is shown only when one fails.
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as log:
+        try:
+            tools, others = asyncio.run(_listing(config, log))
+        except _UpstreamsDown as down:
+            for label, reason in down.dead.items():
+                print(f"error: upstream {label!r} cannot be listed: {reason}", file=err)
+            if not request.quiet:
+                _print_tail(log, err)
+            return 1
     namespaces = [t["namespace"] for t in tables if "namespace" in t]
     suggestion = suggest_config(
         _by_namespace(tools, namespaces) if namespaces else tools,
@@ -247,10 +287,19 @@ def run_init(request: InitRequest, out: TextIO, err: TextIO) -> int:
         Path(request.output).write_text(text, encoding="utf-8")
     else:
         out.write(text)
+    if not request.quiet:
+        _print_summary(request, suggestion.tool_count, len(suggestion.groups), source, out, err)
+    return 0
+
+
+def _print_summary(
+    request: InitRequest, tools: int, groups: int, source: str, out: TextIO, err: TextIO
+) -> None:
+    """What was written, how to check it, and the one server entry to give the host."""
     shown = request.output or "proxy.toml"
     notes = err if not request.output else out
     print(
-        f"\n{counted(suggestion.tool_count, 'tool')} in {counted(len(suggestion.groups), 'group')}"
+        f"\n{counted(tools, 'tool')} in {counted(groups, 'group')}"
         f"{f' written to {request.output}' if request.output else ''}. "
         f"Check it: fastmcp-filtering check {shown}\n"
         f"Then give your MCP host this one server"
@@ -258,4 +307,3 @@ def run_init(request: InitRequest, out: TextIO, err: TextIO) -> int:
         f"{_host_entry(request.output)}",
         file=notes,
     )
-    return 0

@@ -24,6 +24,8 @@ from fastmcp.server.providers.proxy import ProxyTool
 from mcp.shared.exceptions import MCPError
 from typing_extensions import override
 
+from fastmcp_filtering.gateway.namespacing import served_name
+
 if TYPE_CHECKING:
     from fastmcp.server.context import Context
     from fastmcp.server.providers.proxy import ClientFactoryT, ProxyIdentity
@@ -119,7 +121,7 @@ def unusable(tool: Tool, prefix: str) -> str | None:
         assert unusable(Tool(name="has space", parameters={}), "") is not None
         ```
     """
-    if not _TOOL_NAME.fullmatch(prefix + tool.name):
+    if not _TOOL_NAME.fullmatch(served_name(prefix, tool.name)):
         return "its name breaks MCP's naming rules (1 to 128 of A-Za-z0-9_-.)"
     if schema_too_deep(tool.parameters) or schema_too_deep(tool.output_schema):
         return f"its schema nests deeper than {MAX_SCHEMA_DEPTH} levels"

@@ -13,6 +13,7 @@ client's policy: each client's request is still judged on its own.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from contextlib import asynccontextmanager
 from functools import partial
@@ -34,6 +35,8 @@ _STALE_AFTER = {
 }
 
 _T = TypeVar("_T")
+
+logger = logging.getLogger("fastmcp_filtering")
 
 
 def changed_kinds(message: object) -> tuple[str, ...]:
@@ -151,5 +154,11 @@ async def _notice(
     kinds = changed_kinds(message)
     if kinds and transport.changed is not None:
         transport.changed(kinds)
-    if handler is not None:
+    if handler is None:
+        return
+    try:
         await handler(message)
+    except Exception as error:
+        # Relaying is best effort: a notification that arrives while no client request is
+        # running (init, check, a kept-alive upstream between requests) has no one to reach.
+        logger.debug("an upstream's notification reached no client: %s", error)

@@ -4,7 +4,7 @@ A topic group is named by its topic as the names spell it (plural when a member
 spells it so: ``pull_requests``) and described by its members' verbs and what
 else they act on: "Create, get, list and merge pull requests,
 with reviews and files". A verb group says what its tools do ("Search code and
-users"); word and ``other`` groups list their tools.
+users"); word groups, and tools that share no topic, list their tools.
 """
 
 from __future__ import annotations
@@ -48,10 +48,14 @@ def slug(text: str) -> str:
 
 
 def title(cluster: Cluster) -> str:
-    """``Pull requests``: the key in words, capitalized; ``Other tools`` for the rest."""
-    if cluster.kind == "other" and cluster.tokens[0].key == "other":
-        return "Other tools"
-    text = spelled(cluster).replace("_", " ")
+    """``Pull requests``: the key in words, capitalized; tools sharing no topic, by their names."""
+    if cluster.kind == "other":
+        # "Other tools" says nothing an agent can choose by: name what is in the group.
+        return _capital(join((i.human() for i in cluster.members), limit=3))
+    return _capital(spelled(cluster).replace("_", " "))
+
+
+def _capital(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
@@ -78,8 +82,9 @@ def _related(items: list[Item], depth: int, size: int) -> list[str]:
 def _topic_description(cluster: Cluster, own: list[Item]) -> str:
     size = len(cluster.tokens)
     named = [i for i in own if i not in cluster.attached]
-    verbs = sorted({i.verb for i in named if i.verb})
     subject = spelled(cluster).replace("_", " ")
+    # git_diff's topic is its verb too: "Diff, with staged", not "Diff diff".
+    verbs = sorted({i.verb for i in named if i.verb and i.verb != subject})
     text = f"{join(verbs)} {subject}" if verbs else subject.capitalize()
     text = text[:1].upper() + text[1:]
     related = _related(named, cluster.depth, size)
@@ -101,11 +106,13 @@ def describe(cluster: Cluster) -> str:
         text = _topic_description(cluster, own) if own else title(cluster)
     elif cluster.kind == "verb":
         verb = cluster.tokens[0].key
-        text = f"{verb.capitalize()} {join(_objects(i) for i in own)}"
+        # git_diff beside git_diff_staged: "Diff unstaged and staged", not "Diff diff, ...".
+        objects = join(o for o in map(_objects, own) if o != verb)
+        text = f"{verb.capitalize()} {objects}".rstrip()
     elif cluster.kind == "word":
         text = f"Tools about {cluster.tokens[0].key}: {join(i.human() for i in own)}"
     else:
-        text = f"Tools with no shared topic: {join(i.human() for i in own)}"
+        text = _capital(join(i.human() for i in own))
     if cluster.children:
         text += f"; subgroups: {join(title(c).lower() for c in cluster.children)}"
     if len(text) > _LONGEST:

@@ -9,6 +9,7 @@ cannot change (GitHub's, Azure's, any npm or PyPI server).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fnmatch
 import re
 from contextlib import asynccontextmanager
@@ -27,7 +28,9 @@ from fastmcp_filtering.core.catalog import ComponentKind, kind_of, match_names
 from fastmcp_filtering.core.concerns import COMPONENT_META_KEY
 from fastmcp_filtering.core.declarations import GROUPS_META_KEY, META_TOOL_KEY
 from fastmcp_filtering.gateway.annotations import risk_of
+from fastmcp_filtering.gateway.audit import logged_audit
 from fastmcp_filtering.gateway.listings import NoticesChanges
+from fastmcp_filtering.gateway.namespacing import OwnNamespace
 from fastmcp_filtering.gateway.redact import Redactor
 from fastmcp_filtering.gateway.upstreams import (
     UPSTREAM_MARK,
@@ -200,9 +203,11 @@ def _build(
     upstream_log: Path | TextIO | None = None,
     log_failures: bool = True,
     relay: bool = True,
+    audit: bool = False,
 ) -> _Proxy:
     """The proxy, the transports it owns and its upstreams' health (``relay=False``: the
-    upstreams' notifications reach no client, for a proxy no client uses)."""
+    upstreams' notifications reach no client, for a proxy no client uses; ``audit``: once
+    serving, log each group that matches nothing, as ``check`` reports it)."""
     # Behind [auth] the client's Authorization header is its token for this proxy.
     forward = config.auth is None
     transports = [
@@ -216,11 +221,16 @@ def _build(
     secrets = [secret for u in config.upstreams for secret in u.secrets]
     health = UpstreamHealth(log=log_failures, mode=strategy, redact=Redactor(secrets))
 
+    audits = [config.catalog()] if audit else []
+
     @asynccontextmanager
-    async def close_upstreams(_server: FastMCP[Any]) -> AsyncIterator[dict[str, Any]]:
+    async def close_upstreams(server: FastMCP[Any]) -> AsyncIterator[dict[str, Any]]:
         health.closing = False  # serving (again): the upstreams restart on demand
+        # Once, at the first start: a mistake in the groups is logged, not refused.
+        audited = logged_audit(server, audits.pop(), health.unavailable) if audits else None
         try:
-            yield {}
+            async with audited or contextlib.nullcontext():
+                yield {}
         finally:
             health.closing = True
             await _close_all(transports)
@@ -295,7 +305,13 @@ def _add_upstreams(
         if isinstance(transport, NoticesChanges):
             # The upstream's list_changed drops its kept listing for every client at once.
             transport.changed = provider.listings.forget
-        server.add_provider(provider, namespace=upstream.namespace or "")
+        # FastMCP's namespace, said once: an upstream's own git_status is not git_git_status.
+        namespaced = (
+            provider.wrap_transform(OwnNamespace(upstream.namespace))
+            if upstream.namespace
+            else provider
+        )
+        server.add_provider(namespaced)
         providers.append(provider)
     return providers
 

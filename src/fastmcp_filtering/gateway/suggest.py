@@ -103,6 +103,15 @@ def suggest_config(
     return builder.result(others=others, namespaces=tuple(n for n in servers if n))
 
 
+def _server_description(namespace: str, clusters: list[Cluster]) -> str:
+    """``Tools of git: branch, diff and commit; also: add, reset and status``."""
+    topics = join(title(c).lower() for c in clusters if c.kind != "other")
+    rest = join(i.human() for c in clusters if c.kind == "other" for i in c.members)
+    if not topics:
+        return f"Tools of {namespace}: {rest}"
+    return f"Tools of {namespace}: {topics}" + (f"; also: {rest}" if rest else "")
+
+
 class _Builder:
     """Turns clusters into the configuration's models, naming and patterning each group."""
 
@@ -133,7 +142,7 @@ class _Builder:
                 GroupConfig(
                     name=namespace,
                     title=namespace,
-                    description=f"Tools of {namespace}: {join(title(c).lower() for c in clusters)}",
+                    description=_server_description(namespace, clusters),
                 ),
                 (),
                 None,
@@ -166,12 +175,12 @@ class _Builder:
             patterns = (
                 compress(members, self.universe, globs=globs, scope=prefix) if members else []
             )
+            shown, about = title(cluster), describe(cluster)
+            if index < len(names) and cluster.kind == "other":
+                # A server's tools with no topic in common: the group is the server's own.
+                shown, about = name, f"Tools of {name}: {join(i.human() for i in cluster.members)}"
             group = GroupConfig(
-                name=name,
-                title=title(cluster),
-                description=describe(cluster),
-                parent=parent,
-                tools=patterns,
+                name=name, title=shown, description=about, parent=parent, tools=patterns
             )
             self._group(group, members, parent)
             self._add(cluster.children, name, qualifier, prefix)

@@ -26,6 +26,7 @@ from typing_extensions import override
 
 from fastmcp_filtering.gateway.limits import Timeouts, UpstreamTimeout, bounded, unusable
 from fastmcp_filtering.gateway.listings import Listings
+from fastmcp_filtering.gateway.namespacing import served_name
 from fastmcp_filtering.gateway.redact import Redactor
 from fastmcp_filtering.middleware.hooks import Announces
 
@@ -285,7 +286,7 @@ class UpstreamProvider(ProxyProvider):
     def _keep(self, kind: str, components: Sequence[FastMCPComponent]) -> None:
         # Only the latest listing: an upstream renaming its tools cannot grow this.
         self._served[kind] = tuple(
-            c.model_copy(update={"name": self.prefix + c.name}) for c in components
+            c.model_copy(update={"name": served_name(self.prefix, c.name)}) for c in components
         )
 
     async def instructions(self) -> str | None:

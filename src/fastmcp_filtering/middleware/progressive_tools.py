@@ -14,7 +14,14 @@ from fastmcp_filtering.core.catalog import is_meta_tool
 from fastmcp_filtering.core.request import REPLY_CONFIG, StateUnavailable, brief, client_key
 from fastmcp_filtering.middleware.layers import Reach, notify_changes
 from fastmcp_filtering.policy.access import access_of
-from fastmcp_filtering.policy.progressive import as_names, call_hint, disable, enable, offered
+from fastmcp_filtering.policy.progressive import (
+    MAX_GROUP_NAMES,
+    as_names,
+    call_hint,
+    disable,
+    enable,
+    offered,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -222,14 +229,18 @@ class MetaToolBodies:
             before = await self._current(ctx, tree)
             reach = await Reach.of(ctx.fastmcp)
             seen = await reach.seen()
+            members = await self.members(ctx.fastmcp)
+            named = groups[:MAX_GROUP_NAMES] if isinstance(groups, list) else []
+            wanted = [g for g in named if isinstance(g, str)]
             change = enable(
                 tree,
                 before,
                 groups,
                 tool=self.enable_tool,
                 disable_tool=self.disable_tool,
-                members=await self.members(ctx.fastmcp),
+                members=members,
                 max_tools=self.max_tools,
+                holding=await self.layer.holding(ctx.fastmcp, members, wanted),
             )
             if change.changed:
                 await self._save(ctx, change.enabled)

@@ -213,12 +213,15 @@ def enable(
     disable_tool: str,
     members: Mapping[str, frozenset[str]],
     max_tools: int | None,
+    holding: frozenset[str] | None = None,
 ) -> Change:
     """Enable ``groups`` on top of ``enabled``; each group is enabled whole or not at all.
 
     Parents are handled before children, so a child named with its parent in
     one call is enabled whatever the order. ``members`` maps each group to the
-    grouped tools it shows; ``max_tools`` caps the union over enabled groups.
+    grouped tools it shows; ``max_tools`` caps the union over enabled groups. A
+    group not in ``holding`` (when given) holds nothing the client may use, and
+    is not enabled.
     """
     names, errors = _request_errors(groups, tool)
     change = Change(enabled=enabled, errors=errors)
@@ -235,6 +238,9 @@ def enable(
             if name in change.changed:
                 continue
             change.errors.append(f"group {name!r} is already enabled")
+            continue
+        if holding is not None and name not in holding:
+            change.errors.append(f"group {name!r} holds no tools right now; nothing was enabled")
             continue
         if not _reachable(catalog, name, current):
             path = path_to(catalog, name, current)
@@ -490,6 +496,31 @@ class ProgressiveLayer(PolicyLayer):
                 for group in self.catalog.membership(tool).direct:
                     members.setdefault(group, set()).add(tool.name)
         return {g: frozenset(names) for g, names in members.items()}
+
+    async def holding(
+        self, server: FastMCP, members: Mapping[str, frozenset[str]], wanted: Iterable[str]
+    ) -> frozenset[str]:
+        """Which of ``wanted`` hold something this principal may use, through subgroups too.
+
+        ``members`` (each group's tools) answers most; a group without tools is
+        looked up in the prompts, resources and templates, judged as ``members``
+        judges tools, so what access control conceals counts as nothing.
+        """
+        tree = await access_of(self.catalog).tree()
+        held = {a for group in members for a in tree.ancestors(group)}
+        if all(name in held or tree.group(name) is None for name in wanted):
+            return frozenset(held)
+        access = await access_of(self.catalog).judge()
+        with set_aside(AccessTransform.of(server)):
+            others = [
+                *await server.list_prompts(run_middleware=False),
+                *await server.list_resources(run_middleware=False),
+                *await server.list_resource_templates(run_middleware=False),
+            ]
+        for component in others:
+            if access.judge(component) is None:
+                held.update(a for g in tree.membership(component).direct for a in tree.ancestors(g))
+        return frozenset(held)
 
     @override
     async def remedy(self, ctx: Context, enable: Sequence[str]) -> dict[str, Any] | None:
