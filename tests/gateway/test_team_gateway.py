@@ -88,6 +88,11 @@ async def reached(client: Client[Any], name: str) -> bool:
 async def test_every_tool_reaches_a_client_without_identity(mcp_json: Path, tmp_path: Path) -> None:
     proxy, tools = await generated(mcp_json, tmp_path)
     assert len({t.split("_", 1)[0] for t in tools}) == 5
+    # mcp-server-git names its tools git_status: under the namespace git they stay so.
+    assert "git_status" in tools
+    assert not [t for t in tools if t.startswith("git_git_")]
+    titles = [g.title for g in load_config(proxy).groups]
+    assert "Other tools" not in titles
     with serve_http(proxy) as (url, _):
         async with Client(url) as client:
             listed = {t.name for t in await client.list_tools()}
