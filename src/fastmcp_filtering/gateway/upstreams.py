@@ -283,6 +283,12 @@ class UpstreamProvider(ProxyProvider):
             served = [c for kind in self._served.values() for c in kind]
         return await self.audience(served)
 
+    async def refresh(self) -> None:
+        """List the upstream's tools and prompts, as ``shown`` judges them (kept listings
+        answer at once)."""
+        await self.list_tools()
+        await self.list_prompts()
+
     def _keep(self, kind: str, components: Sequence[FastMCPComponent]) -> None:
         # Only the latest listing: an upstream renaming its tools cannot grow this.
         self._served[kind] = tuple(
@@ -433,7 +439,7 @@ class UpstreamInstructions(Announces):
     async def announced(self, context: MiddlewareContext[Any], result: _R) -> _R:
         if not isinstance(result, mt.InitializeResult | mt.DiscoverResult):
             return result  # a result FastMCP answered as a plain mapping
-        upstreams = await self._shown(context)
+        upstreams = await self._shown()
         texts = await asyncio.gather(*(u.instructions() for u in upstreams))
         sections: list[str]
         if len(self.upstreams) == 1:
@@ -445,17 +451,13 @@ class UpstreamInstructions(Announces):
         text = "\n\n".join([result.instructions, *sections] if result.instructions else sections)
         return cast("_R", result.model_copy(update={"instructions": text}))
 
-    async def _shown(self, context: MiddlewareContext[Any]) -> list[UpstreamProvider]:
+    async def _shown(self) -> list[UpstreamProvider]:
         """The upstreams this client may see any tool or prompt of: only their instructions."""
         judged = [u for u in self.upstreams if u.audience is not None]
-        server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
-        if judged and server is not None:
-            try:
-                # What each upstream serves now, named as the proxy serves it.
-                await server.list_tools(run_middleware=False)
-                await server.list_prompts(run_middleware=False)
-            except Exception:
-                # The handshake must succeed (FastMCP's visibility store may be down): what
-                # cannot be judged is not shown.
-                logger.debug("could not list the upstreams for the instructions", exc_info=True)
+        # What each upstream serves now (its kept listings answer at once). The handshake
+        # must succeed whatever an upstream does: one that cannot be listed is not shown.
+        failures = await asyncio.gather(*(u.refresh() for u in judged), return_exceptions=True)
+        for failure in failures:
+            if failure is not None:
+                logger.debug("could not list an upstream for the instructions: %s", failure)
         return [u for u in self.upstreams if await u.shown()]
