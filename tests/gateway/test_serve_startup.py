@@ -117,14 +117,16 @@ class TestGroupsAudit:
         )
         assert process.stderr is not None
         assert process.stdin is not None
-        lines: list[str] = []
+        said = b""
         deadline = time.monotonic() + 60
-        while len(lines) < 2 and time.monotonic() < deadline:
+        # Raw reads: a buffered readline could hold the second line where select cannot see it.
+        while said.count(b"\n") < 2 and time.monotonic() < deadline:
             ready, _, _ = select.select([process.stderr], [], [], 1)
             if ready:
-                lines.append(process.stderr.readline().decode())
+                said += os.read(process.stderr.fileno(), 65536)
         process.stdin.close()
         process.wait(timeout=30)
+        lines = said.decode().splitlines(keepends=True)
         assert lines == [
             "WARNING fastmcp-filtering: group 'clock' matches no tool, prompt, resource or "
             "template ('clock'): its members cannot be listed or enabled; fix its tools patterns "
