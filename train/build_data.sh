@@ -1,0 +1,16 @@
+#!/bin/sh
+# Rebuild the converted training data from pinned commits of its public sources.
+# Usage: train/build_data.sh DIR, where DIR holds (or will hold) the clones:
+#   DIR/Seal-Tools (github.com/fairyshine/Seal-Tools) and DIR/gorilla (github.com/ShishirPatil/gorilla).
+# Each converter checks out nothing: it reads its files at the commit pinned in convert.py.
+set -eu
+dir=${1:?usage: train/build_data.sh DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+python=${PYTHON:-python3}
+mkdir -p "$dir"
+[ -d "$dir/Seal-Tools" ] || git clone --quiet https://github.com/fairyshine/Seal-Tools "$dir/Seal-Tools"
+[ -d "$dir/gorilla" ] || git clone --quiet https://github.com/ShishirPatil/gorilla "$dir/gorilla"
+"$python" "$here/data/sealtools/convert.py" --repo "$dir/Seal-Tools"
+"$python" "$here/data/bfcl/convert.py" --repo "$dir/gorilla"
+# Drop training requests that repeat evaluation requests; list cross-catalog repeats.
+"$python" "$here/data/overlap.py"
