@@ -48,7 +48,7 @@ EVAL_FILES: dict[str, list[tuple[str, str]]] = {
     ],
 }
 EVAL_ONLY = frozenset({"arcade"})
-SOURCES = ["sealtools", "bfcl", "apibank"]
+SOURCES = ["sealtools", "bfcl", "apibank", "toolalpaca"]
 # At most this many requests of one catalog train a model (MetaTool has 20,614).
 TRAIN_CAP = 3000
 SEED = 28

@@ -10,6 +10,8 @@ Two steps, in two environments (torch never enters the project's own):
    wheel's ``model.zip``), and times ``--steps`` optimiser steps of
    ``MultipleNegativesRankingLoss`` (in-batch softmax) at ``--batch`` pairs, after one warm-up
    step, on ``--threads`` CPU threads; prints seconds per step and the projected epoch.
+   ``--bucket`` makes batches of pairs of like length (random batch order), so a batch is
+   padded less.
 
 Nothing is saved: this measures, it does not train a model to ship.
 """
@@ -41,14 +43,27 @@ def export() -> None:
     print(f"{len(lines):,} pairs written to {PAIRS}")
 
 
-def time_steps(steps: int, batch: int, threads: int, max_length: int) -> None:
+def batches(pairs: list[dict[str, str]], batch: int, bucket: bool) -> list[list[dict[str, str]]]:
+    """Batches in a seeded random order; with ``bucket``, of pairs of like length (less padding)."""
+    rng = random.Random(28)
+    if bucket:
+        pairs = sorted(pairs, key=lambda p: (len(p["tool"]), len(p["query"])))
+    else:
+        pairs = list(pairs)
+        rng.shuffle(pairs)
+    chunks = [pairs[i : i + batch] for i in range(0, len(pairs), batch)]
+    rng.shuffle(chunks)
+    return chunks
+
+
+def time_steps(steps: int, batch: int, threads: int, max_length: int, bucket: bool) -> None:
     import torch
     from sentence_transformers import SentenceTransformer, losses
 
     torch.set_num_threads(threads)
     torch.manual_seed(28)
     pairs = [json.loads(line) for line in PAIRS.read_text().splitlines()]
-    random.Random(28).shuffle(pairs)
+    chunks = batches(pairs, batch, bucket)
     model = SentenceTransformer(str(MODEL), device="cpu")
     model.max_seq_length = max_length
     loss = losses.MultipleNegativesRankingLoss(model)
@@ -56,7 +71,7 @@ def time_steps(steps: int, batch: int, threads: int, max_length: int) -> None:
     model.train()
     took = []
     for step in range(steps + 1):
-        chunk = pairs[step * batch : (step + 1) * batch]
+        chunk = chunks[step]
         features = [model.tokenize([p[k] for p in chunk]) for k in ("query", "tool")]
         started = time.perf_counter()
         value = loss(features, None)
@@ -68,7 +83,8 @@ def time_steps(steps: int, batch: int, threads: int, max_length: int) -> None:
     per_step = sum(took) / len(took)
     epoch = per_step * len(pairs) / batch
     print(
-        f"{len(pairs):,} pairs, batch {batch}, max {max_length} tokens, {threads} threads: "
+        f"{len(pairs):,} pairs, batch {batch}{' by length' if bucket else ''}, max {max_length} "
+        f"tokens, {threads} threads: "
         f"{per_step:.2f} s a step, one epoch {epoch / 60:.0f} min ({len(pairs) // batch} steps)"
     )
 
@@ -80,11 +96,12 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--max-length", type=int, default=256)
+    parser.add_argument("--bucket", action="store_true", help="batches of like-length pairs")
     args = parser.parse_args()
     if args.what == "export":
         export()
     else:
-        time_steps(args.steps, args.batch, args.threads, args.max_length)
+        time_steps(args.steps, args.batch, args.threads, args.max_length, args.bucket)
 
 
 if __name__ == "__main__":
