@@ -49,14 +49,15 @@ def adapt(vectors: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
     if weights is None:
         return vectors
     adapted = vectors + vectors @ weights
-    return adapted / np.linalg.norm(adapted, axis=1, keepdims=True)
+    unit: np.ndarray = adapted / np.linalg.norm(adapted, axis=1, keepdims=True)
+    return unit
 
 
 def _batches(
     groups: list[Group], batch: int, rng: np.random.Generator
 ) -> list[tuple[int, np.ndarray]]:
     """(group, rows of its (request, positive) pairs) per batch, in a shuffled order."""
-    out = []
+    out: list[tuple[int, np.ndarray]] = []
     for g, group in enumerate(groups):
         pairs = np.array([(i, p) for i, pos in enumerate(group.positives) for p in pos])
         if len(pairs) == 0:
@@ -75,7 +76,8 @@ def _unit(x: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _back(grad: np.ndarray, unit: np.ndarray, norm: np.ndarray) -> np.ndarray:
     """Gradient before ``normalise`` from the gradient after it."""
-    return (grad - unit * np.sum(grad * unit, axis=1, keepdims=True)) / norm
+    before: np.ndarray = (grad - unit * np.sum(grad * unit, axis=1, keepdims=True)) / norm
+    return before
 
 
 def _gradient(
@@ -109,9 +111,9 @@ class _Adam:
     """Adam on one matrix."""
 
     def __init__(self, shape: tuple[int, int], lr: float) -> None:
-        self.value = np.zeros(shape, dtype=np.float32)
-        self.m = np.zeros(shape, dtype=np.float32)
-        self.v = np.zeros(shape, dtype=np.float32)
+        self.value: np.ndarray = np.zeros(shape, dtype=np.float32)
+        self.m: np.ndarray = np.zeros(shape, dtype=np.float32)
+        self.v: np.ndarray = np.zeros(shape, dtype=np.float32)
         self.lr = lr
         self.step = 0
 

@@ -26,12 +26,18 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-import _markdown as markdown  # noqa: E402, F401  (bench/ scripts import their neighbours so)
+import _markdown as markdown  # noqa: E402  (bench/ scripts import their neighbours so)
 import search_quality as sq  # noqa: E402
 import semantic_options as so  # noqa: E402
 
-from fastmcp_filtering.retrieval.ranking import Document  # noqa: E402
+from fastmcp_filtering.retrieval.ranking import (  # noqa: E402
+    DEFAULT_RULES,
+    DEFAULT_WEIGHTS,
+    Document,
+)
 from fastmcp_filtering.retrieval.semantic_index import document_text  # noqa: E402
+
+__all__ = ["Catalog", "load", "load_all", "markdown", "sq", "training_requests"]
 
 SHARED = sq.DEFAULT_DATA
 TRAIN_DATA = Path(__file__).resolve().parent / "data"
@@ -83,15 +89,15 @@ class Catalog:
     def lexical(self) -> tuple[Any, dict[str, str]]:
         """The lexical index as the server variant ``ours`` builds it, shipped defaults."""
         config = {
-            "params": sq.DEFAULT_WEIGHTS["params"],
-            "description": sq.DEFAULT_WEIGHTS["description"],
-            "related": sq.DEFAULT_RULES.related_weight,
-            "list": sq.DEFAULT_RULES.list_weight,
-            "compounds": sq.DEFAULT_RULES.compounds,
-            "get is a stopword": "get" in sq.DEFAULT_RULES.stopwords,
-            "near matches": sq.DEFAULT_RULES.near_matches,
-            "name coverage": sq.DEFAULT_RULES.name_coverage,
-            "quoted": sq.DEFAULT_RULES.quoted_weight,
+            "params": DEFAULT_WEIGHTS["params"],
+            "description": DEFAULT_WEIGHTS["description"],
+            "related": DEFAULT_RULES.related_weight,
+            "list": DEFAULT_RULES.list_weight,
+            "compounds": DEFAULT_RULES.compounds,
+            "get is a stopword": "get" in DEFAULT_RULES.stopwords,
+            "near matches": DEFAULT_RULES.near_matches,
+            "name coverage": DEFAULT_RULES.name_coverage,
+            "quoted": DEFAULT_RULES.quoted_weight,
         }
         return sq.index_for(self.tools, config)
 
@@ -138,7 +144,7 @@ def _document(tool: dict[str, Any], prefixed: bool) -> Document:
         (str(n), str(s.get("description", "")) if isinstance(s, dict) else "")
         for n, s in properties.items()
     )
-    name, groups = tool["name"], ()
+    name, groups = tool["name"], tuple[str, ...]()
     if prefixed:
         server = tool["server"]
         name = sq.listed_name(tool, True)

@@ -61,7 +61,7 @@ class Prepared:
             r1, r5, ndcg, _rr = sq.score_query(ranked, request)
             hit = 1.0 if ranked and ranked[0] in set(request["gold"]) else 0.0
             totals += (r1, hit, r5, ndcg)
-        return (100 * totals / max(1, len(self.requests))).tolist()
+        return [float(x) for x in 100 * totals / max(1, len(self.requests))]
 
 
 def _best(scores: np.ndarray, key_order: np.ndarray, k: int) -> np.ndarray:

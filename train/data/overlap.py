@@ -34,7 +34,7 @@ def normalise(text: str) -> str:
 
 
 def evaluation_requests() -> list[str]:
-    texts = []
+    texts: list[str] = []
     for folder in EVAL_FOLDERS:
         for file in sorted(folder.glob("*/*queries.jsonl")):
             texts.extend(json.loads(line)["query"] for line in file.read_text().splitlines())

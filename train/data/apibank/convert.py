@@ -85,11 +85,11 @@ def request(lines: list[str], names: set[str]) -> tuple[str, list[str]] | None:
 
 def main() -> None:
     args = arguments(__doc__ or "", COMMIT)
-    tools = []
+    tools: list[dict[str, Any]] = []
     for path in listing(args.repo, args.commit, BASE + "apis/"):
         if path.endswith(".py"):
-            source = git_show(args.repo, args.commit, path).decode()
-            tools.extend(tool_row(api) for api in api_classes(source) if api["name"] != "API")
+            code = git_show(args.repo, args.commit, path).decode()
+            tools.extend(tool_row(api) for api in api_classes(code) if api["name"] != "API")
     names = {t["name"] for t in tools}
     by_text: dict[str, list[str]] = {}
     for folder in DIALOGUES:

@@ -92,7 +92,7 @@ def category(
         if not line.strip():
             continue
         item = json.loads(line)
-        offered = {}
+        offered: dict[str, str] = {}
         for function in item.get("function") or []:
             tool = tool_of(function)
             tools.setdefault(tool["id"], tool)

@@ -49,7 +49,8 @@ def tool_row(api: str, name: str, text: str) -> dict[str, Any]:
 def convert(
     entries: list[dict[str, Any]], prefix: str
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    tools, queries = [], []
+    tools: list[dict[str, Any]] = []
+    queries: list[dict[str, Any]] = []
     for entry in entries:
         api = str(entry["Name"])
         functions = entry.get("Function_Description") or {}
