@@ -1,0 +1,105 @@
+"""Rankings of one evaluation set, vectorised: lexical, semantic, and their blend as served.
+
+``SearchMiddleware`` with an embedder ranks a request so (``search_service._ranked``): the
+lexical matches with their scores, the 50 tools most similar to the request (cosine at least
+0.1), and ``fusion.blend`` of the two, lexical scores divided by the best one and weighted
+``LEXICAL_WEIGHT`` (0.2). ``Prepared.top`` does the same for every request at once, for any
+query vectors (MiniLM's or adapted ones) and any lexical weight; ``Prepared.metrics``
+scores the top ten with ``bench/search_quality.py``'s ``score_query``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from catalogs import Catalog, sq
+
+from fastmcp_filtering.retrieval.fusion import LEXICAL_WEIGHT
+
+NEAREST = 50  # search_service: limit=max(50, 5 * max_results) with max_results 10
+MIN_SIMILARITY = 0.1  # search_service._MIN_SIMILARITY
+SHIPPED_WEIGHT = LEXICAL_WEIGHT
+
+
+@dataclass
+class Prepared:
+    """One set's requests against its catalog, in the bench's view."""
+
+    name: str
+    requests: list[dict[str, Any]]
+    names: list[str]  # the data set name of each listed tool, by row
+    lexical: np.ndarray  # requests x tools, each row divided by its best score (0: no match)
+    documents: np.ndarray  # the tools' MiniLM vectors
+    queries: np.ndarray  # the requests' MiniLM vectors
+    key_order: np.ndarray  # each tool's place among the listed names sorted (blend's ties)
+
+    def top(self, queries: np.ndarray, weight: float | None, k: int = sq.K) -> np.ndarray:
+        """The best ``k`` tool rows per request (-1 where fewer candidates).
+
+        ``weight`` None: cosine alone over every tool. Otherwise the served blend with that
+        lexical weight: candidates are the lexical matches and the ``NEAREST`` most similar.
+        """
+        cosine = queries @ self.documents.T
+        if weight is None:
+            return _best(cosine, self.key_order, k)
+        nearest = np.zeros_like(cosine, dtype=bool)
+        count = min(NEAREST, cosine.shape[1])
+        rows = np.arange(len(cosine))[:, None]
+        nearest[rows, np.argpartition(-cosine, count - 1, axis=1)[:, :count]] = True
+        nearest &= cosine >= MIN_SIMILARITY
+        fused = weight * self.lexical + (1 - weight) * np.where(nearest, cosine, 0.0)
+        fused[~(nearest | (self.lexical > 0))] = -np.inf
+        return _best(fused, self.key_order, k)
+
+    def metrics(self, top: np.ndarray) -> list[float]:
+        """R@1, Hit@1, R@5, nDCG@10 (in %) of the rankings ``top``."""
+        totals = np.zeros(4)
+        for rows, request in zip(top.tolist(), self.requests, strict=True):
+            ranked = [self.names[r] for r in rows if r >= 0]
+            r1, r5, ndcg, _rr = sq.score_query(ranked, request)
+            hit = 1.0 if ranked and ranked[0] in set(request["gold"]) else 0.0
+            totals += (r1, hit, r5, ndcg)
+        return [float(x) for x in 100 * totals / max(1, len(self.requests))]
+
+
+def _best(scores: np.ndarray, key_order: np.ndarray, k: int) -> np.ndarray:
+    """Per row, the ``k`` best columns, ties broken by key (as ``fusion.blend``)."""
+    width = min(2 * k + 10, scores.shape[1])
+    part = np.argpartition(-scores, width - 1, axis=1)[:, :width]
+    out = np.full((len(scores), k), -1, dtype=np.int64)
+    for i, cols in enumerate(part):
+        values = scores[i, cols]
+        order = np.lexsort((key_order[cols], -values))
+        picked = [int(c) for c in cols[order] if np.isfinite(scores[i, c])][:k]
+        out[i, : len(picked)] = picked
+    return out
+
+
+def prepare(
+    catalog: Catalog, set_name: str, requests: list[dict[str, Any]], embeddings: Any
+) -> Prepared:
+    """A set ready to rank: lexical scores of every request, MiniLM vectors of all texts."""
+    keys, texts, names = catalog.bench_view
+    index, listed = catalog.lexical
+    column = {key: i for i, key in enumerate(keys)}
+    lexical = np.zeros((len(requests), len(keys)), dtype=np.float32)
+    for i, request in enumerate(requests):
+        for key, value in index.scores(request["query"][:1000]).items():
+            if key in column:
+                lexical[i, column[key]] = value
+    top = lexical.max(axis=1, keepdims=True)
+    lexical = np.where(top > 0, lexical / np.where(top > 0, top, 1.0), 0.0).astype(np.float32)
+    assert all(listed[k] == names[k] for k in keys if k in listed)
+    order = np.empty(len(keys), dtype=np.int64)
+    order[np.argsort(np.array(keys))] = np.arange(len(keys))
+    return Prepared(
+        name=set_name,
+        requests=requests,
+        names=[names[k] for k in keys],
+        lexical=lexical,
+        documents=embeddings.get(texts, query=False),
+        queries=embeddings.get([r["query"] for r in requests], query=True),
+        key_order=order,
+    )
