@@ -128,6 +128,8 @@ def build_server(tools: list[dict[str, Any]], variant: str) -> tuple[FastMCP, di
     mcp = FastMCP("catalog")
     servers = sorted({t["server"] for t in tools})
     prefixed = len(servers) > 1
+    # Every "ours" variant but "ours, no groups" has the per-server groups, semantic ones too.
+    grouped = prefixed and variant.startswith("ours") and variant != "ours, no groups"
     names: dict[str, str] = {}
     descriptions: dict[str, str] = {}
     for t in tools:
@@ -138,7 +140,7 @@ def build_server(tools: list[dict[str, Any]], variant: str) -> tuple[FastMCP, di
         descriptions.setdefault(t["server"], t.get("server_description") or "")
         schema = t.get("inputSchema") or {"type": "object", "properties": {}}
         tool = StubTool(name=listed, description=t.get("description") or "", parameters=schema)
-        if variant == "ours" and prefixed:
+        if grouped:
             in_group(_safe(t["server"]))(tool)
         mcp.add_tool(tool)
     if variant.startswith("ours"):
@@ -147,7 +149,7 @@ def build_server(tools: list[dict[str, Any]], variant: str) -> tuple[FastMCP, di
                 Group(_safe(s), title=s.replace("_", " "), description=descriptions.get(s) or None)
                 for s in servers
             ]
-            if variant == "ours" and prefixed
+            if grouped
             else []
         )
         search = SearchMiddleware(
