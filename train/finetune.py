@@ -40,6 +40,7 @@ CACHE = Path(__file__).resolve().parent / ".cache"
 BASE_MODEL = CACHE / "minilm-st"
 MODELS = CACHE / "models"
 SEED = 28
+MIN_BATCH = 8
 
 
 def fold_dir(fold: str) -> Path:
@@ -98,7 +99,7 @@ def batches(pairs: list[Pair], size: int, seed: int = SEED) -> list[list[Pair]]:
 
     Pairs are sorted by tool then request length (ties in a seeded random order) and taken
     in turn; one that would repeat a request or a tool of the batch being filled waits for
-    the next batch (pairs waiting go first).
+    the next batch (pairs waiting go first). Batches under ``MIN_BATCH`` pairs are dropped.
     """
     rng = random.Random(seed)
     ordered = list(pairs)
@@ -121,7 +122,9 @@ def batches(pairs: list[Pair], size: int, seed: int = SEED) -> list[list[Pair]]:
         waiting = deferred + waiting
         chunks.append(batch)
     rng.shuffle(chunks)
-    return chunks
+    # The last batches hold the pairs of the most repeated tools, a few at a time: a batch of
+    # one pair has no negative. Pairs in batches under MIN_BATCH are left out (about 40).
+    return [c for c in chunks if len(c) >= MIN_BATCH]
 
 
 def batch_loss(model: Any, batch: list[Pair], scale: float) -> Any:
@@ -193,7 +196,9 @@ def train(settings: Settings) -> None:
     pairs = read_pairs(source, model.tokenizer, settings.max_length)
     plan = [batches(pairs, settings.batch, SEED + e) for e in range(settings.epochs)]
     total = sum(len(p) for p in plan)
-    log(f"start {settings}: {len(pairs):,} pairs, {total} steps, torch {torch.__version__}")
+    used = sum(len(c) for c in plan[0])
+    log(f"start {settings}: {used:,} of {len(pairs):,} pairs, {total} steps")
+    log(f"torch {torch.__version__}, base {BASE_MODEL}")
     optimiser = torch.optim.AdamW(model.parameters(), lr=settings.lr)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimiser, lambda s: schedule(s, total, settings.warmup)
