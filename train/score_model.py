@@ -11,7 +11,8 @@ package's embedder gives the torch model's vectors (``export.py``'s ``reference.
 cosine > 0.99) and times embedding ``--tools`` synthetic tool texts
 (``bench/semantic_options.py``'s) on 2 threads with the shipped and the exported files.
 
-Results go to ``train/results/finetuned-<fold>.json``; ``--markdown PATH`` writes every
+Results go to ``train/results/finetuned-<fold>.json`` (``finetuned-<fold>--<file>.json``
+for another ``--file``: only its fine-tuned rows are shown); ``--markdown PATH`` writes every
 fold's results found there as one page (``docs/benchmarks/finetuned_retrieval.md``).
 """
 
@@ -37,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 TRAINED_DOC = HERE.parent / "docs" / "benchmarks" / "trained_retrieval.md"
 ADAPTER = "adapter on minilm (blend 0.2)"
+DEFAULT_FILE = "model_int8.onnx"
 METHODS = [
     "lexical (ours)",
     "FastMCP BM25",
@@ -121,7 +123,8 @@ def score(fold: str, sample: int | None, file: str, tools: int) -> Path:
         "tools_per_second": speed(fold, tools) if tools else {},
     }
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"finetuned-{fold}.json"
+    tag = "" if file == DEFAULT_FILE else f"--{Path(file).stem}"
+    out = RESULTS / f"finetuned-{fold}{tag}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     return out
 
@@ -145,17 +148,21 @@ def page(path: Path) -> None:
         right={"tools/s"},
     )
     notes = []
-    for result_file in sorted(RESULTS.glob("finetuned-*.json")):
+    found = sorted(RESULTS.glob("finetuned-*.json"), key=lambda f: (*f.stem.split("--"), ""))
+    for result_file in found:
         result = json.loads(result_file.read_text())
+        main = result["file"] == DEFAULT_FILE
         for label, rows in result["sets"].items():
             best = max(rows["lexical (ours)"][0], rows["FastMCP BM25"][0])
             adapter = rows.get(ADAPTER, [float("nan")])[0]
             cells = [rows["MiniLM (served blend, 0.2)"][0], adapter]
             cells.append(rows["fine-tuned (served blend, 0.2)"][0])
-            summary.add(label, f"{best:.1f}", f"{best + 5:.1f}", *(f"{x:.1f}" for x in cells))
-            for method in METHODS:
+            if main:
+                summary.add(label, f"{best:.1f}", f"{best + 5:.1f}", *(f"{x:.1f}" for x in cells))
+            for method in METHODS if main else METHODS[-2:]:
+                named = method if main else f"{method}, `{result['file']}`"
                 if method in rows:
-                    full.add(label, method, *(f"{x:.1f}" for x in rows[method]))
+                    full.add(label, named, *(f"{x:.1f}" for x in rows[method]))
         for label, rate in result["tools_per_second"].items():
             speeds.add(result["fold"], label, f"{rate:.1f}")
         settings = result["training"]["settings"]
@@ -173,7 +180,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--fold", choices=list(EVAL_FILES))
     parser.add_argument("--sample", type=int, default=500, help="requests per set (0: all)")
-    parser.add_argument("--file", default="model_int8.onnx", help="which exported file")
+    parser.add_argument("--file", default=DEFAULT_FILE, help="which exported file")
     parser.add_argument("--tools", type=int, default=1000, help="texts to time (0: no timing)")
     parser.add_argument("--markdown", type=Path, metavar="PATH")
     args = parser.parse_args()
