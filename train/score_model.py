@@ -9,7 +9,8 @@ BM25 (through a real server), the shipped MiniLM, and the adapter on MiniLM (cop
 ``docs/benchmarks/trained_retrieval.md``, same fold, same sample). It also checks that the
 package's embedder gives the torch model's vectors (``export.py``'s ``reference.npz``,
 cosine > 0.99) and times embedding ``--tools`` synthetic tool texts
-(``bench/semantic_options.py``'s) on 2 threads with the shipped and the exported files.
+(``--speed-texts``: ETOM's 2,375 tool texts by default, or ``bench/semantic_options.py``'s
+short synthetic ones) on 2 threads with the shipped and the exported files.
 
 Results go to ``train/results/finetuned-<fold>.json`` (``finetuned-<fold>--<file>.json``
 for another ``--file``: only its fine-tuned rows are shown); ``--markdown PATH`` writes every
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from catalogs import EVAL_FILES, markdown, so
+from catalogs import EVAL_FILES, load, markdown, so
 from embed import CACHE, finetuned
 from evaluate import Run, baselines, measure
 from ranking import SHIPPED_WEIGHT
@@ -91,9 +92,16 @@ def reference_check(fold: str, file: str) -> float:
     return float((vectors * data["vectors"]).sum(axis=1).min())
 
 
-def speed(fold: str, tools: int) -> dict[str, float]:
-    """Tools a second on 2 threads: the shipped file and the fold's exported ones."""
-    texts = [document_text(d) for d in so.synthetic_documents(tools)]
+def speed(fold: str, tools: int, texts_from: str) -> dict[str, float]:
+    """Tools a second on 2 threads: the shipped file and the fold's exported ones.
+
+    ``texts_from``: ``synthetic`` (``bench/semantic_options.py``'s short tool texts) or an
+    evaluation catalog, whose tool texts (first ``tools`` of them) are embedded.
+    """
+    if texts_from == "synthetic":
+        texts = [document_text(d) for d in so.synthetic_documents(tools)]
+    else:
+        texts = load(texts_from).bench_view[1][:tools]
     folder = CACHE / "models" / fold / "onnx"
     files: dict[str, Path | None] = {"shipped int8 MiniLM": None}
     files |= {name: folder / name for name in ("model_int8.onnx", "model_dynamic_int8.onnx")}
@@ -103,12 +111,13 @@ def speed(fold: str, tools: int) -> dict[str, float]:
         embedder(texts[:32])  # loads the model and warms it up
         started = time.perf_counter()
         embedder(texts)
-        rates[label] = tools / (time.perf_counter() - started)
-        print(f"  {label}: {rates[label]:.1f} tools/s ({tools} tools)", flush=True)
+        rate = len(texts) / (time.perf_counter() - started)
+        rates[f"{label}, {len(texts)} {texts_from} tool texts"] = rate
+        print(f"  {label}: {rate:.1f} tools/s", flush=True)
     return rates
 
 
-def score(fold: str, sample: int | None, file: str, tools: int) -> Path:
+def score(fold: str, sample: int | None, file: str, tools: int, texts_from: str) -> Path:
     path = CACHE / "models" / fold / "onnx" / file
     training = json.loads((CACHE / "models" / fold / "training.json").read_text())
     cosine = reference_check(fold, file)
@@ -120,7 +129,7 @@ def score(fold: str, sample: int | None, file: str, tools: int) -> Path:
         "training": training,
         "least_cosine_to_torch": round(cosine, 4),
         "sets": score_sets(fold, sample, file),
-        "tools_per_second": speed(fold, tools) if tools else {},
+        "tools_per_second": speed(fold, tools, texts_from) if tools else {},
     }
     RESULTS.mkdir(exist_ok=True)
     tag = "" if file == DEFAULT_FILE else f"--{Path(file).stem}"
@@ -143,8 +152,9 @@ def page(path: Path) -> None:
         right={"R@1", "Hit@1", "R@5", "nDCG@10"},
     )
     speeds = markdown.Table(
-        "Embedding speed, 2 threads (`bench/semantic_options.py`'s synthetic tool texts):",
-        ["fold", "file", "tools/s"],
+        "Embedding speed, 2 threads (a catalog's first tool texts, or "
+        "`bench/semantic_options.py`'s short synthetic ones):",
+        ["fold", "file, texts", "tools/s"],
         right={"tools/s"},
     )
     notes = []
@@ -182,10 +192,14 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=500, help="requests per set (0: all)")
     parser.add_argument("--file", default=DEFAULT_FILE, help="which exported file")
     parser.add_argument("--tools", type=int, default=1000, help="texts to time (0: no timing)")
+    parser.add_argument(
+        "--speed-texts", default="etom", choices=["synthetic", *EVAL_FILES], help="texts to time"
+    )
     parser.add_argument("--markdown", type=Path, metavar="PATH")
     args = parser.parse_args()
     if args.fold:
-        print(f"wrote {score(args.fold, args.sample or None, args.file, args.tools)}")
+        out = score(args.fold, args.sample or None, args.file, args.tools, args.speed_texts)
+        print(f"wrote {out}")
     if args.markdown:
         page(args.markdown)
 
