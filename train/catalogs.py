@@ -37,7 +37,7 @@ from fastmcp_filtering.retrieval.ranking import (  # noqa: E402
 )
 from fastmcp_filtering.retrieval.semantic_index import document_text  # noqa: E402
 
-__all__ = ["Catalog", "load", "load_all", "markdown", "sq", "training_requests"]
+__all__ = ["Catalog", "load", "load_all", "markdown", "so", "sq", "training_requests"]
 
 SHARED = sq.DEFAULT_DATA
 TRAIN_DATA = Path(__file__).resolve().parent / "data"

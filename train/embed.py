@@ -6,13 +6,15 @@ The embedders are the ones the package ships: ``minilm`` (``MiniLMEmbedder``, th
 as ``EnsembleEmbedder`` does), so a trained adapter works on exactly the vectors the runtime
 computes. Vectors are kept in ``train/.cache/<model>.npz`` (git-ignored) by a hash of the
 text and whether it was embedded as a query; only texts not there yet are embedded.
+``finetuned(fold)`` gives the vectors of a fine-tuned model exported by ``export.py``, run
+by the same ``MiniLMEmbedder`` (its cache is named after the file's hash).
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +33,9 @@ def _key(text: str, query: bool) -> str:
 class Embeddings:
     """Text -> unit vector, embedded once and kept on disk."""
 
-    def __init__(self, model: str = "minilm") -> None:
+    def __init__(self, model: str = "minilm", factory: Callable[[], Any] | None = None) -> None:
         self.model = model
+        self.factory = factory or MODELS[model]
         self.path = path = CACHE / f"{model}.npz"
         self.rows: dict[str, int] = {}
         self.matrix = np.zeros((0, 0), dtype=np.float32)
@@ -48,7 +51,7 @@ class Embeddings:
         if not todo:
             return
         if self._embedder is None:
-            self._embedder = MODELS[self.model]()
+            self._embedder = self.factory()
         started = time.perf_counter()
         embed = getattr(self._embedder, "embed_query", self._embedder) if query else self._embedder
         vectors = [
@@ -87,3 +90,15 @@ class Ensemble:
 def embeddings(base: str) -> Embeddings | Ensemble:
     """The vectors a base model gives: ``minilm``, ``wordllama`` or ``ensemble`` (both)."""
     return Ensemble("minilm", "wordllama") if base == "ensemble" else Embeddings(base)
+
+
+def finetuned(fold: str, file: str = "model_int8.onnx") -> Embeddings:
+    """The vectors of ``fold``'s fine-tuned model (``train/.cache/models/<fold>/onnx/``)."""
+    folder = CACHE / "models" / fold / "onnx"
+    path = folder / file
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+
+    def build() -> MiniLMEmbedder:
+        return MiniLMEmbedder(model_path=path, tokenizer_path=folder / "tokenizer.json")
+
+    return Embeddings(f"finetuned-{fold}-{digest}", build)

