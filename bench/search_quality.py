@@ -269,6 +269,21 @@ def configurations() -> list[dict[str, Any]]:
     return [dict(zip(keys, values, strict=True)) for values in itertools.product(*GRID.values())]
 
 
+def shipped() -> dict[str, Any]:
+    """The grid's configuration that the package ships (its default weights and rules)."""
+    return {
+        "params": DEFAULT_WEIGHTS["params"],
+        "description": DEFAULT_WEIGHTS["description"],
+        "related": DEFAULT_RULES.related_weight,
+        "list": DEFAULT_RULES.list_weight,
+        "compounds": DEFAULT_RULES.compounds,
+        "get is a stopword": "get" in DEFAULT_RULES.stopwords,
+        "near matches": DEFAULT_RULES.near_matches,
+        "name coverage": DEFAULT_RULES.name_coverage,
+        "quoted": DEFAULT_RULES.quoted_weight,
+    }
+
+
 def rules_for(config: dict[str, Any]) -> Rules:
     stopwords = STOPWORDS | {"get"} if config["get is a stopword"] else STOPWORDS
     return Rules(
@@ -493,17 +508,7 @@ async def _run(
     everywhere = choose(grid, list(loaded))
     print(f"\nBest on all sets together: {describe(configurations()[everywhere])}")
     notes.append(f"Best on all sets together: `{describe(configurations()[everywhere])}`")
-    default = {
-        "params": DEFAULT_WEIGHTS["params"],
-        "description": DEFAULT_WEIGHTS["description"],
-        "related": DEFAULT_RULES.related_weight,
-        "list": DEFAULT_RULES.list_weight,
-        "compounds": DEFAULT_RULES.compounds,
-        "get is a stopword": "get" in DEFAULT_RULES.stopwords,
-        "near matches": DEFAULT_RULES.near_matches,
-        "name coverage": DEFAULT_RULES.name_coverage,
-        "quoted": DEFAULT_RULES.quoted_weight,
-    }
+    default = shipped()
     print(f"Shipped default:           {describe(default)}")
     notes.append(f"Shipped default: `{describe(default)}`")
 

@@ -31,8 +31,6 @@ import search_quality as sq  # noqa: E402
 import semantic_options as so  # noqa: E402
 
 from fastmcp_filtering.retrieval.ranking import (  # noqa: E402
-    DEFAULT_RULES,
-    DEFAULT_WEIGHTS,
     Document,
 )
 from fastmcp_filtering.retrieval.semantic_index import document_text  # noqa: E402
@@ -88,18 +86,7 @@ class Catalog:
     @cached_property
     def lexical(self) -> tuple[Any, dict[str, str]]:
         """The lexical index as the server variant ``ours`` builds it, shipped defaults."""
-        config = {
-            "params": DEFAULT_WEIGHTS["params"],
-            "description": DEFAULT_WEIGHTS["description"],
-            "related": DEFAULT_RULES.related_weight,
-            "list": DEFAULT_RULES.list_weight,
-            "compounds": DEFAULT_RULES.compounds,
-            "get is a stopword": "get" in DEFAULT_RULES.stopwords,
-            "near matches": DEFAULT_RULES.near_matches,
-            "name coverage": DEFAULT_RULES.name_coverage,
-            "quoted": DEFAULT_RULES.quoted_weight,
-        }
-        return sq.index_for(self.tools, config)
+        return sq.index_for(self.tools, sq.shipped())
 
     # -- the training view ----------------------------------------------------------------
 
