@@ -34,12 +34,17 @@ class Prepared:
     documents: np.ndarray  # the tools' MiniLM vectors
     queries: np.ndarray  # the requests' MiniLM vectors
     key_order: np.ndarray  # each tool's place among the listed names sorted (blend's ties)
+    best_lexical: np.ndarray  # requests x 1: each request's best raw lexical score (0: none)
 
-    def top(self, queries: np.ndarray, weight: float | None, k: int = sq.K) -> np.ndarray:
+    def top(
+        self, queries: np.ndarray, weight: float | None, k: int = sq.K, floor: float = 0.0
+    ) -> np.ndarray:
         """The best ``k`` tool rows per request (-1 where fewer candidates).
 
         ``weight`` None: cosine alone over every tool. Otherwise the served blend with that
         lexical weight: candidates are the lexical matches and the ``NEAREST`` most similar.
+        ``floor``: lexical scores are divided by the best one or by ``floor``, whichever is
+        larger (0, as served: by the best one).
         """
         cosine = queries @ self.documents.T
         if weight is None:
@@ -49,7 +54,11 @@ class Prepared:
         rows = np.arange(len(cosine))[:, None]
         nearest[rows, np.argpartition(-cosine, count - 1, axis=1)[:, :count]] = True
         nearest &= cosine >= MIN_SIMILARITY
-        fused = weight * self.lexical + (1 - weight) * np.where(nearest, cosine, 0.0)
+        lexical = self.lexical
+        if floor > 0:
+            best = self.best_lexical
+            lexical = lexical * (best / np.maximum(best, floor))
+        fused = weight * lexical + (1 - weight) * np.where(nearest, cosine, 0.0)
         fused[~(nearest | (self.lexical > 0))] = -np.inf
         return _best(fused, self.key_order, k)
 
@@ -102,4 +111,5 @@ def prepare(
         documents=embeddings.get(texts, query=False),
         queries=embeddings.get([r["query"] for r in requests], query=True),
         key_order=order,
+        best_lexical=top.astype(np.float32),
     )
