@@ -294,11 +294,15 @@ class TestMiniLMEmbedder:
             ({"batch_size": 0}, "batch_size must be a positive integer, got 0"),
             ({"batch_size": True}, "batch_size must be a positive integer, got True"),
             ({"threads": 0}, "threads must be a positive integer or None"),
+            ({"batch_size": 32}, r"batch_size must be 1 with the bundled model, got 32: "),
         ],
     )
     def test_bad_options(self, kwargs: dict[str, Any], message: str) -> None:
         with pytest.raises(ValueError, match=message):
             MiniLMEmbedder(**kwargs)
+
+    def test_another_model_may_batch(self) -> None:
+        assert MiniLMEmbedder(batch_size=32, model_path="float.onnx").batch_size == 32
 
 
 def _run_python(code: str, **env: str) -> None:

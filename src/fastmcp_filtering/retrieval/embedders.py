@@ -314,9 +314,9 @@ class MiniLMEmbedder(_OnnxEmbedder):
     Texts are run one at a time (``batch_size=1``): the model quantizes each run's
     activations with one scale, so in a batch a tool's vector would shift with the
     texts beside it (a tool a client may not see would shape the ranking of those
-    it may), and on a CPU one text a run embeds as fast (measured: 235 texts/s
-    alone, 219 in batches of 32, on 2 cores). A larger ``batch_size`` suits a
-    float model given as ``model_path``.
+    it may); on a CPU one text a run embeds as fast (``train/README.md``). A larger
+    ``batch_size`` is refused for this model and suits a float one given as
+    ``model_path``.
 
     Example:
         ```python
@@ -338,6 +338,15 @@ class MiniLMEmbedder(_OnnxEmbedder):
         model_path: str | os.PathLike[str] | None = None,
         tokenizer_path: str | os.PathLike[str] | None = None,
     ) -> None:
+        # Other bad values get the generic message below.
+        many = isinstance(batch_size, int) and not isinstance(batch_size, bool) and batch_size > 1
+        if model_path is None and many:
+            raise ValueError(
+                f"batch_size must be 1 with the bundled model, got {batch_size!r}: it "
+                "quantizes each run's activations with one scale, so a vector embedded in a "
+                "batch would depend on the texts beside it; batch a float model instead "
+                "(model_path=...)"
+            )
         super().__init__(
             batch_size=batch_size,
             threads=threads,
@@ -366,9 +375,9 @@ class WordLlamaEmbedder(_LoadsOnce):
     and other models with the Llama 2 tokenizer), L2-normalised: no network runs,
     so a text costs microseconds and a catalog of 10,000 tools is embedded in
     about a second. Word order is ignored; it matches meaning less closely than
-    MiniLM but differently, so ``EnsembleEmbedder(MiniLMEmbedder(),
-    WordLlamaEmbedder())`` ranks better than either alone. Queries and catalog
-    texts are embedded alike, and no text is truncated.
+    MiniLM but differently: with the original all-MiniLM-L6-v2, ``EnsembleEmbedder``
+    of the two ranked better than either alone (with the tool model, not measured).
+    Queries and catalog texts are embedded alike, and no text is truncated.
 
     The model's two files come from the ``wordllama`` package (MIT), checked
     against pinned hashes; its code is not imported. Loading (16 MB) is lazy and
@@ -498,8 +507,9 @@ class EnsembleEmbedder:
     share of ``weights`` (equal shares by default), then laid end to end, so the
     cosine of two combined vectors is ``sum(share * cosine)`` over the members.
     Models that err differently correct each other: on the public tool-retrieval
-    sets, MiniLM with WordLlama at equal shares ranks better than either alone
-    (``bench/semantic_options.py``). A member's ``embed_query`` embeds the
+    sets, the original all-MiniLM-L6-v2 with WordLlama at equal shares ranked
+    better than either alone (``bench/semantic_options.py``; the tool model
+    ``MiniLMEmbedder`` ships now was not measured so). A member's ``embed_query`` embeds the
     queries if it has one. ``load()`` loads every member that can be loaded.
 
     Example:
