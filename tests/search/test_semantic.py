@@ -161,6 +161,14 @@ class TestMiniLMEmbedder:
         batched = minilm(["create a PR", "a long text about many other things " * 20])[0]
         assert alone == batched
 
+    def test_texts_run_side_by_side_give_the_vectors_they_give_alone(
+        self, minilm: MiniLMEmbedder
+    ) -> None:
+        texts = [f"tool {i}: " + "search the issues of a repository " * (i % 4) for i in range(9)]
+        side_by_side = MiniLMEmbedder(threads=3)(texts)
+        assert side_by_side == MiniLMEmbedder(threads=1)(texts)
+        assert side_by_side[4] == minilm([texts[4]])[0]
+
     def test_padding_in_a_batch_does_not_change_a_vector(self, base_minilm: MiniLMEmbedder) -> None:
         alone = base_minilm(["create a PR"])[0]
         batched = base_minilm(["create a PR", "a long text about many other things " * 20])[0]
