@@ -176,6 +176,8 @@ class _OnnxEmbedder(_LoadsOnce):
         _require((*_RUNTIME_MODULES, *packages), what=type(self).__name__, hint=self._install_hint)
         self.batch_size = batch_size
         self.threads = threads
+        # Runs side by side in encode(); resolved once, not per query.
+        self._workers = threads or _cpu_count()
         self._model_path = Path(model_path) if model_path is not None else None
         self._tokenizer_path = Path(tokenizer_path) if tokenizer_path is not None else None
         self._lock = threading.Lock()
@@ -259,7 +261,7 @@ class _OnnxEmbedder(_LoadsOnce):
                 mask[row, :n] = 1
             return self._run(ids, mask)
 
-        workers = min(self.threads or _cpu_count(), len(chunks))
+        workers = min(self._workers, len(chunks))
         if workers > 1:
             # onnxruntime runs one session from several threads at once, without the GIL.
             with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
