@@ -22,6 +22,12 @@ text; batches of 64 pairs of like length (sorted by tokens, so little is padding
 request and no tool text twice in one batch, batches in a seeded random order; seed 28;
 ``torch.set_num_threads(2)``. No choice here was made on a reported set: lr, scale and batch
 are the probe's and the library's defaults.
+
+Variants (``--batching``, compared with ``variant_probe.py``): ``grouped`` cuts each batch
+from one training catalog, so a request's negatives are its own catalog's tools;
+``neighbours`` (pairs written with ``pairs --neighbours``) cuts them from the catalog's
+chain of nearest tools (topic-aware sampling, over tools), and masks a tool whose base-model
+cosine to a gold tool is at least 0.9 instead of counting it as a negative.
 """
 
 from __future__ import annotations
@@ -34,13 +40,18 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 BASE_MODEL = CACHE / "minilm-st"
 MODELS = CACHE / "models"
 SEED = 28
 MIN_BATCH = 8
+NEAR_DUPLICATE = 0.9  # base-model cosine of two tool texts above which they are one function
+BATCHINGS = ("mixed", "grouped", "neighbours")
 
 
 def fold_dir(fold: str) -> Path:
@@ -50,19 +61,37 @@ def fold_dir(fold: str) -> Path:
 # -- step 1 (project venv): the fold's training requests ----------------------------------
 
 
-def write_requests(fold: str) -> Path:
-    """The fold's training requests with their gold tool texts, one JSON object a line."""
+def write_requests(fold: str, *, model: str | None = None, neighbours: bool = False) -> Path:
+    """The fold's training requests with their gold tool texts, one JSON object a line.
+
+    Written to ``model``'s folder (default: the fold's). ``neighbours``: each line also has
+    each gold tool's ``places`` in its catalog's chain of nearest tools and the ``near``
+    duplicates of its gold tools (``tool_neighbourhood``).
+    """
     import catalogs
 
     lines = []
     for catalog in catalogs.load_all().values():
         texts = catalog.train_view[1]
-        for request in catalogs.training_requests(catalog, fold):
-            tools = [texts[row] for row in catalog.positives(request)]
-            if tools:
-                row = {"catalog": catalog.name, "query": request["query"], "tools": tools}
-                lines.append(json.dumps(row))
-    path = fold_dir(fold) / "requests.jsonl"
+        requests = catalogs.training_requests(catalog, fold)
+        if not requests:
+            continue
+        places, near = tool_neighbourhood(texts) if neighbours else ([], [])
+        for request in requests:
+            rows = catalog.positives(request)
+            if not rows:
+                continue
+            line: dict[str, Any] = {
+                "catalog": catalog.name,
+                "query": request["query"],
+                "tools": [texts[r] for r in rows],
+            }
+            if neighbours:
+                gold = {texts[r] for r in rows}
+                line["places"] = [places[r] for r in rows]
+                line["near"] = sorted({texts[n] for r in rows for n in near[r]} - gold)
+            lines.append(json.dumps(line))
+    path = fold_dir(model or fold) / "requests.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     pairs = sum(len(json.loads(line)["tools"]) for line in lines)
@@ -70,16 +99,46 @@ def write_requests(fold: str) -> Path:
     return path
 
 
+def tool_neighbourhood(texts: list[str]) -> tuple[list[int], list[list[int]]]:
+    """Each tool's place in a chain of nearest tools, and its near duplicates (base model).
+
+    The chain starts at the first tool and goes on to the nearest tool not yet in it, so
+    tools next to each other in the chain are alike: batches cut from it hold the tools a
+    request must be told from (topic-aware sampling, over tools). Near duplicates (cosine
+    at least ``NEAR_DUPLICATE``) are masked rather than counted as negatives.
+    """
+    import numpy as np
+    from embed import embeddings
+
+    vectors = embeddings("minilm").get(texts, query=False)
+    similar = vectors @ vectors.T
+    near = [
+        [int(j) for j in np.flatnonzero(row >= NEAR_DUPLICATE) if j != i]
+        for i, row in enumerate(similar)
+    ]
+    places = [0] * len(texts)
+    free = np.ones(len(texts), dtype=bool)
+    current = 0
+    for place in range(len(texts)):
+        places[current], free[current] = place, False
+        if free.any():
+            current = int(np.argmax(np.where(free, similar[current], -np.inf)))
+    return places, near
+
+
 # -- step 2 (training venv): batches and the loop -----------------------------------------
 
 
 @dataclass(frozen=True)
 class Pair:
+    catalog: str  # the training catalog the request comes from
     query: str
     tool: str
     gold: frozenset[str]  # every gold tool text of the request (masked as negatives)
     length: int  # tokens of the tool text, then of the query, for bucketing
     query_length: int
+    place: int = 0  # the tool's place in its catalog's chain of nearest tools
+    near: frozenset[str] = frozenset()  # near duplicates of the gold tools (masked too)
 
 
 def read_pairs(path: Path, tokenizer: Any, max_length: int) -> list[Pair]:
@@ -88,23 +147,59 @@ def read_pairs(path: Path, tokenizer: Any, max_length: int) -> list[Pair]:
     ids = tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]
     tokens = {text: len(row) for text, row in zip(texts, ids, strict=True)}
     return [
-        Pair(r["query"], t, frozenset(r["tools"]), tokens[t], tokens[r["query"]])
+        Pair(
+            r["catalog"],
+            r["query"],
+            t,
+            frozenset(r["tools"]),
+            tokens[t],
+            tokens[r["query"]],
+            place=r.get("places", [0] * len(r["tools"]))[i],
+            near=frozenset(r.get("near", ())),
+        )
         for r in rows
-        for t in r["tools"]
+        for i, t in enumerate(r["tools"])
     ]
 
 
-def batches(pairs: list[Pair], size: int, seed: int = SEED) -> list[list[Pair]]:
-    """Batches of like-length pairs, none with a request or a tool text twice, seeded order.
+def batches(
+    pairs: list[Pair], size: int, seed: int = SEED, *, batching: str = "mixed"
+) -> list[list[Pair]]:
+    """The epoch's batches: ``mixed`` across catalogs, or each from one catalog.
 
-    Pairs are sorted by tool then request length (ties in a seeded random order) and taken
-    in turn; one that would repeat a request or a tool of the batch being filled waits for
-    the next batch (pairs waiting go first). Batches under ``MIN_BATCH`` pairs are dropped.
+    ``grouped``: every negative in a batch is a tool of the request's own catalog (its
+    siblings, the tools it must be told apart from when served), at no extra cost a step;
+    ``neighbours``: the same, cut from the catalog's chain of nearest tools, so a batch's
+    tools are alike. ``mixed``: most negatives come from other catalogs. Batches of all
+    catalogs go in one seeded random order.
+    """
+    if batching == "mixed":
+        return _cut(pairs, size, seed, lambda p: (p.length, p.query_length))
+    chunks: list[list[Pair]] = []
+    for catalog in sorted({p.catalog for p in pairs}):
+        mine = [p for p in pairs if p.catalog == catalog]
+        if batching == "neighbours":
+            chunks += _cut(mine, size, seed, lambda p: (p.place,))
+        else:
+            chunks += _cut(mine, size, seed, lambda p: (p.length, p.query_length))
+    random.Random(seed).shuffle(chunks)
+    return chunks
+
+
+def _cut(
+    pairs: list[Pair], size: int, seed: int, order: Callable[[Pair], tuple[int, ...]]
+) -> list[list[Pair]]:
+    """Batches of pairs taken in ``order``, none with a request or a tool text twice.
+
+    Pairs are sorted by ``order`` (by length: little padding; ties in a seeded random
+    order) and taken in turn; one that would repeat a request or a tool of the batch being
+    filled waits for the next batch (pairs waiting go first). Batches under ``MIN_BATCH``
+    pairs are dropped.
     """
     rng = random.Random(seed)
     ordered = list(pairs)
     rng.shuffle(ordered)
-    ordered.sort(key=lambda p: (p.length, p.query_length))
+    ordered.sort(key=order)
     waiting: deque[Pair] = deque()
     todo = deque(ordered)
     chunks: list[list[Pair]] = []
@@ -138,7 +233,10 @@ def batch_loss(model: Any, batch: list[Pair], scale: float) -> Any:
     scores = scale * queries @ tools.T
     mask = torch.tensor(
         [
-            [i != j and q.tool != t.tool and t.tool in q.gold for j, t in enumerate(batch)]
+            [
+                i != j and q.tool != t.tool and (t.tool in q.gold or t.tool in q.near)
+                for j, t in enumerate(batch)
+            ]
             for i, q in enumerate(batch)
         ]
     )
@@ -159,6 +257,7 @@ class Settings:
     threads: int = 2
     max_steps: int = 0  # 0: every step (a smoke test stops earlier and saves nothing)
     checkpoint: int = 50  # steps between saves to ``st-partial/`` (a run cut short keeps one)
+    batching: str = "mixed"  # one of BATCHINGS (see ``batches``)
 
 
 def schedule(step: int, total: int, warmup: float) -> float:
@@ -194,7 +293,10 @@ def train(settings: Settings) -> None:
     model.max_seq_length = settings.max_length
     source = out / "requests.jsonl"
     pairs = read_pairs(source, model.tokenizer, settings.max_length)
-    plan = [batches(pairs, settings.batch, SEED + e) for e in range(settings.epochs)]
+    plan = [
+        batches(pairs, settings.batch, SEED + e, batching=settings.batching)
+        for e in range(settings.epochs)
+    ]
     total = sum(len(p) for p in plan)
     used = sum(len(c) for c in plan[0])
     log(f"start {settings}: {used:,} of {len(pairs):,} pairs, {total} steps")
@@ -246,17 +348,26 @@ def save(model: Any, settings: Settings, source: Path, seconds: float, log: Log)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("what", choices=["pairs", "train"])
-    parser.add_argument("--fold", required=True)
+    parser.add_argument("--fold", required=True, help="pairs: the catalog held out")
+    parser.add_argument("--model", help="pairs: the folder to write to (default: the fold's)")
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--max-steps", type=int, default=0, help="smoke test: stop, save nothing")
+    parser.add_argument("--batching", choices=BATCHINGS, default="mixed", help="see batches()")
+    parser.add_argument(
+        "--neighbours", action="store_true", help="pairs: write each tool's neighbourhood"
+    )
     args = parser.parse_args()
     if args.what == "pairs":
-        write_requests(args.fold)
+        write_requests(args.fold, model=args.model, neighbours=args.neighbours)
     else:
         train(
             Settings(
-                fold=args.fold, epochs=args.epochs, threads=args.threads, max_steps=args.max_steps
+                fold=args.fold,
+                epochs=args.epochs,
+                threads=args.threads,
+                max_steps=args.max_steps,
+                batching=args.batching,
             )
         )
 

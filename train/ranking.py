@@ -17,6 +17,7 @@ import numpy as np
 from catalogs import Catalog, sq
 
 from fastmcp_filtering.retrieval.fusion import LEXICAL_WEIGHT
+from fastmcp_filtering.retrieval.ranking import Document
 
 NEAREST = 50  # search_service: limit=max(50, 5 * max_results) with max_results 10
 MIN_SIMILARITY = 0.1  # search_service._MIN_SIMILARITY
@@ -35,16 +36,28 @@ class Prepared:
     queries: np.ndarray  # the requests' MiniLM vectors
     key_order: np.ndarray  # each tool's place among the listed names sorted (blend's ties)
     best_lexical: np.ndarray  # requests x 1: each request's best raw lexical score (0: none)
+    ceiling: np.ndarray  # requests x 1: the raw score of a tool that says the request itself
 
     def top(
-        self, queries: np.ndarray, weight: float | None, k: int = sq.K, floor: float = 0.0
+        self,
+        queries: np.ndarray,
+        weight: float | np.ndarray | None,
+        k: int = sq.K,
+        floor: float = 0.0,
+        cosine_scale: str = "raw",
+        relative_floor: float = 0.0,
     ) -> np.ndarray:
         """The best ``k`` tool rows per request (-1 where fewer candidates).
 
         ``weight`` None: cosine alone over every tool. Otherwise the served blend with that
-        lexical weight: candidates are the lexical matches and the ``NEAREST`` most similar.
+        lexical weight (or one per request, requests x 1): candidates are the lexical
+        matches and the ``NEAREST`` most similar.
         ``floor``: lexical scores are divided by the best one or by ``floor``, whichever is
-        larger (0, as served: by the best one).
+        larger (0, as served: by the best one); ``relative_floor``: the same with a floor of
+        that share of the request's ``ceiling`` (scale-free). ``cosine_scale``: the
+        candidates' cosines as they are (``raw``, as served), divided by the best one
+        (``best``), or stretched to [0, 1] between the worst and the best of the nearest
+        (``minmax``).
         """
         cosine = queries @ self.documents.T
         if weight is None:
@@ -55,10 +68,11 @@ class Prepared:
         nearest[rows, np.argpartition(-cosine, count - 1, axis=1)[:, :count]] = True
         nearest &= cosine >= MIN_SIMILARITY
         lexical = self.lexical
-        if floor > 0:
+        if floor > 0 or relative_floor > 0:
             best = self.best_lexical
-            lexical = lexical * (best / np.maximum(best, floor))
-        fused = weight * lexical + (1 - weight) * np.where(nearest, cosine, 0.0)
+            least = np.maximum(floor, relative_floor * self.ceiling)
+            lexical = lexical * (best / np.maximum(np.maximum(best, least), 1e-9))
+        fused = weight * lexical + (1 - weight) * _scaled(cosine, nearest, cosine_scale)
         fused[~(nearest | (self.lexical > 0))] = -np.inf
         return _best(fused, self.key_order, k)
 
@@ -71,6 +85,19 @@ class Prepared:
             hit = 1.0 if ranked and ranked[0] in set(request["gold"]) else 0.0
             totals += (r1, hit, r5, ndcg)
         return [float(x) for x in 100 * totals / max(1, len(self.requests))]
+
+
+def _scaled(cosine: np.ndarray, nearest: np.ndarray, how: str) -> np.ndarray:
+    """The candidates' cosines for the blend (0 elsewhere), scaled per request as ``how`` says."""
+    kept = np.where(nearest, cosine, 0.0)
+    if how == "raw":
+        return kept
+    high = kept.max(axis=1, keepdims=True)
+    if how == "best":
+        divided: np.ndarray = kept / np.maximum(high, 1e-6)
+        return divided
+    low = np.where(nearest, cosine, np.inf).min(axis=1, keepdims=True)
+    return np.where(nearest, (cosine - low) / np.maximum(high - low, 1e-6), 0.0)
 
 
 def _best(scores: np.ndarray, key_order: np.ndarray, k: int) -> np.ndarray:
@@ -94,10 +121,13 @@ def prepare(
     index, listed = catalog.lexical
     column = {key: i for i, key in enumerate(keys)}
     lexical = np.zeros((len(requests), len(keys)), dtype=np.float32)
+    ceiling = np.zeros((len(requests), 1), dtype=np.float32)
     for i, request in enumerate(requests):
-        for key, value in index.scores(request["query"][:1000]).items():
+        query = request["query"][:1000]
+        for key, value in index.scores(query).items():
             if key in column:
                 lexical[i, column[key]] = value
+        ceiling[i, 0] = _ceiling(index, query)
     top = lexical.max(axis=1, keepdims=True)
     lexical = np.where(top > 0, lexical / np.where(top > 0, top, 1.0), 0.0).astype(np.float32)
     assert all(listed[k] == names[k] for k in keys if k in listed)
@@ -112,4 +142,20 @@ def prepare(
         queries=embeddings.get([r["query"] for r in requests], query=True),
         key_order=order,
         best_lexical=top.astype(np.float32),
+        ceiling=ceiling,
     )
+
+
+def _ceiling(index: Any, query: str) -> float:
+    """What a tool named and described by the request's own words would score.
+
+    Added for one search and removed, outside the catalog's statistics (``in_statistics``),
+    it only adds one to the document count and to the frequency of the request's words: a
+    scale for the best score of the request, free of the catalog's size.
+    """
+    key = "\0ceiling"
+    index.upsert(key, Document(name=query, description=query, in_statistics=False))
+    try:
+        return float(index.scores(query).get(key, 0.0))
+    finally:
+        index.remove(key)

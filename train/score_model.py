@@ -60,10 +60,10 @@ def adapter_row(label: str) -> list[float] | None:
     return None
 
 
-def score_sets(fold: str, sample: int | None, file: str) -> dict[str, Any]:
-    """Every row of every query file of the held-out ``fold``."""
+def score_sets(fold: str, model: str, sample: int | None, file: str) -> dict[str, Any]:
+    """Every row of every query file of the held-out ``fold``, ``model`` fine-tuned."""
     shipped = Run(sample, "minilm")
-    tuned = Run(sample, "fine-tuned", finetuned(fold, file))
+    tuned = Run(sample, "fine-tuned", finetuned(model, file))
     sets: dict[str, Any] = {}
     for base, mine in zip(shipped.sets(fold), tuned.sets(fold), strict=True):
         label = f"{base.name} ({len(base.requests)})"
@@ -120,19 +120,22 @@ def speed(fold: str, tools: int, texts_from: str) -> dict[str, float]:
     return rates
 
 
-def score(fold: str, sample: int | None, file: str, tools: int, texts_from: str) -> Path:
-    path = CACHE / "models" / fold / "onnx" / file
-    training = json.loads((CACHE / "models" / fold / "training.json").read_text())
-    cosine = reference_check(fold, file)
-    print(f"{fold}: package embedder vs torch, least cosine {cosine:.4f}", flush=True)
+def score(
+    fold: str, model: str, sample: int | None, file: str, tools: int, texts_from: str
+) -> Path:
+    path = CACHE / "models" / model / "onnx" / file
+    training = json.loads((CACHE / "models" / model / "training.json").read_text())
+    cosine = reference_check(model, file)
+    print(f"{model}: package embedder vs torch, least cosine {cosine:.4f}", flush=True)
     result = {
         "fold": fold,
+        "model": model,
         "file": file,
         "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
         "training": training,
         "least_cosine_to_torch": round(cosine, 4),
-        "sets": score_sets(fold, sample, file),
-        "tools_per_second": speed(fold, tools, texts_from) if tools else {},
+        "sets": score_sets(fold, model, sample, file),
+        "tools_per_second": speed(model, tools, texts_from) if tools else {},
     }
     RESULTS.mkdir(exist_ok=True)
     tag = "" if file == DEFAULT_FILE else f"--{Path(file).stem}"
@@ -180,7 +183,10 @@ def page(path: Path) -> None:
             speeds.add(result["fold"], label, f"{rate:.1f}")
         settings = result["training"]["settings"]
         notes.append(
-            f"Fold `{result['fold']}`: {settings['epochs']} epoch(s), batch {settings['batch']}, "
+            f"Fold `{result['fold']}` (model `{result.get('model', result['fold'])}`): "
+            f"{settings['epochs']} epoch(s), "
+            f"{'batches from one catalog' if settings.get('grouped') else 'mixed batches'} "
+            f"of {settings['batch']}, "
             f"{settings['max_length']} tokens, lr {settings['lr']:g}, trained in "
             f"{result['training']['train_seconds'] / 60:.0f} min on {settings['threads']} "
             f"threads; `{result['file']}` sha256 `{result['sha256'][:16]}...`, least cosine to "
@@ -192,6 +198,7 @@ def page(path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--fold", choices=list(EVAL_FILES))
+    parser.add_argument("--model", help="the model's folder in .cache/models (default: the fold)")
     parser.add_argument("--sample", type=int, default=500, help="requests per set (0: all)")
     parser.add_argument("--file", default=DEFAULT_FILE, help="which exported file")
     parser.add_argument("--tools", type=int, default=1000, help="texts to time (0: no timing)")
@@ -201,7 +208,8 @@ def main() -> None:
     parser.add_argument("--markdown", type=Path, metavar="PATH")
     args = parser.parse_args()
     if args.fold:
-        out = score(args.fold, args.sample or None, args.file, args.tools, args.speed_texts)
+        model = args.model or args.fold
+        out = score(args.fold, model, args.sample or None, args.file, args.tools, args.speed_texts)
         print(f"wrote {out}")
     if args.markdown:
         page(args.markdown)
