@@ -173,15 +173,16 @@ def batches(
     tools are alike. ``mixed``: most negatives come from other catalogs. Batches of all
     catalogs go in one seeded random order.
     """
+
+    def by_length(p: Pair) -> tuple[int, ...]:
+        return (p.length, p.query_length)
+
     if batching == "mixed":
-        return _cut(pairs, size, seed, lambda p: (p.length, p.query_length))
+        return _cut(pairs, size, seed, by_length)
+    order = (lambda p: (p.place,)) if batching == "neighbours" else by_length
     chunks: list[list[Pair]] = []
     for catalog in sorted({p.catalog for p in pairs}):
-        mine = [p for p in pairs if p.catalog == catalog]
-        if batching == "neighbours":
-            chunks += _cut(mine, size, seed, lambda p: (p.place,))
-        else:
-            chunks += _cut(mine, size, seed, lambda p: (p.length, p.query_length))
+        chunks += _cut([p for p in pairs if p.catalog == catalog], size, seed, order)
     random.Random(seed).shuffle(chunks)
     return chunks
 

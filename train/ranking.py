@@ -11,6 +11,7 @@ scores the top ten with ``bench/search_quality.py``'s ``score_query``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,17 @@ class Prepared:
     queries: np.ndarray  # the requests' MiniLM vectors
     key_order: np.ndarray  # each tool's place among the listed names sorted (blend's ties)
     best_lexical: np.ndarray  # requests x 1: each request's best raw lexical score (0: none)
-    ceiling: np.ndarray  # requests x 1: the raw score of a tool that says the request itself
+    index: Any  # the catalog's lexical index (``Catalog.lexical``), for ``ceiling``
+
+    @cached_property
+    def ceiling(self) -> np.ndarray:
+        """Requests x 1: the raw score of a tool that says the request itself (``_ceiling``).
+
+        Computed when a floor relative to it is first asked for, not for every set prepared.
+        """
+        return np.array(
+            [[_ceiling(self.index, r["query"][:1000])] for r in self.requests], dtype=np.float32
+        ).reshape(-1, 1)
 
     def top(
         self,
@@ -121,13 +132,10 @@ def prepare(
     index, listed = catalog.lexical
     column = {key: i for i, key in enumerate(keys)}
     lexical = np.zeros((len(requests), len(keys)), dtype=np.float32)
-    ceiling = np.zeros((len(requests), 1), dtype=np.float32)
     for i, request in enumerate(requests):
-        query = request["query"][:1000]
-        for key, value in index.scores(query).items():
+        for key, value in index.scores(request["query"][:1000]).items():
             if key in column:
                 lexical[i, column[key]] = value
-        ceiling[i, 0] = _ceiling(index, query)
     top = lexical.max(axis=1, keepdims=True)
     lexical = np.where(top > 0, lexical / np.where(top > 0, top, 1.0), 0.0).astype(np.float32)
     assert all(listed[k] == names[k] for k in keys if k in listed)
@@ -142,7 +150,7 @@ def prepare(
         queries=embeddings.get([r["query"] for r in requests], query=True),
         key_order=order,
         best_lexical=top.astype(np.float32),
-        ceiling=ceiling,
+        index=index,
     )
 
 
