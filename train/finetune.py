@@ -27,7 +27,10 @@ Variants (``--batching``, compared with ``variant_probe.py``): ``grouped`` cuts 
 from one training catalog, so a request's negatives are its own catalog's tools;
 ``neighbours`` (pairs written with ``pairs --neighbours``) cuts them from the catalog's
 chain of nearest tools (topic-aware sampling, over tools), and masks a tool whose base-model
-cosine to a gold tool is at least 0.9 instead of counting it as a negative.
+cosine to a gold tool is at least 0.9 instead of counting it as a negative. With pairs
+written by ``pairs --hard``, each pair also brings one mined hard negative (``mine_hard``),
+which every request of the batch scores against, as ``MultipleNegativesRankingLoss`` does
+with (anchor, positive, negative) triplets.
 """
 
 from __future__ import annotations
@@ -51,6 +54,15 @@ MODELS = CACHE / "models"
 SEED = 28
 MIN_BATCH = 8
 NEAR_DUPLICATE = 0.9  # base-model cosine of two tool texts above which they are one function
+# Hard negatives: a tool scoring at least this share of the gold tool it would stand against
+# (base model) may be a gold one nobody labelled (NV-Retriever's positive-aware mining uses
+# 95%); the survivors among the first HARD_POOL non-gold tools are kept.
+POSITIVE_SHARE = 0.95
+HARD_POOL = 10
+# A mined candidate this close to a gold tool is left out: BFCL's one catalog of every function
+# offered holds the same function under several names at 0.8 to 0.9 (``calc_area_triangle``
+# against a gold ``calculate_triangle_area``: 0.89), which NEAR_DUPLICATE lets through.
+HARD_DUPLICATE = 0.8
 BATCHINGS = ("mixed", "grouped", "neighbours")
 
 
@@ -61,26 +73,28 @@ def fold_dir(fold: str) -> Path:
 # -- step 1 (project venv): the fold's training requests ----------------------------------
 
 
-def write_requests(fold: str, *, model: str | None = None, neighbours: bool = False) -> Path:
+def write_requests(
+    fold: str, *, model: str | None = None, neighbours: bool = False, hard: bool = False
+) -> Path:
     """The fold's training requests with their gold tool texts, one JSON object a line.
 
     Written to ``model``'s folder (default: the fold's). ``neighbours``: each line also has
     each gold tool's ``places`` in its catalog's chain of nearest tools and the ``near``
-    duplicates of its gold tools (``tool_neighbourhood``).
+    duplicates of its gold tools (``tool_neighbourhood``). ``hard``: each line also has the
+    ``hard`` negatives mined for each of its gold tools (``mine_hard``).
     """
     import catalogs
 
     lines = []
     for catalog in catalogs.load_all().values():
         texts = catalog.train_view[1]
-        requests = catalogs.training_requests(catalog, fold)
+        requests = [r for r in catalogs.training_requests(catalog, fold) if catalog.positives(r)]
         if not requests:
             continue
         places, near = tool_neighbourhood(texts) if neighbours else ([], [])
-        for request in requests:
+        mined = mine_hard(texts, requests, catalog.positives) if hard else []
+        for i, request in enumerate(requests):
             rows = catalog.positives(request)
-            if not rows:
-                continue
             line: dict[str, Any] = {
                 "catalog": catalog.name,
                 "query": request["query"],
@@ -90,6 +104,8 @@ def write_requests(fold: str, *, model: str | None = None, neighbours: bool = Fa
                 gold = {texts[r] for r in rows}
                 line["places"] = [places[r] for r in rows]
                 line["near"] = sorted({texts[n] for r in rows for n in near[r]} - gold)
+            if hard:
+                line["hard"] = [[texts[r] for r in rows] for rows in mined[i]]
             lines.append(json.dumps(line))
     path = fold_dir(model or fold) / "requests.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -126,6 +142,33 @@ def tool_neighbourhood(texts: list[str]) -> tuple[list[int], list[list[int]]]:
     return places, near
 
 
+def mine_hard(
+    texts: list[str], requests: list[dict[str, Any]], positives: Callable[[Any], list[int]]
+) -> list[list[list[int]]]:
+    """Each request's hard negatives, one list per gold tool: its nearest non-gold tools.
+
+    Ranked by the base model's cosine to the request. Left out, as likely unlabelled gold
+    tools: a near duplicate of any gold tool (cosine at least ``HARD_DUPLICATE``), and a tool
+    scoring at least ``POSITIVE_SHARE`` of the gold tool the negative stands against. The
+    survivors among the first ``HARD_POOL`` non-gold tools are kept, best first.
+    """
+    import numpy as np
+    from embed import embeddings
+
+    model = embeddings("minilm")
+    tools = model.get(texts, query=False)
+    queries = model.get([r["query"] for r in requests], query=True)
+    mined = []
+    for request, vector in zip(requests, queries, strict=True):
+        gold = positives(request)
+        scores = tools @ vector
+        duplicate = (tools @ tools[gold].T).max(axis=1) >= HARD_DUPLICATE
+        ranked = [int(r) for r in np.argsort(-scores) if r not in gold][:HARD_POOL]
+        pool = [r for r in ranked if not duplicate[r]]
+        mined.append([[r for r in pool if scores[r] < POSITIVE_SHARE * scores[g]] for g in gold])
+    return mined
+
+
 # -- step 2 (training venv): batches and the loop -----------------------------------------
 
 
@@ -139,13 +182,16 @@ class Pair:
     query_length: int
     place: int = 0  # the tool's place in its catalog's chain of nearest tools
     near: frozenset[str] = frozenset()  # near duplicates of the gold tools (masked too)
+    negative: str = ""  # a mined hard negative (``pairs --hard``), or none
 
 
 def read_pairs(path: Path, tokenizer: Any, max_length: int) -> list[Pair]:
+    """The pairs of a requests file; a pair's hard negative is drawn from its own, seeded."""
     rows = [json.loads(line) for line in path.read_text().splitlines() if line]
     texts = sorted({r["query"] for r in rows} | {t for r in rows for t in r["tools"]})
     ids = tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]
     tokens = {text: len(row) for text, row in zip(texts, ids, strict=True)}
+    rng = random.Random(SEED)
     return [
         Pair(
             r["catalog"],
@@ -156,6 +202,7 @@ def read_pairs(path: Path, tokenizer: Any, max_length: int) -> list[Pair]:
             tokens[r["query"]],
             place=r.get("places", [0] * len(r["tools"]))[i],
             near=frozenset(r.get("near", ())),
+            negative=rng.choice(r["hard"][i]) if r.get("hard") and r["hard"][i] else "",
         )
         for r in rows
         for i, t in enumerate(r["tools"])
@@ -224,19 +271,27 @@ def _cut(
 
 
 def batch_loss(model: Any, batch: list[Pair], scale: float) -> Any:
-    """In-batch softmax loss of one batch (other gold tools of a request masked)."""
+    """In-batch softmax loss of one batch (other gold tools of a request masked).
+
+    The candidates are the batch's gold tools, then its pairs' hard negatives, if any.
+    """
     import torch
 
+    negatives = [p.negative for p in batch if p.negative]
+    candidates = [p.tool for p in batch] + negatives
     queries = model(model.preprocess([p.query for p in batch]))["sentence_embedding"]
     tools = model(model.preprocess([p.tool for p in batch]))["sentence_embedding"]
+    if negatives:  # a pass of its own: the gold tools are of like length, these are not
+        extra = model(model.preprocess(negatives))["sentence_embedding"]
+        tools = torch.cat([tools, extra])
     queries = torch.nn.functional.normalize(queries, dim=-1)
     tools = torch.nn.functional.normalize(tools, dim=-1)
     scores = scale * queries @ tools.T
     mask = torch.tensor(
         [
             [
-                i != j and q.tool != t.tool and (t.tool in q.gold or t.tool in q.near)
-                for j, t in enumerate(batch)
+                i != j and q.tool != text and (text in q.gold or text in q.near)
+                for j, text in enumerate(candidates)
             ]
             for i, q in enumerate(batch)
         ]
@@ -352,20 +407,23 @@ def main() -> None:
     parser.add_argument("--fold", required=True, help="pairs: the catalog held out")
     parser.add_argument("--model", help="pairs: the folder to write to (default: the fold's)")
     parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--batch", type=int, default=64, help="pairs a step")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--max-steps", type=int, default=0, help="smoke test: stop, save nothing")
     parser.add_argument("--batching", choices=BATCHINGS, default="mixed", help="see batches()")
     parser.add_argument(
         "--neighbours", action="store_true", help="pairs: write each tool's neighbourhood"
     )
+    parser.add_argument("--hard", action="store_true", help="pairs: mine hard negatives")
     args = parser.parse_args()
     if args.what == "pairs":
-        write_requests(args.fold, model=args.model, neighbours=args.neighbours)
+        write_requests(args.fold, model=args.model, neighbours=args.neighbours, hard=args.hard)
     else:
         train(
             Settings(
                 fold=args.fold,
                 epochs=args.epochs,
+                batch=args.batch,
                 threads=args.threads,
                 max_steps=args.max_steps,
                 batching=args.batching,

@@ -1,8 +1,10 @@
 """A training variant against the shipped recipe, chosen leave-one-set-out with the fold models.
 
 A variant is a name: ``train/.cache/models/<catalog>-<variant>/`` holds the fold model of
-``<catalog>`` trained the other way (``g``: ``finetune.py train --grouped``, each batch from
-one training catalog; ``e2``: ``--epochs 2``), exported by ``export.py``. Every model is
+``<catalog>`` trained the other way (``g``: ``finetune.py train --batching grouped``, each
+batch from one training catalog; ``n``: ``--batching neighbours``; ``h``: pairs written with
+``pairs --hard``, a mined hard negative a pair; ``e2``: ``--epochs 2``), exported by
+``export.py``. Every model is
 scored on the catalog its fold held out, as ``SearchMiddleware`` serves it (lexical weight
 0.2). Then, for each reported catalog, the recipe is chosen by the mean merit (R@1, R@5,
 nDCG@10 alike) on the *other* trainable catalogs that have both models, each ranked by its own
