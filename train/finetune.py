@@ -88,13 +88,16 @@ def write_requests(
     lines = []
     for catalog in catalogs.load_all().values():
         texts = catalog.train_view[1]
-        requests = [r for r in catalogs.training_requests(catalog, fold) if catalog.positives(r)]
-        if not requests:
+        answered = [
+            (r, rows)
+            for r in catalogs.training_requests(catalog, fold)
+            if (rows := catalog.positives(r))
+        ]
+        if not answered:
             continue
         places, near = tool_neighbourhood(texts) if neighbours else ([], [])
-        mined = mine_hard(texts, requests, catalog.positives) if hard else []
-        for i, request in enumerate(requests):
-            rows = catalog.positives(request)
+        mined = mine_hard(texts, answered) if hard else []
+        for i, (request, rows) in enumerate(answered):
             line: dict[str, Any] = {
                 "catalog": catalog.name,
                 "query": request["query"],
@@ -143,9 +146,9 @@ def tool_neighbourhood(texts: list[str]) -> tuple[list[int], list[list[int]]]:
 
 
 def mine_hard(
-    texts: list[str], requests: list[dict[str, Any]], positives: Callable[[Any], list[int]]
+    texts: list[str], answered: list[tuple[dict[str, Any], list[int]]]
 ) -> list[list[list[int]]]:
-    """Each request's hard negatives, one list per gold tool: its nearest non-gold tools.
+    """Each answered request's hard negatives, one list per gold tool row: its nearest others.
 
     Ranked by the base model's cosine to the request. Left out, as likely unlabelled gold
     tools: a near duplicate of any gold tool (cosine at least ``HARD_DUPLICATE``), and a tool
@@ -157,10 +160,9 @@ def mine_hard(
 
     model = embeddings("minilm")
     tools = model.get(texts, query=False)
-    queries = model.get([r["query"] for r in requests], query=True)
+    queries = model.get([r["query"] for r, _ in answered], query=True)
     mined = []
-    for request, vector in zip(requests, queries, strict=True):
-        gold = positives(request)
+    for (_, gold), vector in zip(answered, queries, strict=True):
         scores = tools @ vector
         duplicate = (tools @ tools[gold].T).max(axis=1) >= HARD_DUPLICATE
         ranked = [int(r) for r in np.argsort(-scores) if r not in gold][:HARD_POOL]

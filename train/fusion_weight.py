@@ -38,6 +38,11 @@ def scored(p: Prepared, choice: tuple[str, float]) -> list[float]:
     return p.metrics(p.top(p.queries, choice[1], cosine_scale=choice[0]))
 
 
+def fold_runs(sample: int) -> dict[str, Run]:
+    """Every evaluation catalog's run, ranked by its own fold's model (trained without it)."""
+    return {c: Run(sample, "fine-tuned", finetuned(c, FILE)) for c in EVAL_FILES}
+
+
 def inner_merits(
     sample: int, grid: list[G], score: Callable[[Prepared, G], list[float]]
 ) -> tuple[dict[str, Run], dict[str, dict[G, float]]]:
@@ -47,7 +52,7 @@ def inner_merits(
     each choice in ``grid``; a held-out catalog's merit of a choice is the mean over the
     trainable catalogs other than it.
     """
-    runs = {c: Run(sample, "fine-tuned", finetuned(c, FILE)) for c in EVAL_FILES}
+    runs = fold_runs(sample)
     means = {
         c: {g: float(np.mean([merit(score(p, g)) for p in run.sets(c)])) for g in grid}
         for c, run in runs.items()

@@ -27,9 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from catalogs import EVAL_FILES, EVAL_ONLY
-from embed import finetuned
-from evaluate import Run, merit
-from fusion_weight import FILE
+from evaluate import merit
+from fusion_weight import fold_runs
 from ranking import SHIPPED_WEIGHT, Prepared
 from variant_probe import MARGIN
 
@@ -83,6 +82,8 @@ def ranked(p: Prepared, keys: list[str]) -> Ranked:
     take = np.arange(len(rows))[:, None]
     cosine = np.einsum("rd,rkd->rk", p.queries, p.documents[safe])
     lexical = p.lexical[take, safe]
+    # The served blend, except that a candidate found by lexical match alone keeps its cosine
+    # here (served: 0): a feature, while the blend's own order is ``rows``.
     blend = SHIPPED_WEIGHT * lexical + (1 - SHIPPED_WEIGHT) * cosine
     low = -1e9
     blend, cosine_v = np.where(valid, blend, low), np.where(valid, cosine, low)
@@ -191,7 +192,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sample", type=int, default=500)
     args = parser.parse_args()
-    runs = {c: Run(args.sample, "fine-tuned", finetuned(c, FILE)) for c in EVAL_FILES}
+    runs = fold_runs(args.sample)
     sets = {
         c: [ranked(p, run.catalogs[c].bench_view[0]) for p in run.sets(c)]
         for c, run in runs.items()
