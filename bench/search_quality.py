@@ -200,11 +200,26 @@ def score_query(ranked: list[str], query: dict[str, Any]) -> tuple[float, ...]:
 async def evaluate(
     tools: list[dict[str, Any]], queries: list[dict[str, Any]], variant: str
 ) -> tuple[list[float], float]:
+    """Mean R@1, R@5, nDCG@10 and MRR (in percent) of ``variant`` over ``queries``, and the
+    seconds the requests took."""
+    each, elapsed = await evaluate_each(tools, queries, variant)
+    return means(each), elapsed
+
+
+def means(each: list[tuple[float, ...]]) -> list[float]:
+    """Per-request scores -> their means, in percent."""
+    return [100 * sum(column) / len(each) for column in zip(*each, strict=True)]
+
+
+async def evaluate_each(
+    tools: list[dict[str, Any]], queries: list[dict[str, Any]], variant: str
+) -> tuple[list[tuple[float, ...]], float]:
+    """Each request's R@1, R@5, nDCG@10 and reciprocal rank through a real server and
+    ``Client``, and the seconds the requests took (embedding the catalog not counted)."""
     server, names = build_server(tools, variant)
     for middleware in server.middleware:
         if isinstance(middleware, SearchMiddleware):
             await middleware.prepare(server)  # embedding the catalog is not a query's cost
-    totals = [0.0, 0.0, 0.0, 0.0]
     started = time.perf_counter()
     async with Client(server) as client:
         search: Callable[[str], Awaitable[list[str]]]
@@ -222,11 +237,8 @@ async def evaluate(
                 items = found.get("result", found) if isinstance(found, dict) else found
                 return [names[t["name"]] for t in items if t["name"] in names]
 
-        for q in queries:
-            for i, value in enumerate(score_query(await search(q["query"]), q)):
-                totals[i] += value
-    elapsed = time.perf_counter() - started
-    return [100 * t / len(queries) for t in totals], elapsed
+        each = [score_query(await search(q["query"]), q) for q in queries]
+    return each, time.perf_counter() - started
 
 
 # -- the sets ------------------------------------------------------------------------------
@@ -359,6 +371,23 @@ def index_scores(
     return grid_scores(tools, queries, [config])[0]
 
 
+def index_each(
+    tools: list[dict[str, Any]], queries: list[dict[str, Any]], config: dict[str, Any]
+) -> list[tuple[float, ...]]:
+    """Each request's scores under one configuration (what the paired comparison needs)."""
+    index, names = index_for(tools, config)
+    return _each(index, names, queries)
+
+
+def _each(
+    index: SearchIndex, names: dict[str, str], queries: list[dict[str, Any]]
+) -> list[tuple[float, ...]]:
+    return [
+        score_query([names[key] for key, _ in index.search(q["query"][:1000], limit=K)], q)
+        for q in queries
+    ]
+
+
 def grid_scores(
     tools: list[dict[str, Any]], queries: list[dict[str, Any]], configs: list[dict[str, Any]]
 ) -> list[list[float]]:
@@ -372,12 +401,7 @@ def grid_scores(
         index, names = indexes[shared]
         # Query-time rules only: the stopwords (an indexing choice) are the same.
         index._rules = rules_for(config)
-        totals = [0.0, 0.0, 0.0, 0.0]
-        for q in queries:
-            ranked = [names[key] for key, _ in index.search(q["query"][:1000], limit=K)]
-            for i, value in enumerate(score_query(ranked, q)):
-                totals[i] += value
-        out.append([100 * t / len(queries) for t in totals])
+        out.append(means(_each(index, names, queries)))
     return out
 
 
@@ -429,6 +453,7 @@ async def run(
             "R@5",
             "nDCG@10",
             "dR@1",
+            "requests better: ours/BM25 (p), R@1; R@5; nDCG@10",
             "chosen on the others",
         ],
         right={"R@1", "R@5", "nDCG@10", "FastMCP BM25 R@1", "dR@1"},
@@ -463,11 +488,14 @@ async def _run(
     print(header)
     print("-" * len(header))
     served: dict[str, dict[str, list[float]]] = {}
+    bm25_each: dict[str, list[tuple[float, ...]]] = {}
     for name, (tools, queries) in ({} if grid_only else loaded).items():
         served[name] = {}
         for variant in VARIANTS:
-            metrics, secs = await evaluate(tools, queries, variant)
-            served[name][variant] = metrics
+            each, secs = await evaluate_each(tools, queries, variant)
+            metrics = served[name][variant] = means(each)
+            if variant == "fastmcp bm25":
+                bm25_each[name] = each
             print(
                 f"{name:<16} {variant:<24} {metrics[0]:>6.1f} {metrics[1]:>6.1f} "
                 f"{metrics[2]:>8.1f} {metrics[3]:>6.1f} {secs:>6.1f}"
@@ -482,14 +510,26 @@ async def _run(
             print(f"{name:<16} {'README: ' + ref_method:<24} {r1:>6.1f} {r5:>6.1f} {ndcg:>8.1f}")
         print(f"  ({len(queries)} queries, {len(tools)} tools)\n")
 
-    if len(loaded) < 2 or not loso:
-        return
+    if len(loaded) >= 2 and loso:
+        _loso(loaded, served, bm25_each, loso_table, notes)
+
+
+def _loso(
+    loaded: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]],
+    served: dict[str, dict[str, list[float]]],
+    bm25_each: dict[str, list[tuple[float, ...]]],
+    loso_table: Table,
+    notes: list[str],
+) -> None:
+    """The leave-one-set-out table: each set scored with the configuration the others chose,
+    beside FastMCP's BM25 (when the server runs measured it), request by request."""
     print("Leave-one-set-out: the lexical configuration for each set is the one that scored")
     print(f"best on the other sets ({len(configurations())} configurations of {list(GRID)}).\n")
     loso_table.title = (
         "Leave-one-set-out: the lexical configuration for each set is the one that scored best "
         f"on the other sets ({len(configurations()):,} configurations of "
-        f"{', '.join(GRID)}):"
+        f"{', '.join(GRID)}); beside FastMCP's BM25, the requests each ranks better "
+        "(ours / BM25, on R@1, R@5 and nDCG@10) and the two-sided sign test's p over them:"
     )
     # One process per set, on every core: the grid is the longest part of a run.
     with concurrent.futures.ProcessPoolExecutor() as pool:
@@ -497,24 +537,33 @@ async def _run(
         grid = dict(zip(loaded, pool.map(_grid_job, jobs), strict=True))
     header = (
         f"{'held out':<16} {'R@1':>6} {'R@5':>6} {'nDCG':>6} | {'bm25 R@1':>8} {'R@5':>6} "
-        f"{'nDCG':>6} | {'dR@1':>6}  chosen on the others"
+        f"{'nDCG':>6} | {'dR@1':>6}  requests better (ours/bm25, p)  chosen on the others"
     )
     print(header)
     print("-" * len(header))
-    for name in loaded:
+    for name, (tools, queries) in loaded.items():
         best = choose(grid, [n for n in loaded if not _same_catalog(n, name)])
+        config = configurations()[best]
         held = grid[name][best]
         bm25 = served.get(name, {}).get("fastmcp bm25", [math.nan] * 3)
+        against = (
+            "; ".join(
+                paired(index_each(tools, queries, config), bm25_each[name], i) for i in range(3)
+            )
+            if name in bm25_each
+            else "-"
+        )
         print(
             f"{name:<16} {held[0]:>6.1f} {held[1]:>6.1f} {held[2]:>6.1f} | {bm25[0]:>8.1f} "
-            f"{bm25[1]:>6.1f} {bm25[2]:>6.1f} | {held[0] - bm25[0]:>+6.1f}  "
-            f"{describe(configurations()[best])}"
+            f"{bm25[1]:>6.1f} {bm25[2]:>6.1f} | {held[0] - bm25[0]:>+6.1f}  {against}  "
+            f"{describe(config)}"
         )
         loso_table.add(
             name,
             *(f"{v:.1f}" for v in (*held[:3], *bm25[:3])),
             f"{held[0] - bm25[0]:+.1f}",
-            f"`{describe(configurations()[best])}`",
+            against,
+            f"`{describe(config)}`",
         )
     everywhere = choose(grid, list(loaded))
     print(f"\nBest on all sets together: {describe(configurations()[everywhere])}")
@@ -522,6 +571,30 @@ async def _run(
     default = shipped()
     print(f"Shipped default:           {describe(default)}")
     notes.append(f"Shipped default: `{describe(default)}`")
+
+
+def paired(ours: list[tuple[float, ...]], theirs: list[tuple[float, ...]], metric: int) -> str:
+    """``"a/b (p)"``: requests where ``ours`` scores higher on ``metric`` (a) or lower (b),
+    and the exact two-sided sign test's p over them (ties left out).
+
+    A difference of a point or two on a few hundred requests is often a handful of requests
+    either way; p says whether the data can tell the two rankings apart.
+
+    Example:
+        >>> paired([(1.0,), (1.0,), (0.0,)], [(0.0,), (1.0,), (1.0,)], 0)
+        '1/1 (1.00)'
+    """
+    better = sum(a[metric] > b[metric] for a, b in zip(ours, theirs, strict=True))
+    worse = sum(a[metric] < b[metric] for a, b in zip(ours, theirs, strict=True))
+    p = sign_test(better, worse)
+    return f"{better}/{worse} ({p:.2f})" if p >= 0.01 else f"{better}/{worse} (<0.01)"
+
+
+def sign_test(better: int, worse: int) -> float:
+    """The exact two-sided sign test's p for ``better`` against ``worse`` (1.0 when both are 0)."""
+    n = better + worse
+    tail = sum(math.comb(n, i) for i in range(min(better, worse) + 1)) / 2**n
+    return min(1.0, 2 * tail)
 
 
 def choose(grid: dict[str, list[list[float]]], sets: list[str]) -> int:
