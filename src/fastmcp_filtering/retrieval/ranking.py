@@ -24,6 +24,7 @@ from fastmcp_filtering.retrieval.text import (
     related,
     split,
     split_name,
+    steps,
     terms,
 )
 
@@ -467,6 +468,12 @@ class Rules:
     """A tool's score grows by this share of it when the request says every word of the
     tool's name (in part: in proportion); 0: off. A request that names a tool is the
     strongest sign there is that it wants that tool."""
+    step_weight: float = 0.0
+    """In a request that chains steps ("get the host, then list its scans": see
+    ``text.steps``), each tool also scores by its best step: its score for that step
+    over the step's best score, times this weight and the whole request's best score, so
+    that a tool that does one step well is not outranked by one that matches a word of
+    each; 0: off, the default (bench/search_quality.py)."""
 
 
 _FUZZY_WEIGHT = 0.6
@@ -718,6 +725,42 @@ class SearchIndex:
         self, query: str, *, within: Collection[str] | None = None, indexed: bool = False
     ) -> dict[str, float]:
         """The score of every key that matches ``query``, unordered (see ``search``)."""
+        scores = self._scores(query, within=within, indexed=indexed)
+        if self._rules.step_weight and scores:
+            parts = steps(query)
+            if parts:
+                self._add_steps(scores, parts, within=within, indexed=indexed)
+        return scores
+
+    def _add_steps(
+        self,
+        scores: dict[str, float],
+        parts: list[str],
+        *,
+        within: Collection[str] | None,
+        indexed: bool,
+    ) -> None:
+        """Raise each key's score by its best share of a step's best (``Rules.step_weight``)."""
+        shares: dict[str, float] = {}
+        get = shares.get
+        for part in parts:
+            found = self._scores(part, within=within, indexed=indexed)
+            if found:
+                top = max(found.values())
+                for key, value in found.items():
+                    share = value / top
+                    if share > get(key, 0.0):
+                        shares[key] = share
+        # In the whole request's units, so that other uses of the scores keep their scale.
+        weight = self._rules.step_weight * max(scores.values())
+        before = scores.get
+        for key, share in shares.items():
+            scores[key] = before(key, 0.0) + weight * share
+
+    def _scores(
+        self, query: str, *, within: Collection[str] | None, indexed: bool
+    ) -> dict[str, float]:
+        """``scores`` of the request as one text, its steps not looked at."""
         self._store.flush()
         candidates = within
         left_out: frozenset[str] = frozenset()

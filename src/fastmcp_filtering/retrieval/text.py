@@ -16,6 +16,7 @@ __all__ = [
     "split",
     "split_name",
     "stem",
+    "steps",
     "terms",
 ]
 
@@ -151,6 +152,37 @@ def asks_for_a_list(query: str) -> bool:
         ):
             plural = True
     return plural
+
+
+# English words that put one action after another: "get the host, then list its scans".
+_STEP_BREAK = re.compile(
+    r",?\s*\b(?:and\s+)?(?:then|finally|afterwards|after that|additionally|subsequently|also)"
+    r"\b,?\s*",
+    re.IGNORECASE,
+)
+_MIN_STEP_WORDS = 2
+
+
+def steps(query: str) -> list[str]:
+    """The steps of a request that chains actions; ``[]`` for a request of one step.
+
+    The request is cut at English words that order actions (then, finally, afterwards,
+    after that, additionally, subsequently, also); a part of fewer than two words is
+    not a step. Other languages and sentence punctuation do not cut: several sentences
+    often describe one need.
+
+    Example:
+        ```python
+        steps("Get the host's details and then list all scans")
+        # ["Get the host's details", "list all scans"]
+        ```
+    """
+    parts = [p.strip() for p in _STEP_BREAK.split(query)]
+    found = [p for p in parts if len(_WORD_OR_NUMBER.findall(p)) >= _MIN_STEP_WORDS]
+    return found if len(found) > 1 else []
+
+
+_WORD_OR_NUMBER = re.compile(r"\w+")
 
 
 def is_reading(term: str) -> bool:
