@@ -12,6 +12,7 @@ from fastmcp_filtering.retrieval.text import (
     split,
     split_name,
     stem,
+    steps,
 )
 
 
@@ -227,6 +228,55 @@ class TestLongRequests:
         assert stem("series") == "series"
         assert stem("notes") == stem("note")
 
+    CHAINED = catalog(
+        Document(name="create_alert", description="Create an alert for a place"),
+        Document(name="delete_station", description="Delete a station"),
+        Document(name="list_stations", description="List all stations"),
+        Document(name="create_note", description="Create a note"),
+        Document(name="read_file", description="Read a file"),
+        Document(name="import_note_file", description="Read a note from a file"),
+    )
+
+    def test_a_request_of_several_steps_finds_each_steps_tool(self) -> None:
+        # One word of each step makes a tool that does neither look best as a whole.
+        query = "Create a note about the meeting, then read the file"
+        assert top(self.CHAINED, query) == "import_note_file"
+        ranked = [key for key, _ in rescored(self.CHAINED, query, Rules(step_weight=0.5)).items()]
+        assert ranked[:3] == ["create_note", "read_file", "import_note_file"]
+
+    def test_steps_leave_a_one_step_request_alone(self) -> None:
+        query = "read the note from a file"
+        assert rescored(self.CHAINED, query, Rules(step_weight=0.5)) == dict(
+            self.CHAINED.search(query)
+        )
+
+    @pytest.mark.parametrize(
+        ("query", "expected"),
+        [
+            (
+                "Get the host's details and then list all scans",
+                ["Get the host's details", "list all scans"],
+            ),
+            (
+                "Start a scan, check its status, and finally, list the templates.",
+                ["Start a scan, check its status", "list the templates."],
+            ),
+            (
+                "Create a task. Additionally, assign it to Ana",
+                ["Create a task.", "assign it to Ana"],
+            ),
+            # A part of one word is no step; one step is no chain.
+            ("then delete it", []),
+            ("Find the repo, then it", []),
+            ("Send the report. It is due today.", []),
+            (", then ".join(f"do step {n}" for n in range(9)), []),
+        ],
+    )
+    def test_steps_are_cut_at_words_that_order_actions(
+        self, query: str, expected: list[str]
+    ) -> None:
+        assert steps(query) == expected
+
 
 def server_tool(server: str, name: str, description: str) -> Document:
     # Served behind the proxy: one group per upstream, named after it.
@@ -313,6 +363,7 @@ class TestWhatAClientCannotSee:
         "newsroom pager",
         'create a note called "secret news page"',
         "nwes pagesize",
+        "read the news page, then create a secret note",
     )
 
     @pytest.mark.parametrize(
@@ -321,6 +372,7 @@ class TestWhatAClientCannotSee:
             Rules(),
             Rules(near_matches="best", quoted_weight=0.5),
             Rules(near_matches="own_and_best", name_coverage=1.0),
+            Rules(step_weight=0.5),
         ],
     )
     def test_hidden_tools_change_no_visible_ranking(self, rules: Rules) -> None:

@@ -726,36 +726,10 @@ class SearchIndex:
     ) -> dict[str, float]:
         """The score of every key that matches ``query``, unordered (see ``search``)."""
         scores = self._scores(query, within=within, indexed=indexed)
-        if self._rules.step_weight and scores:
-            parts = steps(query)
-            if parts:
-                self._add_steps(scores, parts, within=within, indexed=indexed)
+        if self._rules.step_weight and scores and (parts := steps(query)):
+            step_scores = [self._scores(part, within=within, indexed=indexed) for part in parts]
+            _add_steps(scores, step_scores, self._rules.step_weight)
         return scores
-
-    def _add_steps(
-        self,
-        scores: dict[str, float],
-        parts: list[str],
-        *,
-        within: Collection[str] | None,
-        indexed: bool,
-    ) -> None:
-        """Raise each key's score by its best share of a step's best (``Rules.step_weight``)."""
-        shares: dict[str, float] = {}
-        get = shares.get
-        for part in parts:
-            found = self._scores(part, within=within, indexed=indexed)
-            if found:
-                top = max(found.values())
-                for key, value in found.items():
-                    share = value / top
-                    if share > get(key, 0.0):
-                        shares[key] = share
-        # In the whole request's units, so that other uses of the scores keep their scale.
-        weight = self._rules.step_weight * max(scores.values())
-        before = scores.get
-        for key, share in shares.items():
-            scores[key] = before(key, 0.0) + weight * share
 
     def _scores(
         self, query: str, *, within: Collection[str] | None, indexed: bool
@@ -884,6 +858,26 @@ class SearchIndex:
         # Holding ``within`` keeps its id from being reused by another object.
         self._complements[id(within)] = (within, left_out)
         return left_out
+
+
+def _add_steps(
+    scores: dict[str, float], step_scores: list[dict[str, float]], weight: float
+) -> None:
+    """Raise each key's score by its best share of a step's best score (``Rules.step_weight``)."""
+    shares: dict[str, float] = {}
+    get = shares.get
+    for found in step_scores:
+        if found:
+            top = max(found.values())
+            for key, value in found.items():
+                share = value / top
+                if share > get(key, 0.0):
+                    shares[key] = share
+    # In the whole request's units, so that other uses of the scores keep their scale.
+    weight *= max(scores.values())
+    before = scores.get
+    for key, share in shares.items():
+        scores[key] = before(key, 0.0) + weight * share
 
 
 def _best_first(item: tuple[str, float]) -> tuple[float, str]:

@@ -161,6 +161,8 @@ _STEP_BREAK = re.compile(
     re.IGNORECASE,
 )
 _MIN_STEP_WORDS = 2
+# Each step is one more search of the index: a request of more is ranked as one text.
+_MAX_STEPS = 8
 
 
 def steps(query: str) -> list[str]:
@@ -169,7 +171,8 @@ def steps(query: str) -> list[str]:
     The request is cut at English words that order actions (then, finally, afterwards,
     after that, additionally, subsequently, also); a part of fewer than two words is
     not a step. Other languages and sentence punctuation do not cut: several sentences
-    often describe one need.
+    often describe one need. A request of more than eight steps gives ``[]`` too (each
+    step costs a search).
 
     Example:
         ```python
@@ -179,7 +182,7 @@ def steps(query: str) -> list[str]:
     """
     parts = [p.strip() for p in _STEP_BREAK.split(query)]
     found = [p for p in parts if len(_WORD_OR_NUMBER.findall(p)) >= _MIN_STEP_WORDS]
-    return found if len(found) > 1 else []
+    return found if 1 < len(found) <= _MAX_STEPS else []
 
 
 _WORD_OR_NUMBER = re.compile(r"\w+")
