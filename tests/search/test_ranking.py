@@ -268,6 +268,7 @@ class TestLongRequests:
             # A part of one word is no step; one step is no chain.
             ("then delete it", []),
             ("Find the repo, then it", []),
+            ("Can you also delete the old branch", []),
             ("Send the report. It is due today.", []),
             (", then ".join(f"do step {n}" for n in range(9)), []),
         ],

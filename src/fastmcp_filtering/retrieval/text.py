@@ -161,6 +161,7 @@ _STEP_BREAK = re.compile(
     re.IGNORECASE,
 )
 _MIN_STEP_WORDS = 2
+_WORD_OR_NUMBER = re.compile(r"\w+")
 # Each step is one more search of the index: a request of more is ranked as one text.
 _MAX_STEPS = 8
 
@@ -169,10 +170,10 @@ def steps(query: str) -> list[str]:
     """The steps of a request that chains actions; ``[]`` for a request of one step.
 
     The request is cut at English words that order actions (then, finally, afterwards,
-    after that, additionally, subsequently, also); a part of fewer than two words is
-    not a step. Other languages and sentence punctuation do not cut: several sentences
-    often describe one need. A request of more than eight steps gives ``[]`` too (each
-    step costs a search).
+    after that, additionally, subsequently, also); a part of fewer than two words, or of
+    common words only ("can you"), is not a step. Other languages and sentence
+    punctuation do not cut: several sentences often describe one need. A request of more
+    than eight steps gives ``[]`` too (each step costs a search).
 
     Example:
         ```python
@@ -180,12 +181,13 @@ def steps(query: str) -> list[str]:
         # ["Get the host's details", "list all scans"]
         ```
     """
-    parts = [p.strip() for p in _STEP_BREAK.split(query)]
-    found = [p for p in parts if len(_WORD_OR_NUMBER.findall(p)) >= _MIN_STEP_WORDS]
+    found = []
+    for part in _STEP_BREAK.split(query):
+        words = [w.casefold() for w in _WORD_OR_NUMBER.findall(part)]
+        # "Can you" (of "Can you also ...") asks for nothing: a step says something.
+        if len(words) >= _MIN_STEP_WORDS and any(w not in STOPWORDS for w in words):
+            found.append(part.strip())
     return found if 1 < len(found) <= _MAX_STEPS else []
-
-
-_WORD_OR_NUMBER = re.compile(r"\w+")
 
 
 def is_reading(term: str) -> bool:
