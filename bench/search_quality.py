@@ -208,6 +208,8 @@ async def evaluate(
 
 def means(each: list[tuple[float, ...]]) -> list[float]:
     """Per-request scores -> their means, in percent."""
+    if not each:
+        raise ValueError("no requests to score: the request file is empty")
     return [100 * sum(column) / len(each) for column in zip(*each, strict=True)]
 
 
@@ -541,7 +543,8 @@ def _loso(
     loso_table.title = (
         "Leave-one-set-out: the lexical configuration for each set is the one that scored best "
         f"on the other sets ({len(configurations()):,} configurations of "
-        f"{', '.join(GRID)}); beside FastMCP's BM25, the requests each ranks better "
+        f"{', '.join(GRID)}; then {', '.join(LATER)}, each with the rest fixed); beside "
+        "FastMCP's BM25, the requests each ranks better "
         "(ours / BM25, on R@1, R@5 and nDCG@10) and the two-sided sign test's p over them:"
     )
     # One process per set, on every core: the grid is the longest part of a run.

@@ -80,6 +80,7 @@ def probe(name: str, sample: int, embedder: Any) -> tuple[int, int, dict[str, li
 
 
 def main() -> None:
+    """Print each request file's four ways, R@1 / R@5 / nDCG@10."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sample", type=int, default=1000)
     names = list(sq.plan(sq.DEFAULT_DATA))

@@ -269,6 +269,18 @@ class TestLongRequests:
             ("then delete it", []),
             ("Find the repo, then it", []),
             ("Can you also delete the old branch", []),
+            # Common words, a bare noun or a contraction ask for nothing of their own.
+            ("Find my notes, then could you also list scans", ["Find my notes", "list scans"]),
+            ("Show the files and also the folders", []),
+            (
+                "Book a room. Additionally, I'm also interested in lunch",
+                ["Book a room.", "interested in lunch"],
+            ),
+            # A value in quotes is not cut.
+            (
+                'Create a note called "read it then delete" and then send it to Bob',
+                ['Create a note called "read it then delete"', "send it to Bob"],
+            ),
             ("Send the report. It is due today.", []),
             (", then ".join(f"do step {n}" for n in range(9)), []),
         ],

@@ -12,12 +12,12 @@ import bisect
 import heapq
 import itertools
 import math
-import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from fastmcp_filtering.retrieval.text import (
+    QUOTED,
     STOPWORDS,
     asks_for_a_list,
     is_reading,
@@ -579,18 +579,15 @@ def _first(candidates: Iterable[str], keep: Callable[[str], bool]) -> list[str]:
     return out
 
 
-_QUOTED = re.compile(r'"([^"]{1,400})"|\u201c([^\u201d]{1,400})\u201d|`([^`]{1,400})`')
-
-
 def _quoted_only(query: str, stopwords: frozenset[str]) -> set[str]:
     """The words ``query`` says inside quotes and nowhere else; none when everything is
     quoted (a whole request in quotes is still the request)."""
     if '"' not in query and "`" not in query and "\u201c" not in query:
         return set()
-    outside = set(terms(_QUOTED.sub(" ", query), stopwords=stopwords))
+    outside = set(terms(QUOTED.sub(" ", query), stopwords=stopwords))
     if not outside:
         return set()
-    inside = {w for m in _QUOTED.finditer(query) for w in terms(m.group(0), stopwords=stopwords)}
+    inside = {w for m in QUOTED.finditer(query) for w in terms(m.group(0), stopwords=stopwords)}
     return inside - outside
 
 

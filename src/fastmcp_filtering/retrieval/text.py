@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import TypeVar
 
 __all__ = [
+    "QUOTED",
     "STOPWORDS",
     "asks_for_a_list",
     "is_reading",
@@ -154,26 +155,28 @@ def asks_for_a_list(query: str) -> bool:
     return plural
 
 
-# English words that put one action after another: "get the host, then list its scans".
+# A request that names several actions joins them with these words, and each action is
+# then best done by a different tool: where they cut, the request has steps.
 _STEP_BREAK = re.compile(
-    r",?\s*\b(?:and\s+)?(?:then|finally|afterwards|after that|additionally|subsequently|also)"
-    r"\b,?\s*",
+    r"\b(?:and\s+)?(?:then|finally|afterwards|after that|additionally|subsequently|also)\b",
     re.IGNORECASE,
 )
-_MIN_STEP_WORDS = 2
-_WORD_OR_NUMBER = re.compile(r"\w+")
 # Each step is one more search of the index: a request of more is ranked as one text.
 _MAX_STEPS = 8
+
+QUOTED = re.compile(r'"([^"]{1,400})"|\u201c([^\u201d]{1,400})\u201d|`([^`]{1,400})`')
+"""A value a request quotes: ``"..."``, curly double quotes or backticks."""
 
 
 def steps(query: str) -> list[str]:
     """The steps of a request that chains actions; ``[]`` for a request of one step.
 
-    The request is cut at English words that order actions (then, finally, afterwards,
-    after that, additionally, subsequently, also); a part of fewer than two words, or of
-    common words only ("can you"), is not a step. Other languages and sentence
-    punctuation do not cut: several sentences often describe one need. A request of more
-    than eight steps gives ``[]`` too (each step costs a search).
+    The request is cut at words that order actions in English (then, finally, afterwards,
+    after that, additionally, subsequently, also), wherever they stand outside quotes (a
+    German "also" cuts too; sentence punctuation does not: several sentences often
+    describe one need). A part is a step when it has two words that are not stopwords,
+    or one that is an action verb ("delete it"): "could you" or "the folders" is not. A
+    request of more than eight steps gives ``[]`` too (each step costs a search).
 
     Example:
         ```python
@@ -181,13 +184,21 @@ def steps(query: str) -> list[str]:
         # ["Get the host's details", "list all scans"]
         ```
     """
-    found = []
-    for part in _STEP_BREAK.split(query):
-        words = [w.casefold() for w in _WORD_OR_NUMBER.findall(part)]
-        # "Can you" (of "Can you also ...") asks for nothing: a step says something.
-        if len(words) >= _MIN_STEP_WORDS and any(w not in STOPWORDS for w in words):
-            found.append(part.strip())
+    quoted = [match.span() for match in QUOTED.finditer(query)]
+    parts: list[str] = []
+    start = 0
+    for match in _STEP_BREAK.finditer(query):
+        if not any(left <= match.start() < right for left, right in quoted):
+            parts.append(query[start : match.start()])
+            start = match.end()
+    parts.append(query[start:])
+    found = [part.strip(" \t\r\n,") for part in parts if _is_step(part)]
     return found if 1 < len(found) <= _MAX_STEPS else []
+
+
+def _is_step(part: str) -> bool:
+    words = terms(part)
+    return len(words) >= 2 or any(word in _RELATED for word in words)
 
 
 def is_reading(term: str) -> bool:
