@@ -12,10 +12,12 @@ by the best, weight 0.2; the 50 nearest tools with cosine >= 0.1), four ways:
 - ``+ cosine mean``: and each tool's cosine the mean of the request's and its best step's.
 
 The embedder is the original all-MiniLM-L6-v2 (``search_quality.base_minilm``), which no
-catalog trained, so every file is held out; the fine-tuned model is, only on arcade, where
-few requests chain. A probe: nothing here is chosen, and nothing ships from it.
+catalog trained, so every file is held out; with ``--fine-tuned``, each file's fold model
+(``finetune.py``, ``export.py``: trained without that catalog), so every file is held out
+too. A probe: nothing here is chosen, and nothing ships from it.
 
-Usage: ``.venv/bin/python train/steps_probe.py [--sample 1000] [--sets etom multi ...]``
+Usage: ``.venv/bin/python train/steps_probe.py [--sample 1000] [--sets etom multi ...]
+[--fine-tuned]``
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from typing import Any
 
 import numpy as np
 from catalogs import sq
+from embed import CACHE
 
+from fastmcp_filtering.retrieval.embedders import MiniLMEmbedder
 from fastmcp_filtering.retrieval.fusion import blend
 from fastmcp_filtering.retrieval.semantic_index import document_text
 from fastmcp_filtering.retrieval.text import steps
@@ -79,16 +83,30 @@ def probe(name: str, sample: int, embedder: Any) -> tuple[int, int, dict[str, li
     return chained, len(queries), {way: sq.means(rows) for way, rows in each.items()}
 
 
+def fold_model(name: str) -> Any:
+    """The fine-tuned model of the fold that held out ``name``'s catalog, run as served."""
+    folder = CACHE / "models" / name.split()[0] / "onnx"
+    return MiniLMEmbedder(
+        model_path=folder / "model_dynamic_int8.onnx", tokenizer_path=folder / "tokenizer.json"
+    )
+
+
 def main() -> None:
     """Print each request file's four ways, R@1 / R@5 / nDCG@10."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sample", type=int, default=1000)
     names = list(sq.plan(sq.DEFAULT_DATA))
     parser.add_argument("--sets", nargs="+", default=names, choices=names)
+    parser.add_argument(
+        "--fine-tuned",
+        action="store_true",
+        help="each file's fold model (the one trained without its catalog) instead of MiniLM",
+    )
     args = parser.parse_args()
-    embedder = sq.base_minilm()
-    print("R@1 / R@5 / nDCG@10 of the original MiniLM's blend")
+    model = "each file's fold model" if args.fine_tuned else "the original MiniLM"
+    print(f"R@1 / R@5 / nDCG@10 of {model}'s blend")
     for name in args.sets:
+        embedder = fold_model(name) if args.fine_tuned else sq.base_minilm()
         chained, count, scores = probe(name, args.sample, embedder)
         cells = " | ".join(
             f"{way}: " + " / ".join(f"{v:.1f}" for v in scores[way][:3]) for way in WAYS

@@ -454,20 +454,21 @@ class Rules:
     list_weight: float = 0.5
     """Weight of ``list`` added to a request for many things of a kind ("show me my
     apps" wants ``apps_list``, not ``app_get``); 0: off."""
-    near_matches: Literal["all", "best", "own_and_best"] = "all"
+    near_matches: Literal["all", "best", "own_and_best"] = "own_and_best"
     """How the other words a query word matches count (typos, longer forms, related
     verbs): ``all`` of them; one match per word, the ``best`` of the word itself and
     the others; or the word itself plus the best of the others (``own_and_best``:
     ``page`` also matching ``pagesize``, ``pageid`` and ``pager`` is one near match,
-    not three). ``all``: the data cannot tell the three apart (bench/search_quality.py)."""
+    not three). ``own_and_best``, the default: what every catalog of
+    bench/search_quality.py together chooses."""
     quoted_weight: float = 1.0
     """Weight of a word the request only says inside quotes or backticks: a value it
     passes ("title it \"Weekly report\""), not what it asks to do; 1: off, the default,
     as the data cannot tell it from 0.5."""
-    name_coverage: float = 0.5
+    name_coverage: float = 1.0
     """A tool's score grows by this share of it when the request says every word of the
-    tool's name (in part: in proportion); 0: off. A request that names a tool is the
-    strongest sign there is that it wants that tool."""
+    tool's name (in part: in proportion); 0: off; 1, the default, doubles it. A request
+    that names a tool is the strongest sign there is that it wants that tool."""
     step_weight: float = 0.0
     """In a request that chains steps ("get the host, then list its scans": see
     ``text.steps``), each tool also scores by its best step: its score for that step
