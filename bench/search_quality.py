@@ -307,19 +307,20 @@ def configurations() -> list[dict[str, Any]]:
     ]
 
 
-def shipped() -> dict[str, Any]:
-    """The grid's configuration that the package ships (its default weights and rules)."""
+def shipped(rules: Rules = DEFAULT_RULES) -> dict[str, Any]:
+    """The grid's configuration that the package ships: its default weights and ``rules``
+    (the lexical ranking's by default; ``BLENDED_RULES``: a semantic blend's lexical share)."""
     return {
         "params": DEFAULT_WEIGHTS["params"],
         "description": DEFAULT_WEIGHTS["description"],
-        "related": DEFAULT_RULES.related_weight,
-        "list": DEFAULT_RULES.list_weight,
-        "compounds": DEFAULT_RULES.compounds,
-        "get is a stopword": "get" in DEFAULT_RULES.stopwords,
-        "near matches": DEFAULT_RULES.near_matches,
-        "name coverage": DEFAULT_RULES.name_coverage,
-        "quoted": DEFAULT_RULES.quoted_weight,
-        "steps": DEFAULT_RULES.step_weight,
+        "related": rules.related_weight,
+        "list": rules.list_weight,
+        "compounds": rules.compounds,
+        "get is a stopword": "get" in rules.stopwords,
+        "near matches": rules.near_matches,
+        "name coverage": rules.name_coverage,
+        "quoted": rules.quoted_weight,
+        "steps": rules.step_weight,
     }
 
 

@@ -49,6 +49,8 @@ from catalogs import (
 from embed import embeddings
 from ranking import SHIPPED_WEIGHT, Prepared, prepare
 
+from fastmcp_filtering.retrieval.ranking import BLENDED_RULES, Rules
+
 CONFIGS = [Config(weight_decay=1e-3, lr=1e-3), Config(weight_decay=1e-2, lr=3e-3)]
 EPOCHS = (1, 2, 4)
 WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
@@ -58,9 +60,12 @@ Choice = tuple[int, int, float]  # (config, epoch, lexical weight); config -1: n
 class Run:
     """The catalogs, their embeddings and every prepared set, each made once."""
 
-    def __init__(self, sample: int | None, base: str, vectors: Any = None) -> None:
+    def __init__(
+        self, sample: int | None, base: str, vectors: Any = None, rules: Rules = BLENDED_RULES
+    ) -> None:
         self.sample = sample
         self.base = base
+        self.rules = rules  # the blend's lexical rules
         self.embeddings = vectors if vectors is not None else embeddings(base)
         self.catalogs = load_all()
         self.prepared: dict[str, Prepared] = {}
@@ -72,7 +77,7 @@ class Run:
             if name not in self.prepared:
                 cat = self.catalogs[catalog]
                 rows = evaluation_requests(cat, name, self.sample)
-                self.prepared[name] = prepare(cat, name, rows, self.embeddings)
+                self.prepared[name] = prepare(cat, name, rows, self.embeddings, self.rules)
         return [self.prepared[n] for n in names]
 
     def group(self, catalog: Catalog, held_out: str) -> Group | None:

@@ -12,7 +12,11 @@ model; the reported catalog is then ranked by its fold's model with that weight.
 before the blend, as lexical scores are (``ranking.Prepared.top``): divided by the best, or
 stretched between the worst and the best of the nearest; ``raw`` is what is served.
 
-Usage: ``.venv/bin/python train/fusion_weight.py [--sample 500] [--scales raw best minmax]``
+``--rules blended default`` lets it choose the lexical share's rules too: the blend's own
+(``BLENDED_RULES``, as served) or the lexical ranking's (``DEFAULT_RULES``).
+
+Usage: ``.venv/bin/python train/fusion_weight.py [--sample 500] [--scales raw best minmax]
+[--rules blended default]``
 """
 
 from __future__ import annotations
@@ -27,7 +31,12 @@ from embed import finetuned
 from evaluate import Run, merit
 from ranking import SHIPPED_WEIGHT, Prepared
 
+from fastmcp_filtering.retrieval.ranking import BLENDED_RULES, DEFAULT_RULES, Rules
+
 WEIGHTS = [0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4]
+TIE = 0.005  # a share of the best merit, as bench/search_quality.TIE
+# The blend's lexical rules to choose from: as served, or the lexical ranking's own.
+RULES = {"blended": BLENDED_RULES, "default": DEFAULT_RULES}
 FILE = "model_dynamic_int8.onnx"
 SHIPPED = ("raw", SHIPPED_WEIGHT)
 G = TypeVar("G")
@@ -38,9 +47,10 @@ def scored(p: Prepared, choice: tuple[str, float]) -> list[float]:
     return p.metrics(p.top(p.queries, choice[1], cosine_scale=choice[0]))
 
 
-def fold_runs(sample: int) -> dict[str, Run]:
-    """Every evaluation catalog's run, ranked by its own fold's model (trained without it)."""
-    return {c: Run(sample, "fine-tuned", finetuned(c, FILE)) for c in EVAL_FILES}
+def fold_runs(sample: int, rules: Rules = BLENDED_RULES) -> dict[str, Run]:
+    """Every evaluation catalog's run, ranked by its own fold's model (trained without it),
+    the blend's lexical share matched by ``rules``."""
+    return {c: Run(sample, "fine-tuned", finetuned(c, FILE), rules) for c in EVAL_FILES}
 
 
 def inner_merits(
@@ -53,35 +63,63 @@ def inner_merits(
     trainable catalogs other than it.
     """
     runs = fold_runs(sample)
+    return runs, held_out_merits(grid, lambda c, g: [score(p, g) for p in runs[c].sets(c)])
+
+
+def held_out_merits(
+    grid: list[G], scores: Callable[[str, G], list[list[float]]]
+) -> dict[str, dict[G, float]]:
+    """Per held-out catalog, each choice's mean merit on the trainable catalogs but it;
+    ``scores(catalog, choice)``: the metrics of each of the catalog's request files."""
     means = {
-        c: {g: float(np.mean([merit(score(p, g)) for p in run.sets(c)])) for g in grid}
-        for c, run in runs.items()
+        c: {g: float(np.mean([merit(m) for m in scores(c, g)])) for g in grid}
+        for c in EVAL_FILES
         if c not in EVAL_ONLY
     }
-    merit_of = {
+    return {
         held_out: {g: float(np.mean([means[c][g] for c in means if c != held_out])) for g in grid}
-        for held_out in runs
+        for held_out in EVAL_FILES
     }
-    return runs, merit_of
+
+
+def choose(grid: list[G], merit_of: dict[G, float], served: G) -> G:
+    """The best choice; within ``TIE`` of the best, what is served (as the lexical grid of
+    ``bench/search_quality.py`` keeps the designed rules: data that cannot tell two choices
+    apart does not change what ships)."""
+    best = max(grid, key=lambda g: merit_of[g])
+    if served in merit_of and merit_of[served] >= merit_of[best] * (1 - TIE):
+        return served
+    return best
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sample", type=int, default=500)
     parser.add_argument("--scales", nargs="+", default=["raw"], choices=["raw", "best", "minmax"])
+    parser.add_argument(
+        "--rules",
+        nargs="+",
+        default=["blended"],
+        choices=list(RULES),
+        help="the blend's lexical rules to choose from (blended: BLENDED_RULES, as served)",
+    )
     args = parser.parse_args()
-    grid = [(scale, w) for scale in args.scales for w in WEIGHTS]
-    runs, merits = inner_merits(args.sample, grid, scored)
+    # The blend as served is the baseline, whichever rules are offered.
+    runs = {r: fold_runs(args.sample, RULES[r]) for r in dict.fromkeys(["blended", *args.rules])}
+    grid = [(r, scale, w) for r in args.rules for scale in args.scales for w in WEIGHTS]
+    served = ("blended", *SHIPPED)
+    merits = held_out_merits(grid, lambda c, g: [scored(p, g[1:]) for p in runs[g[0]][c].sets(c)])
     print("set | chosen | R@1 / Hit@1 / R@5 / nDCG@10 as served -> with the choice")
-    for held_out, run in runs.items():
+    for held_out in EVAL_FILES:
         merit_of = merits[held_out]
-        chosen = max(grid, key=lambda g: (merit_of[g], g == SHIPPED))
+        chosen = choose(grid, merit_of, served)
         best = sorted(grid, key=lambda g: -merit_of[g])[:3]
         print(f"{held_out}: inner merit " + ", ".join(f"{g}: {merit_of[g]:.2f}" for g in best))
-        for p in run.sets(held_out):
-            before, after = scored(p, SHIPPED), scored(p, chosen)
+        for i, p in enumerate(runs[chosen[0]][held_out].sets(held_out)):
+            base = runs["blended"][held_out].sets(held_out)[i]
+            before, after = scored(base, SHIPPED), scored(p, chosen[1:])
             cells = " ".join(f"{x:.1f}" for x in before), " ".join(f"{x:.1f}" for x in after)
-            print(f"{p.name} | {chosen[0]} {chosen[1]:g} | {cells[0]} -> {cells[1]}", flush=True)
+            print(f"{p.name} | {' '.join(map(str, chosen))} | {cells[0]} -> {cells[1]}", flush=True)
 
 
 if __name__ == "__main__":

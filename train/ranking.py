@@ -18,7 +18,7 @@ import numpy as np
 from catalogs import Catalog, sq
 
 from fastmcp_filtering.retrieval.fusion import LEXICAL_WEIGHT
-from fastmcp_filtering.retrieval.ranking import Document
+from fastmcp_filtering.retrieval.ranking import BLENDED_RULES, Document, Rules
 
 NEAREST = 50  # search_service: limit=max(50, 5 * max_results) with max_results 10
 MIN_SIMILARITY = 0.1  # search_service._MIN_SIMILARITY
@@ -125,15 +125,20 @@ def _best(scores: np.ndarray, key_order: np.ndarray, k: int) -> np.ndarray:
 
 
 def prepare(
-    catalog: Catalog, set_name: str, requests: list[dict[str, Any]], embeddings: Any
+    catalog: Catalog,
+    set_name: str,
+    requests: list[dict[str, Any]],
+    embeddings: Any,
+    rules: Rules = BLENDED_RULES,
 ) -> Prepared:
-    """A set ready to rank: lexical scores of every request, MiniLM vectors of all texts."""
+    """A set ready to rank: lexical scores of every request (matched by ``rules``: by
+    default the blend's, as served), MiniLM vectors of all texts."""
     keys, texts, names = catalog.bench_view
     index, listed = catalog.lexical
     column = {key: i for i, key in enumerate(keys)}
     lexical = np.zeros((len(requests), len(keys)), dtype=np.float32)
     for i, request in enumerate(requests):
-        for key, value in index.scores(request["query"][:1000]).items():
+        for key, value in index.scores(request["query"][:1000], rules=rules).items():
             if key in column:
                 lexical[i, column[key]] = value
     top = lexical.max(axis=1, keepdims=True)

@@ -31,6 +31,7 @@ from embed import CACHE
 
 from fastmcp_filtering.retrieval.embedders import MiniLMEmbedder
 from fastmcp_filtering.retrieval.fusion import blend
+from fastmcp_filtering.retrieval.ranking import BLENDED_RULES
 from fastmcp_filtering.retrieval.semantic_index import document_text
 from fastmcp_filtering.retrieval.text import steps
 
@@ -59,8 +60,9 @@ def probe(name: str, sample: int, embedder: Any) -> tuple[int, int, dict[str, li
     folder, queries_file = sq.plan(sq.DEFAULT_DATA)[name]
     tools, queries = sq.load_set(folder, queries_file)
     queries = sq.sampled(queries, sample)
-    plain, names = sq.index_for(tools, sq.shipped())
-    stepped, _ = sq.index_for(tools, {**sq.shipped(), "steps": 0.5})
+    # The blend's lexical share, as served.
+    plain, names = sq.index_for(tools, sq.shipped(BLENDED_RULES))
+    stepped, _ = sq.index_for(tools, {**sq.shipped(BLENDED_RULES), "steps": 0.5})
     keys = list(plain.keys())
     tool_vectors = _unit(embedder.encode([document_text(plain.document(k)) for k in keys]))
     each: dict[str, list[tuple[float, ...]]] = {way: [] for way in WAYS}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fastmcp_filtering.retrieval.ranking import Document, Rules, SearchIndex
+from fastmcp_filtering.retrieval.ranking import BLENDED_RULES, Document, Rules, SearchIndex
 from fastmcp_filtering.retrieval.text import (
     STOPWORDS,
     asks_for_a_list,
@@ -248,6 +248,21 @@ class TestLongRequests:
         # Name coverage alone puts the step tools ahead by a hair; steps by a margin.
         lead = by_steps["read_file"] / by_steps["import_note_file"]
         assert lead > 1.1 > one_text["read_file"] / one_text["import_note_file"]
+
+    def test_a_query_can_bring_its_own_rules(self) -> None:
+        query = "read file note"
+        assert self.CHAINED.search(query, rules=BLENDED_RULES) == list(
+            rescored(self.CHAINED, query, BLENDED_RULES).items()
+        )
+        assert [k for k, _ in self.CHAINED.search(query)][:2] == ["read_file", "import_note_file"]
+        assert [k for k, _ in self.CHAINED.search(query, rules=BLENDED_RULES)][:2] == [
+            "import_note_file",
+            "read_file",
+        ]
+
+    def test_a_query_cannot_change_what_was_indexed(self) -> None:
+        with pytest.raises(ValueError, match="the index's stopwords"):
+            self.CHAINED.search("read", rules=Rules(stopwords=frozenset()))
 
     def test_steps_leave_a_one_step_request_alone(self) -> None:
         query = "read the note from a file"

@@ -585,6 +585,26 @@ class TestSemantic:
         assert [t["name"] for t in meta.structured_content["tools"]] == found
 
     @pytest.mark.usefixtures("numpy_needed")
+    async def test_the_blend_matches_words_by_its_own_rules(self, connect: Connect) -> None:
+        # One vector for every text: the blend ranks by its lexical share alone. The
+        # lexical ranking counts "page" once however many parameters it begins
+        # (DEFAULT_RULES); the blend's share counts each (BLENDED_RULES), as chosen with it.
+        def same_vector(texts: Sequence[str]) -> list[list[float]]:
+            return [[1.0, 0.0] for _ in texts]
+
+        paged = {p: "Page of results" for p in ("page", "pageSize", "pageToken", "pageCursor")}
+        orders = []
+        semantic: Any
+        for semantic in (False, same_vector):
+            server = FastMCP("wiki")
+            server.add_tool(stub("wiki_search", "Look a term up in the wiki", params={"term": ""}))
+            server.add_tool(stub("search_items", "Search the item definitions", params=paged))
+            install(server, SearchMiddleware(semantic=semantic))
+            async with connect(server) as client:
+                orders.append(await ranked(client, "search the wiki for pages about dragons"))
+        assert orders == [["wiki_search", "search_items"], ["search_items", "wiki_search"]]
+
+    @pytest.mark.usefixtures("numpy_needed")
     async def test_only_new_or_changed_tools_are_embedded(self, connect: Connect) -> None:
         embedder = CountingEmbedder()
         server = make_server(search=SearchMiddleware(groups=GROUPS, semantic=embedder))

@@ -31,7 +31,7 @@ from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.decision import LISTERS, AccessTransform, Policy, PolicyLayer, widened
 from fastmcp_filtering.policy.injection import unjudged_tools
 from fastmcp_filtering.retrieval.fusion import blend
-from fastmcp_filtering.retrieval.ranking import Document, SearchIndex, best_first
+from fastmcp_filtering.retrieval.ranking import BLENDED_RULES, Document, SearchIndex, best_first
 from fastmcp_filtering.retrieval.semantic_index import EmbeddingIndex, document_text
 
 if TYPE_CHECKING:
@@ -234,7 +234,8 @@ class SearchService:
         semantic = index.semantic
         if semantic is None:
             return best_first(index.index.scores(query, within=within, indexed=indexed), first)
-        lexical = index.index.search(query, within=within, indexed=indexed)
+        # The blend's lexical share matches by the rules chosen with the blend.
+        lexical = index.index.search(query, within=within, indexed=indexed, rules=BLENDED_RULES)
         if semantic.pending:
             if semantic.pending <= _EMBED_INLINE:
                 # A few new or changed tools: embed them now, off the event loop.

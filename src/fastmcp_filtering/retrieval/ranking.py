@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
 __all__ = [
+    "BLENDED_RULES",
     "DEFAULT_RULES",
     "DEFAULT_WEIGHTS",
     "FIELDS",
@@ -607,6 +608,15 @@ def _claimed(groups: list[dict[str, float]]) -> list[dict[str, float]]:
 
 # -- A lexical search index: BM25F with field weights, typo tolerance, incremental updates
 DEFAULT_RULES = Rules()
+BLENDED_RULES = Rules(near_matches="all", name_coverage=0.5)
+"""The rules of the lexical share of a semantic blend (``SearchMiddleware(semantic=...)``).
+
+Each ranking's rules are chosen with it: the lexical ranking alone by every catalog of
+``bench/search_quality.py`` (``DEFAULT_RULES``); the blend with the tool model's fold models,
+each catalog ranked by a model trained without it (``train/fusion_weight.py --rules blended
+default``): for every held-out catalog the others find the lexical ranking's rules no better
+for the blend than these (the rules it was first measured with) beyond the near-tie margin.
+"""
 # Up to this many keys left out of a search are skipped one by one; more, filtered by.
 _FEW_LEFT_OUT = 64
 _MAX_COMPLEMENTS = 16
@@ -677,7 +687,7 @@ class SearchIndex:
     # -- queries ------------------------------------------------------------------------
 
     def _matches(
-        self, query: str, within: Collection[str] | None
+        self, query: str, within: Collection[str] | None, rules: Rules
     ) -> tuple[list[dict[str, float]], set[str]]:
         """The index terms the query matches, in groups that each count by their best
         term (see ``Rules.near_matches``), and the terms the query says: its own words,
@@ -694,7 +704,7 @@ class SearchIndex:
                 return False
             return within is None or any(key in within for key in posting)
 
-        return match_query(query, self._rules, self._store.vocabulary, live)
+        return match_query(query, rules, self._store.vocabulary, live)
 
     def search(
         self,
@@ -703,15 +713,16 @@ class SearchIndex:
         limit: int | None = None,
         within: Collection[str] | None = None,
         indexed: bool = False,
+        rules: Rules | None = None,
     ) -> list[tuple[str, float]]:
         """Keys ranked best first with their scores; only keys in ``within`` if given.
 
-        Scores are computed over the documents in ``within`` alone (their count and
-        each word's document frequency), so the ranking of what a client sees is
-        the same whatever else the index holds. ``indexed``: the caller vouches
-        that every key of ``within`` is indexed, so they need not be counted.
+        Scores are computed over the documents in ``within`` alone (their count and each
+        word's document frequency), so the ranking of what a client sees is the same
+        whatever else the index holds. ``indexed``: the caller vouches that every key of
+        ``within`` is indexed. ``rules``: this query's, not the index's (same stopwords).
         """
-        scores = self.scores(query, within=within, indexed=indexed)
+        scores = self.scores(query, within=within, indexed=indexed, rules=rules)
         if limit is not None and limit < len(scores):
             return sorted(
                 heapq.nlargest(limit, scores.items(), key=lambda item: (item[1], item[0])),
@@ -720,17 +731,23 @@ class SearchIndex:
         return sorted(scores.items(), key=_best_first)
 
     def scores(
-        self, query: str, *, within: Collection[str] | None = None, indexed: bool = False
+        self,
+        query: str,
+        *,
+        within: Collection[str] | None = None,
+        indexed: bool = False,
+        rules: Rules | None = None,
     ) -> dict[str, float]:
         """The score of every key that matches ``query``, unordered (see ``search``)."""
-        scores = self._scores(query, within=within, indexed=indexed)
-        if self._rules.step_weight and scores and (parts := steps(query)):
-            step_scores = [self._scores(part, within=within, indexed=indexed) for part in parts]
-            _add_steps(scores, step_scores, self._rules.step_weight)
+        rules = _for_query(rules, self._rules)
+        scores = self._scores(query, within=within, indexed=indexed, rules=rules)
+        if rules.step_weight and scores and (parts := steps(query)):
+            each = [self._scores(p, within=within, indexed=indexed, rules=rules) for p in parts]
+            _add_steps(scores, each, rules.step_weight)
         return scores
 
     def _scores(
-        self, query: str, *, within: Collection[str] | None, indexed: bool
+        self, query: str, *, within: Collection[str] | None, indexed: bool, rules: Rules
     ) -> dict[str, float]:
         """``scores`` of the request as one text, its steps not looked at."""
         self._store.flush()
@@ -750,11 +767,11 @@ class SearchIndex:
         if not count:
             return {}
         scores: dict[str, float] = {}
-        matched, said = self._matches(query, candidates)
+        matched, said = self._matches(query, candidates, rules)
         # "show me my apps" prefers the list tool among what matches, and matches nothing alone.
         boost = (
-            self._rules.list_weight
-            if self._rules.list_weight
+            rules.list_weight
+            if rules.list_weight
             and not any("list" in m for m in matched)
             and asks_for_a_list(query)
             else 0.0
@@ -771,8 +788,8 @@ class SearchIndex:
                 get = scores.get
                 for key, value in best.items():
                     scores[key] = get(key, 0.0) + value
-        if self._rules.name_coverage and scores:
-            self._cover(scores, said)
+        if rules.name_coverage and scores:
+            self._cover(scores, said, rules.name_coverage)
         if boost:
             posting = self._postings.get("list")
             if posting:
@@ -783,7 +800,7 @@ class SearchIndex:
                         scores[key] += factor * saturated
         return scores
 
-    def _cover(self, scores: dict[str, float], said: set[str]) -> None:
+    def _cover(self, scores: dict[str, float], said: set[str], share: float) -> None:
         """Raise the score of each tool by how much of its name the request says."""
         covered: dict[str, float] = {}
         get = covered.get
@@ -792,7 +809,6 @@ class SearchIndex:
             if holders:
                 for key, part in holders.items():
                     covered[key] = get(key, 0.0) + part
-        share = self._rules.name_coverage
         # Only what matched has a score: a name word outside ``within`` changes nothing.
         for key, part in covered.items():
             value = scores.get(key)
@@ -856,6 +872,18 @@ class SearchIndex:
         # Holding ``within`` keeps its id from being reused by another object.
         self._complements[id(within)] = (within, left_out)
         return left_out
+
+
+def _for_query(rules: Rules | None, own: Rules) -> Rules:
+    """A query's rules: ``rules``, or the index's ``own``; the stopwords must be the index's."""
+    if rules is None:
+        return own
+    if rules.stopwords != own.stopwords:
+        raise ValueError(
+            "a query's rules must have the index's stopwords (they decide what was indexed): "
+            "build a SearchIndex with those rules instead"
+        )
+    return rules
 
 
 def _add_steps(
