@@ -398,10 +398,15 @@ def index_each(
 
 
 def _each(
-    index: SearchIndex, names: dict[str, str], queries: list[dict[str, Any]]
+    index: SearchIndex,
+    names: dict[str, str],
+    queries: list[dict[str, Any]],
+    rules: Rules | None = None,
 ) -> list[tuple[float, ...]]:
     return [
-        score_query([names[key] for key, _ in index.search(q["query"][:1000], limit=K)], q)
+        score_query(
+            [names[key] for key, _ in index.search(q["query"][:1000], limit=K, rules=rules)], q
+        )
         for q in queries
     ]
 
@@ -418,8 +423,7 @@ def grid_scores(
             indexes[shared] = index_for(tools, config)
         index, names = indexes[shared]
         # Query-time rules only: the stopwords (an indexing choice) are the same.
-        index._rules = rules_for(config)
-        out.append(means(_each(index, names, queries)))
+        out.append(means(_each(index, names, queries, rules_for(config))))
     return out
 
 

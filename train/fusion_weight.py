@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import numpy as np
-from catalogs import EVAL_FILES, EVAL_ONLY
+from catalogs import EVAL_FILES, EVAL_ONLY, sq
 from embed import finetuned
 from evaluate import Run, merit
 from ranking import SHIPPED_WEIGHT, Prepared
@@ -34,7 +34,7 @@ from ranking import SHIPPED_WEIGHT, Prepared
 from fastmcp_filtering.retrieval.ranking import BLENDED_RULES, DEFAULT_RULES, Rules
 
 WEIGHTS = [0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4]
-TIE = 0.005  # a share of the best merit, as bench/search_quality.TIE
+TIE = sq.TIE  # a share of the best merit within which choices count as tied
 # The blend's lexical rules to choose from: as served, or the lexical ranking's own.
 RULES = {"blended": BLENDED_RULES, "default": DEFAULT_RULES}
 FILE = "model_dynamic_int8.onnx"

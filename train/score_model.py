@@ -139,10 +139,15 @@ def score(
         "tools_per_second": speed(model, tools, texts_from) if tools else {},
     }
     RESULTS.mkdir(exist_ok=True)
-    tag = "" if file == DEFAULT_FILE else f"--{Path(file).stem}"
-    out = RESULTS / f"finetuned-{fold}{tag}.json"
+    out = result_path(fold, file)
     out.write_text(json.dumps(result, indent=2) + "\n")
     return out
+
+
+def result_path(fold: str, file: str) -> Path:
+    """Where ``fold``'s result for the exported ``file`` is kept."""
+    tag = "" if file == DEFAULT_FILE else f"--{Path(file).stem}"
+    return RESULTS / f"finetuned-{fold}{tag}.json"
 
 
 def rescore(fold: str, model: str, sample: int | None, file: str) -> Path:
@@ -153,8 +158,7 @@ def rescore(fold: str, model: str, sample: int | None, file: str) -> Path:
     (the arcade fold's) is taken from the installed ``fastmcp-filtering-model`` when the
     fold's folder does not have it.
     """
-    tag = "" if file == DEFAULT_FILE else f"--{Path(file).stem}"
-    out = RESULTS / f"finetuned-{fold}{tag}.json"
+    out = result_path(fold, file)
     result = json.loads(out.read_text())
     folder = CACHE / "models" / model / "onnx"
     path = folder / file
