@@ -53,13 +53,16 @@ EVAL_FILES: dict[str, list[tuple[str, str]]] = {
 }
 EVAL_ONLY = frozenset({"arcade"})
 SOURCES = ["sealtools", "bfcl", "apibank", "toolalpaca"]
+# Converted later (2026-11-27) and trained on only by the ``d`` variant (``finetune.py pairs
+# --more``): the shipped recipe's data stays ``SOURCES``.
+MORE_SOURCES = ["bfclturns", "stabletoolbench", "nestful"]
 # At most this many requests of one catalog train a model (MetaTool has 20,614).
 TRAIN_CAP = 3000
 SEED = 28
 
 
 def folder_of(name: str) -> Path:
-    if name in SOURCES:
+    if name in SOURCES or name in MORE_SOURCES:
         return TRAIN_DATA / name
     shared = SHARED / name
     return shared if shared.is_dir() else sq.LOCAL_DATA / name
@@ -146,7 +149,7 @@ def load(name: str) -> Catalog:
     folder = folder_of(name)
     tools = [json.loads(line) for line in (folder / "tools.jsonl").read_text().splitlines()]
     catalog = Catalog(name, folder, tools)
-    files = [(name, "queries.jsonl")] if name in SOURCES else EVAL_FILES[name]
+    files = EVAL_FILES.get(name, [(name, "queries.jsonl")])
     for set_name, file in files:
         rows = [json.loads(line) for line in (folder / file).read_text().splitlines()]
         for row in rows:
@@ -155,8 +158,9 @@ def load(name: str) -> Catalog:
     return catalog
 
 
-def load_all() -> dict[str, Catalog]:
-    return {name: load(name) for name in [*EVAL_FILES, *SOURCES]}
+def load_all(*, more: bool = False) -> dict[str, Catalog]:
+    """Every catalog: the evaluation sets and the sources (``more``: ``MORE_SOURCES`` too)."""
+    return {name: load(name) for name in [*EVAL_FILES, *SOURCES, *(MORE_SOURCES if more else [])]}
 
 
 def cross_overlaps() -> dict[str, dict[str, list[str]]]:

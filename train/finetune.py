@@ -74,19 +74,25 @@ def fold_dir(fold: str) -> Path:
 
 
 def write_requests(
-    fold: str, *, model: str | None = None, neighbours: bool = False, hard: bool = False
+    fold: str,
+    *,
+    model: str | None = None,
+    neighbours: bool = False,
+    hard: bool = False,
+    more: bool = False,
 ) -> Path:
     """The fold's training requests with their gold tool texts, one JSON object a line.
 
     Written to ``model``'s folder (default: the fold's). ``neighbours``: each line also has
     each gold tool's ``places`` in its catalog's chain of nearest tools and the ``near``
     duplicates of its gold tools (``tool_neighbourhood``). ``hard``: each line also has the
-    ``hard`` negatives mined for each of its gold tools (``mine_hard``).
+    ``hard`` negatives mined for each of its gold tools (``mine_hard``). ``more``: the
+    sources converted later (``catalogs.MORE_SOURCES``) train too.
     """
     import catalogs
 
     lines = []
-    for catalog in catalogs.load_all().values():
+    for catalog in catalogs.load_all(more=more).values():
         texts = catalog.train_view[1]
         answered = [
             (r, rows)
@@ -417,9 +423,16 @@ def main() -> None:
         "--neighbours", action="store_true", help="pairs: write each tool's neighbourhood"
     )
     parser.add_argument("--hard", action="store_true", help="pairs: mine hard negatives")
+    parser.add_argument("--more", action="store_true", help="pairs: MORE_SOURCES train too")
     args = parser.parse_args()
     if args.what == "pairs":
-        write_requests(args.fold, model=args.model, neighbours=args.neighbours, hard=args.hard)
+        write_requests(
+            args.fold,
+            model=args.model,
+            neighbours=args.neighbours,
+            hard=args.hard,
+            more=args.more,
+        )
     else:
         train(
             Settings(

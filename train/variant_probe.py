@@ -3,14 +3,15 @@
 A variant is a name: ``train/.cache/models/<catalog>-<variant>/`` holds the fold model of
 ``<catalog>`` trained the other way (``g``: ``finetune.py train --batching grouped``, each
 batch from one training catalog; ``n``: ``--batching neighbours``; ``h``: pairs written with
-``pairs --hard``, a mined hard negative a pair; ``e2``: ``--epochs 2``), exported by
-``export.py``. Every model is
-scored on the catalog its fold held out, as ``SearchMiddleware`` serves it (lexical weight
-0.2). Then, for each reported catalog, the recipe is chosen by the mean merit (R@1, R@5,
-nDCG@10 alike) on the *other* trainable catalogs that have both models, each ranked by its own
-fold's model: the variant only when it gains at least ``MARGIN`` there (less is within these
-sets' noise: one request of 390 is 0.26 R@1), else the shipped recipe. Arcade is never
-trained on, so its choice uses every trainable catalog: the choice for the shipped model.
+``pairs --hard``, a mined hard negative a pair; ``e2``: ``--epochs 2``; ``d``: pairs written
+with ``pairs --more``, the sources converted later train too), exported by ``export.py``.
+Every model is scored on the catalog its fold held out, as ``SearchMiddleware`` serves it
+(lexical weight 0.2). Then, for each reported catalog, the recipe is chosen by the mean
+merit (R@1, R@5, nDCG@10 alike) on the *other* trainable catalogs that have both models, each
+ranked by its own fold's model: the variant only when it gains at least ``MARGIN`` there (less
+is within these sets' noise: one request of 390 is 0.26 R@1), else the shipped recipe. Arcade
+is never trained on, so its choice uses every trainable catalog: the choice for the shipped
+model.
 
 Usage: ``.venv/bin/python train/variant_probe.py g [--sample 500]``
 """

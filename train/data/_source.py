@@ -40,6 +40,37 @@ def git_show(repo: Path, commit: str, path: str) -> bytes:
     ).stdout
 
 
+def tool_row(
+    server: str,
+    name: str,
+    description: str,
+    properties: dict[str, Any],
+    required: list[str] | None = None,
+) -> dict[str, Any]:
+    """A tool in the bench format, id ``server::name``; of each parameter, its description.
+
+    ``properties`` maps a parameter's name to its spec (a dict; anything else is left out);
+    ``required`` is written only when given.
+    """
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            str(n): {"description": str(spec.get("description") or "")}
+            for n, spec in properties.items()
+            if isinstance(spec, dict)
+        },
+    }
+    if required is not None:
+        schema["required"] = required
+    return {
+        "id": f"{server}::{name}",
+        "name": name,
+        "description": description,
+        "inputSchema": schema,
+        "server": server,
+    }
+
+
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Write ``rows`` one JSON object a line; returns the file's manifest entry."""
     text = "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
