@@ -18,9 +18,10 @@ server). Every labelled request is sent through an in-memory ``Client``:
 and scored by Recall@1, Recall@5, nDCG@10 and MRR (Recall@k = |gold in top k| / |gold|).
 
 Usage: ``python bench/search_quality.py [--data DIR] [--sample N] [--sets livemcpbench ...]
-[--no-grid | --grid-only] [--markdown PATH]`` (``--markdown`` writes the tables as markdown
-too, for the docs; ``--no-grid``: the server runs alone, which the shipped defaults shape;
-``--grid-only``: the leave-one-set-out table alone, which they do not)
+[--no-grid | --grid-only] [--markdown PATH] [--later-also DIR]`` (``--markdown`` writes the
+tables as markdown too, for the docs; ``--no-grid``: the server runs alone, which the shipped
+defaults shape; ``--grid-only``: the leave-one-set-out table alone, which they do not;
+``--later-also train/data``: the training sources' catalogs choose the later rules too)
 """
 
 from __future__ import annotations
@@ -292,6 +293,9 @@ GRID: dict[str, list[Any]] = {
 LATER: dict[str, list[Any]] = {
     "steps": [0.0, 0.5],
 }
+Sets = dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]
+"""Request sets by name: each one's catalog and its requests."""
+
 # What indexing depends on; the other choices only change how a query is matched, so
 # configurations that share these share one index.
 INDEXING = ("params", "description", "get is a stopword")
@@ -458,6 +462,7 @@ async def run(
     grid_only: bool = False,
     loso: bool = True,
     markdown: Path | None = None,
+    later_also: Path | None = None,
 ) -> None:
     served_table = Table(
         "Per set, through a real FastMCP server and `Client` (`tools/list` with `query`):",
@@ -481,7 +486,8 @@ async def run(
         right={"R@1", "R@5", "nDCG@10", "FastMCP BM25 R@1", "dR@1"},
     )
     notes: list[str] = []
-    await _run(data, sample, sets, grid_only, loso, served_table, loso_table, notes)
+    extra = extra_sets(later_also, sample) if later_also else {}
+    await _run(data, sample, sets, grid_only, loso, served_table, loso_table, notes, extra)
     if markdown:
         write(markdown, [loso_table] if grid_only else [served_table, loso_table], notes)
 
@@ -495,6 +501,7 @@ async def _run(
     served_table: Table,
     loso_table: Table,
     notes: list[str],
+    extra: Sets,
 ) -> None:
     every = plan(data)
     loaded = {}
@@ -535,24 +542,31 @@ async def _run(
         print(f"  ({len(queries)} queries, {len(tools)} tools)\n")
 
     if len(loaded) >= 2 and loso:
-        _loso(loaded, served, bm25_each, loso_table, notes)
+        _loso(loaded, served, bm25_each, loso_table, notes, extra)
 
 
 def _loso(
-    loaded: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]],
+    loaded: Sets,
     served: dict[str, dict[str, list[float]]],
     bm25_each: dict[str, list[tuple[float, ...]]],
     loso_table: Table,
     notes: list[str],
+    extra: Sets,
 ) -> None:
     """The leave-one-set-out table: each set scored with the configuration the others chose,
-    beside FastMCP's BM25 (when the server runs measured it), request by request."""
+    beside FastMCP's BM25 (when the server runs measured it), request by request.
+
+    ``extra`` (``--later-also``): catalogs that choose the ``LATER`` rules too, beside the
+    other sets; never scored themselves.
+    """
     print("Leave-one-set-out: the lexical configuration for each set is the one that scored")
     print(f"best on the other sets ({len(configurations())} configurations of {list(GRID)}).\n")
     loso_table.title = (
         "Leave-one-set-out: the lexical configuration for each set is the one that scored best "
         f"on the other sets ({len(configurations()):,} configurations of "
-        f"{', '.join(GRID)}; then {', '.join(LATER)}, each with the rest fixed); beside "
+        f"{', '.join(GRID)}; then {', '.join(LATER)}, each with the rest fixed"
+        + (f", chosen with {', '.join(extra)} too" if extra else "")
+        + "); beside "
         "FastMCP's BM25, the requests each ranks better "
         "(ours / BM25, on R@1, R@5 and nDCG@10) and the two-sided sign test's p over them:"
     )
@@ -568,7 +582,8 @@ def _loso(
     print("-" * len(header))
     for name, (tools, queries) in loaded.items():
         others = [n for n in loaded if not _same_catalog(n, name)]
-        config = extend(configurations()[choose(grid, others)], {n: loaded[n] for n in others})
+        chosen = configurations()[choose(grid, others)]
+        config = extend(chosen, {**{n: loaded[n] for n in others}, **extra})
         each = index_each(tools, queries, config)
         held = means(each)
         bm25 = served.get(name, {}).get("fastmcp bm25", [math.nan] * 3)
@@ -589,7 +604,7 @@ def _loso(
             against,
             f"`{describe(config)}`",
         )
-    everywhere = describe(extend(configurations()[choose(grid, list(loaded))], loaded))
+    everywhere = describe(extend(configurations()[choose(grid, list(loaded))], {**loaded, **extra}))
     print(f"\nBest on all sets together: {everywhere}")
     notes.append(f"Best on all sets together: `{everywhere}`")
     default = shipped()
@@ -621,10 +636,19 @@ def sign_test(better: int, worse: int) -> float:
     return min(1.0, 2 * tail)
 
 
-def extend(
-    config: dict[str, Any],
-    sets: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]],
-) -> dict[str, Any]:
+def extra_sets(folder: Path, sample: int | None) -> Sets:
+    """Every catalog under ``folder`` (``tools.jsonl`` and ``queries.jsonl``), as ``name
+    (source)``: the training sources of ``train/data``, for ``--later-also``."""
+    found: Sets = {}
+    for path in sorted(p for p in folder.iterdir() if (p / "queries.jsonl").is_file()):
+        tools, queries = load_set(path, "queries.jsonl")
+        found[f"{path.name} (source)"] = (tools, sampled(queries, sample))
+    if not found:
+        raise SystemExit(f"no catalogs in {folder}: run `sh train/build_data.sh DIR` first")
+    return found
+
+
+def extend(config: dict[str, Any], sets: Sets) -> dict[str, Any]:
     """``config`` with the value of each ``LATER`` rule that ``sets`` choose, the rest fixed."""
     for rule, values in LATER.items():
         options = [{**config, rule: value} for value in values]
@@ -714,6 +738,12 @@ def main() -> None:
         "--no-grid", action="store_true", help="only the server runs, no leave-one-set-out"
     )
     parser.add_argument("--markdown", type=Path, metavar="PATH", help="also write the tables here")
+    parser.add_argument(
+        "--later-also",
+        type=Path,
+        metavar="DIR",
+        help="catalogs under DIR (train/data) choose the later rules too, never scored",
+    )
     args = parser.parse_args()
     if args.no_semantic:
         VARIANTS[:] = [v for v in VARIANTS if v not in SEMANTIC_VARIANTS]
@@ -725,6 +755,7 @@ def main() -> None:
             args.grid_only,
             loso=not args.no_grid,
             markdown=args.markdown,
+            later_also=args.later_also,
         )
     )
 
