@@ -240,10 +240,10 @@ class TestLongRequests:
     def test_a_request_of_several_steps_finds_each_steps_tool(self) -> None:
         # One word of each step makes a tool that does neither look best as a whole.
         query = "Create a note about the meeting, then read the file"
-        unnamed = rescored(self.CHAINED, query, Rules(name_coverage=0.0))
+        unnamed = rescored(self.CHAINED, query, Rules(name_coverage=0.0, step_weight=0.0))
         assert next(iter(unnamed)) == "import_note_file"
-        one_text = rescored(self.CHAINED, query, Rules())
-        by_steps = rescored(self.CHAINED, query, Rules(step_weight=0.5))
+        one_text = rescored(self.CHAINED, query, Rules(step_weight=0.0))
+        by_steps = rescored(self.CHAINED, query, Rules())  # steps at 0.5, the default
         assert list(by_steps)[:3] == ["create_note", "read_file", "import_note_file"]
         # Name coverage alone puts the step tools ahead by a hair; steps by a margin.
         lead = by_steps["read_file"] / by_steps["import_note_file"]
@@ -267,7 +267,7 @@ class TestLongRequests:
     def test_steps_leave_a_one_step_request_alone(self) -> None:
         query = "read the note from a file"
         assert rescored(self.CHAINED, query, Rules(step_weight=0.5)) == dict(
-            self.CHAINED.search(query)
+            self.CHAINED.search(query, rules=Rules(step_weight=0.0))
         )
 
     @pytest.mark.parametrize(
@@ -405,7 +405,7 @@ class TestWhatAClientCannotSee:
             Rules(),
             Rules(near_matches="best", quoted_weight=0.5),
             Rules(near_matches="own_and_best", name_coverage=1.0),
-            Rules(step_weight=0.5),
+            Rules(step_weight=0.0),
         ],
     )
     def test_hidden_tools_change_no_visible_ranking(self, rules: Rules) -> None:

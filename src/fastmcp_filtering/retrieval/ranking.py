@@ -470,12 +470,14 @@ class Rules:
     """A tool's score grows by this share of it when the request says every word of the
     tool's name (in part: in proportion); 0: off; 1, the default, doubles it. A request
     that names a tool is the strongest sign there is that it wants that tool."""
-    step_weight: float = 0.0
+    step_weight: float = 0.5
     """In a request that chains steps ("get the host, then list its scans": see
     ``text.steps``), each tool also scores by its best step: its score for that step
     over the step's best score, times this weight and the whole request's best score, so
     that a tool that does one step well is not outranked by one that matches a word of
-    each; 0: off, the default (bench/search_quality.py)."""
+    each; 0: off. 0.5, the default: what the bench catalogs choose together with the
+    training sources' (``bench/search_quality.py --later-also``), which chain steps
+    far more often."""
 
 
 _FUZZY_WEIGHT = 0.6
@@ -608,7 +610,7 @@ def _claimed(groups: list[dict[str, float]]) -> list[dict[str, float]]:
 
 # -- A lexical search index: BM25F with field weights, typo tolerance, incremental updates
 DEFAULT_RULES = Rules()
-BLENDED_RULES = Rules(near_matches="all", name_coverage=0.5)
+BLENDED_RULES = Rules(near_matches="all", name_coverage=0.5, step_weight=0.0)
 """The rules of the lexical share of a semantic blend (``SearchMiddleware(semantic=...)``).
 
 Each ranking's rules are chosen with it: the lexical ranking alone by every catalog of
