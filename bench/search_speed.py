@@ -23,9 +23,13 @@ FastMCP's Python client adds its own parsing and validation to ``stdio``). The l
 lines check issue 11's targets at the largest size over stdio (and the wire): steady at
 most 3 ms, and a first and cold search no slower than FastMCP's.
 
+``--chained``: each query chains two of them ("open a pull request, then delete a
+customer"), which the lexical ranking scores by each step as well as whole
+(``Rules.step_weight``): what a long request of several asks costs.
+
 Usage: ``python bench/search_speed.py [--sizes 100 1000 10000] [--repeat 30]
-[--transports memory stdio wire] [--markdown PATH]`` (``--markdown`` writes the table and
-the targets as markdown too, for the docs)
+[--transports memory stdio wire] [--chained] [--markdown PATH]`` (``--markdown`` writes the
+table and the targets as markdown too, for the docs)
 """
 
 from __future__ import annotations
@@ -125,6 +129,8 @@ QUERIES = [
     "merge a branch",
 ]
 
+CHAINED = [f"{a}, then {b}" for a, b in zip(QUERIES, QUERIES[1:] + QUERIES[:1], strict=True)]
+"""Requests of two steps each, for ``--chained``."""
 
 VARIANTS = ("ours, query", "ours, search_tools", "fastmcp bm25")
 
@@ -170,17 +176,19 @@ def build(tools: list[Tool], variant: str) -> FastMCP:
     return mcp
 
 
-async def timed(call: Callable[[str], Awaitable[Any]], repeat: int) -> tuple[float, float]:
+async def timed(
+    call: Callable[[str], Awaitable[Any]], repeat: int, queries: list[str]
+) -> tuple[float, float]:
     """The first search's time and the median of ``repeat`` more, in ms.
 
     No collection is forced between requests: the median leaves out the odd pause, and a
     ``gc.collect()`` before each request made every request over a pipe 1 to 3 ms slower
     here, for every variant alike.
     """
-    first = await once(call, QUERIES[0])
+    first = await once(call, queries[0])
     times = []
     for i in range(repeat):
-        times.append(await once(call, QUERIES[(i + 1) % len(QUERIES)]))
+        times.append(await once(call, queries[(i + 1) % len(queries)]))
     return first, statistics.median(times)
 
 
@@ -304,15 +312,15 @@ async def connect(transport: str, size: int, variant: str) -> AsyncIterator[Peer
             await process.wait()
 
 
-async def measure(transport: str, size: int, variant: str, repeat: int) -> Row:
+async def measure(transport: str, size: int, variant: str, repeat: int, queries: list[str]) -> Row:
     async with connect(transport, size, variant) as peer:
         # FastMCP's client lists the tools once before its first call, to learn their
         # output schemas: that is the client's cost, not the search's.
         await peer.list_all()
-        first, steady = await timed(peer.search, repeat)
-        _, floor = await timed(lambda _query: peer.floor(), repeat)
+        first, steady = await timed(peer.search, repeat, queries)
+        _, floor = await timed(lambda _query: peer.floor(), repeat, queries)
     async with connect(transport, size, variant) as peer:
-        cold = await once(peer.search, QUERIES[0])
+        cold = await once(peer.search, queries[0])
     return Row(size, transport, variant, first, cold, steady, floor)
 
 
@@ -328,7 +336,11 @@ class Row:
 
 
 async def run(
-    sizes: list[int], repeat: int, transports: list[str], markdown: Path | None = None
+    sizes: list[int],
+    repeat: int,
+    transports: list[str],
+    markdown: Path | None = None,
+    queries: list[str] = QUERIES,
 ) -> None:
     numbers = ["first ms", "cold ms", "steady ms", "floor ms", "FastMCP / ours"]
     table = Table("", ["tools", "transport", "variant", *numbers], right={"tools", *numbers})
@@ -341,7 +353,7 @@ async def run(
     rows: list[Row] = []
     for size in sizes:
         for transport in transports:
-            measured = {v: await measure(transport, size, v, repeat) for v in VARIANTS}
+            measured = {v: await measure(transport, size, v, repeat, queries) for v in VARIANTS}
             base = measured["fastmcp bm25"]
             for variant, row in measured.items():
                 ratios = (
@@ -423,12 +435,14 @@ def main() -> None:
         default=["memory", "stdio", "wire"],
     )
     parser.add_argument("--serve", nargs=2, metavar=("SIZE", "VARIANT"), help=argparse.SUPPRESS)
+    parser.add_argument("--chained", action="store_true", help="queries of two steps each")
     parser.add_argument("--markdown", type=Path, metavar="PATH", help="also write the table here")
     args = parser.parse_args()
     if args.serve:
         serve(int(args.serve[0]), args.serve[1])
         return
-    asyncio.run(run(args.sizes, args.repeat, args.transports, args.markdown))
+    queries = CHAINED if args.chained else QUERIES
+    asyncio.run(run(args.sizes, args.repeat, args.transports, args.markdown, queries))
 
 
 if __name__ == "__main__":
