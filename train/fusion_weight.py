@@ -12,16 +12,18 @@ model; the reported catalog is then ranked by its fold's model with that weight.
 before the blend, as lexical scores are (``ranking.Prepared.top``): divided by the best, or
 stretched between the worst and the best of the nearest; ``raw`` is what is served.
 
-``--rules blended default`` lets it choose the lexical share's rules too: the blend's own
-(``BLENDED_RULES``, as served) or the lexical ranking's (``DEFAULT_RULES``).
+``--rules blended default steps`` lets it choose the lexical share's rules too: the blend's
+own (``BLENDED_RULES``, as served), the lexical ranking's (``DEFAULT_RULES``), or the blend's
+own with the lexical ranking's steps (``Rules.step_weight``).
 
 Usage: ``.venv/bin/python train/fusion_weight.py [--sample 500] [--scales raw best minmax]
-[--rules blended default]``
+[--rules blended default steps]``
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -35,8 +37,13 @@ from fastmcp_filtering.retrieval.ranking import BLENDED_RULES, DEFAULT_RULES, Ru
 
 WEIGHTS = [0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4]
 TIE = sq.TIE  # a share of the best merit within which choices count as tied
-# The blend's lexical rules to choose from: as served, or the lexical ranking's own.
-RULES = {"blended": BLENDED_RULES, "default": DEFAULT_RULES}
+# The blend's lexical rules to choose from: as served, the lexical ranking's own, or as served
+# with the lexical ranking's steps.
+RULES = {
+    "blended": BLENDED_RULES,
+    "default": DEFAULT_RULES,
+    "steps": dataclasses.replace(BLENDED_RULES, step_weight=DEFAULT_RULES.step_weight),
+}
 FILE = "model_dynamic_int8.onnx"
 SHIPPED = ("raw", SHIPPED_WEIGHT)
 G = TypeVar("G")
