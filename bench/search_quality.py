@@ -486,7 +486,8 @@ async def run(
         right={"R@1", "R@5", "nDCG@10", "FastMCP BM25 R@1", "dR@1"},
     )
     notes: list[str] = []
-    extra = extra_sets(later_also, sample) if later_also else {}
+    # Only the grid reads them.
+    extra = extra_sets(later_also, sample) if later_also and loso else {}
     await _run(data, sample, sets, grid_only, loso, served_table, loso_table, notes, extra)
     if markdown:
         write(markdown, [loso_table] if grid_only else [served_table, loso_table], notes)
@@ -640,7 +641,8 @@ def extra_sets(folder: Path, sample: int | None) -> Sets:
     """Every catalog under ``folder`` (``tools.jsonl`` and ``queries.jsonl``), as ``name
     (source)``: the training sources of ``train/data``, for ``--later-also``."""
     found: Sets = {}
-    for path in sorted(p for p in folder.iterdir() if (p / "queries.jsonl").is_file()):
+    folders = (p for p in folder.iterdir() if (p / "tools.jsonl").is_file())
+    for path in sorted(p for p in folders if (p / "queries.jsonl").is_file()):
         tools, queries = load_set(path, "queries.jsonl")
         found[f"{path.name} (source)"] = (tools, sampled(queries, sample))
     if not found:

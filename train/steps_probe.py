@@ -1,7 +1,8 @@
 """Steps of a chained request on the semantic side too: the original MiniLM's served blend.
 
 ``Rules(step_weight=...)`` lets the lexical ranking score a request that chains actions
-("..., then ...") by each tool's best step (shipped off, ``docs/benchmarks.md``). This probe
+("..., then ...") by each tool's best step (measured here off, the blend's rules; on by default
+for the lexical ranking alone since 2026-11-28, ``docs/benchmarks.md``). This probe
 asks whether the blend gains by doing the same with cosines, each step embedded on its own.
 For every request file, the blend as ``SearchMiddleware`` serves it (lexical scores divided
 by the best, weight 0.2; the 50 nearest tools with cosine >= 0.1), four ways:

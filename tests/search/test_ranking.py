@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from fastmcp_filtering.retrieval.ranking import BLENDED_RULES, Document, Rules, SearchIndex
@@ -16,8 +18,8 @@ from fastmcp_filtering.retrieval.text import (
 )
 
 
-def catalog(*documents: Document) -> SearchIndex:
-    index = SearchIndex()
+def catalog(*documents: Document, rules: Rules | None = None) -> SearchIndex:
+    index = SearchIndex() if rules is None else SearchIndex(rules=rules)
     for document in documents:
         index.upsert(document.name, document)
     return index
@@ -259,6 +261,33 @@ class TestLongRequests:
             "import_note_file",
             "read_file",
         ]
+
+    def test_a_step_said_again_is_searched_once(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        searched: list[str] = []
+        scores = SearchIndex._scores
+
+        def counted(index: SearchIndex, query: str, **kwargs: Any) -> dict[str, float]:
+            searched.append(query)
+            return scores(index, query, **kwargs)
+
+        monkeypatch.setattr(SearchIndex, "_scores", counted)
+        once = self.CHAINED.scores("create a note, then read the file")
+        searched.clear()
+        again = self.CHAINED.scores("create a note, then read  the file, then read the file")
+        assert again == once
+        # The whole request, then each distinct step once.
+        assert searched[1:] == ["create a note", "read the file"]
+
+    def test_a_step_that_weighs_nothing_shares_nothing(self) -> None:
+        # Quoted values at weight 0: the second step's only matches score 0.
+        index = catalog(
+            Document(name="create_note", description="Create a note"),
+            Document(name="weekly_report", description="The weekly report"),
+            rules=Rules(quoted_weight=0.0),
+        )
+        found = dict(index.search('create a note, then qqq "weekly report"'))
+        assert next(iter(found)) == "create_note"
+        assert all(score >= 0 for score in found.values())
 
     def test_a_query_cannot_change_what_was_indexed(self) -> None:
         with pytest.raises(ValueError, match="the index's stopwords"):

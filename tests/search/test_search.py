@@ -536,6 +536,8 @@ class TestConstruction:
             ({"max_results": True}, "max_results must be a positive integer"),
             ({"search_tool": ""}, "search_tool must be a tool name or None"),
             ({"weights": {"body": 2.0}}, "unknown field weight"),
+            ({"weights": {"name": -0.2}}, "field weight 'name' must be a finite number >= 0"),
+            ({"weights": {"params": float("nan")}}, "field weight 'params' must be a finite"),
         ],
     )
     def test_bad_options(self, kwargs: dict[str, Any], message: str) -> None:

@@ -645,11 +645,8 @@ class SearchIndex:
     def __init__(
         self, *, weights: Mapping[str, float] | None = None, rules: Rules = DEFAULT_RULES
     ) -> None:
-        self._weights = {**DEFAULT_WEIGHTS, **(weights or {})}
+        self._weights = _field_weights(weights)
         self._rules = rules
-        unknown = set(self._weights) - set(FIELDS)
-        if unknown:
-            raise ValueError(f"unknown field weight(s) {sorted(unknown)}; fields are {FIELDS}")
         self._store = Postings(weights=self._weights, stopwords=rules.stopwords)
         # The store's own dicts (never replaced), read here without a hop on every search.
         self._entries = self._store.entries
@@ -744,7 +741,10 @@ class SearchIndex:
         rules = _for_query(rules, self._rules)
         scores = self._scores(query, within=within, indexed=indexed, rules=rules)
         if rules.step_weight and scores and (parts := steps(query)):
-            each = [self._scores(p, within=within, indexed=indexed, rules=rules) for p in parts]
+            # A step said twice scores the same twice: search it once ("a, then a, then a"
+            # would otherwise cost a search each).
+            distinct = dict.fromkeys(" ".join(part.split()) for part in parts)
+            each = [self._scores(p, within=within, indexed=indexed, rules=rules) for p in distinct]
             _add_steps(scores, each, rules.step_weight)
         return scores
 
@@ -876,6 +876,21 @@ class SearchIndex:
         return left_out
 
 
+def _field_weights(weights: Mapping[str, float] | None) -> dict[str, float]:
+    """``DEFAULT_WEIGHTS`` with ``weights`` over them: known fields, finite numbers >= 0."""
+    merged = {**DEFAULT_WEIGHTS, **(weights or {})}
+    unknown = set(merged) - set(FIELDS)
+    if unknown:
+        raise ValueError(f"unknown field weight(s) {sorted(unknown)}; fields are {FIELDS}")
+    for field, weight in merged.items():
+        if not (isinstance(weight, int | float) and math.isfinite(weight) and weight >= 0):
+            raise ValueError(
+                f"field weight {field!r} must be a finite number >= 0, got {weight!r}; "
+                "use 0 to leave the field out of the ranking"
+            )
+    return merged
+
+
 def _for_query(rules: Rules | None, own: Rules) -> Rules:
     """A query's rules: ``rules``, or the index's ``own``; the stopwords must be the index's."""
     if rules is None:
@@ -892,17 +907,21 @@ def _add_steps(
     scores: dict[str, float], step_scores: list[dict[str, float]], weight: float
 ) -> None:
     """Raise each key's score by its best share of a step's best score (``Rules.step_weight``)."""
+    best = max(scores.values())
+    if best <= 0.0:
+        return
     shares: dict[str, float] = {}
     get = shares.get
     for found in step_scores:
-        if found:
-            top = max(found.values())
+        top = max(found.values(), default=0.0)
+        # A step whose matches all weigh nothing (a quoted value at weight 0) shares nothing.
+        if top > 0.0:
             for key, value in found.items():
                 share = value / top
                 if share > get(key, 0.0):
                     shares[key] = share
     # In the whole request's units, so that other uses of the scores keep their scale.
-    weight *= max(scores.values())
+    weight *= best
     before = scores.get
     for key, share in shares.items():
         scores[key] = before(key, 0.0) + weight * share
