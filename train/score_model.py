@@ -200,6 +200,13 @@ def page(path: Path) -> None:
         ["set (requests)", "method", "R@1", "Hit@1", "R@5", "nDCG@10"],
         right={"R@1", "Hit@1", "R@5", "nDCG@10"},
     )
+    reworded = markdown.Table(
+        'The same, with the target reworded as `train/README.md` ("Next" 4) proposes: Hit@1 on '
+        "a set where some requests have several gold tools, and half the remaining error where the "
+        "better baseline is above 90 (a proposal for the issue's owner, not the issue's bar):",
+        ["set (requests)", "measure", "best of lexical/BM25", "target", "fine-tuned", "met"],
+        right={"best of lexical/BM25", "target", "fine-tuned"},
+    )
     speeds = markdown.Table(
         "Embedding speed, 2 threads (a catalog's first tool texts, or "
         "`bench/semantic_options.py`'s short synthetic ones):",
@@ -218,6 +225,7 @@ def page(path: Path) -> None:
             cells.append(rows["fine-tuned (served blend, 0.2)"][0])
             if main:
                 summary.add(label, f"{best:.1f}", f"{best + 5:.1f}", *(f"{x:.1f}" for x in cells))
+                reworded.add(label, *reworded_row(rows))
             for method in METHODS if main else METHODS[-2:]:
                 named = method if main else f"{method}, `{result['file']}`"
                 if method in rows:
@@ -235,7 +243,22 @@ def page(path: Path) -> None:
             f"threads; `{result['file']}` sha256 `{result['sha256'][:16]}...`, least cosine to "
             f"the torch model {result['least_cosine_to_torch']}."
         )
-    markdown.write(path, [summary, full, speeds], notes)
+    markdown.write(path, [summary, reworded, full, speeds], notes)
+
+
+def reworded_row(rows: dict[str, list[float]]) -> list[str]:
+    """One set against the reworded target: its measure, baseline, target, model, met.
+
+    Several gold tools somewhere in the set show as R@1 below Hit@1 in some row; there
+    R@1 cannot reach 100 and Hit@1 is compared instead.
+    """
+    several = any(row[0] < row[1] - 1e-9 for row in rows.values())
+    column = 1 if several else 0
+    best = max(rows["lexical (ours)"][column], rows["FastMCP BM25"][column])
+    target = best + (100 - best) / 2 if best > 90 else best + 5
+    model = rows["fine-tuned (served blend, 0.2)"][column]
+    met = "yes" if model >= target - 1e-9 else "no"
+    return ["Hit@1" if several else "R@1", f"{best:.1f}", f"{target:.1f}", f"{model:.1f}", met]
 
 
 def main() -> None:
