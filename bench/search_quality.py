@@ -18,10 +18,14 @@ server). Every labelled request is sent through an in-memory ``Client``:
 and scored by Recall@1, Recall@5, nDCG@10 and MRR (Recall@k = |gold in top k| / |gold|).
 
 Usage: ``python bench/search_quality.py [--data DIR] [--sample N] [--sets livemcpbench ...]
-[--no-grid | --grid-only] [--markdown PATH] [--later-also DIR]`` (``--markdown`` writes the
-tables as markdown too, for the docs; ``--no-grid``: the server runs alone, which the shipped
-defaults shape; ``--grid-only``: the leave-one-set-out table alone, which they do not;
-``--later-also train/data``: the training sources' catalogs choose the later rules too)
+[--no-grid | --grid-only] [--markdown PATH] [--later-also DIR] [--grid-also DIR]``
+(``--markdown`` writes the tables as markdown too, for the docs; ``--no-grid``: the server runs
+alone, which the shipped defaults shape; ``--grid-only``: the leave-one-set-out table alone,
+which they do not; ``--later-also train/data``: the training sources' catalogs choose the later
+rules too; ``--grid-also train/data``: they choose every rule with the request files, and each
+is held out in turn too). Each set's grid scores are kept in ``bench/.cache/grid/`` under a
+fingerprint of what made them (``fingerprint``), so a run that stops loses only the sets it had
+not finished, and a later run with the same ranking code reads them.
 """
 
 from __future__ import annotations
@@ -29,10 +33,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
+import hashlib
 import importlib.util
+import inspect
 import itertools
 import json
 import math
+import os
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -45,6 +52,7 @@ from fastmcp.server.transforms.search import BM25SearchTransform
 from fastmcp.tools import Tool
 from fastmcp.tools.base import ToolResult
 
+import fastmcp_filtering.retrieval
 from fastmcp_filtering import Group, SearchMiddleware, in_group, install
 from fastmcp_filtering.client import list_tools
 from fastmcp_filtering.retrieval.ranking import (
@@ -431,9 +439,43 @@ def grid_scores(
     return out
 
 
+GRID_CACHE = Path(__file__).resolve().parent / ".cache" / "grid"
+"""Each set's grid scores, kept by ``_grid_job`` under a fingerprint of what made them."""
+
+
 def _grid_job(job: tuple[str, list[dict[str, Any]], list[dict[str, Any]]]) -> list[list[float]]:
+    """One set's scores for every configuration, read from ``GRID_CACHE`` when the same
+    ranking code, scoring, catalog, requests and configurations made them before (a set
+    takes up to 20 minutes on one core; a run that stops keeps the sets it finished)."""
+    name, tools, queries = job
+    path = (
+        GRID_CACHE
+        / f"{re.sub(r'[^a-z0-9]+', '-', name.lower()).strip('-')}-{fingerprint(job)}.json"
+    )
+    if path.is_file():
+        kept: list[list[float]] = json.loads(path.read_text())
+        return kept
+    scores = grid_scores(tools, queries, configurations())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.part")
+    partial.write_text(json.dumps(scores))
+    partial.replace(path)
+    return scores
+
+
+def fingerprint(job: tuple[str, list[dict[str, Any]], list[dict[str, Any]]]) -> str:
+    """A digest of everything a set's grid scores depend on: the ranking's source files,
+    the functions here that index and score, the catalog, the requests, the configurations."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(fastmcp_filtering.retrieval.__file__).parent.glob("*.py")):
+        digest.update(path.read_bytes())
+    made_by = (index_for, listed_name, _safe, rules_for, _each, grid_scores, score, score_query)
+    for function in (*made_by, means):
+        digest.update(inspect.getsource(function).encode())
     _name, tools, queries = job
-    return grid_scores(tools, queries, configurations())
+    data = [tools, queries, configurations(), K]
+    digest.update(json.dumps(data, sort_keys=True, default=str).encode())
+    return digest.hexdigest()[:16]
 
 
 def objective(metrics: list[float]) -> float:
@@ -477,6 +519,7 @@ async def run(
     loso: bool = True,
     markdown: Path | None = None,
     later_also: Path | None = None,
+    grid_also: Path | None = None,
 ) -> None:
     served_table = Table(
         "Per set, through a real FastMCP server and `Client` (`tools/list` with `query`):",
@@ -487,9 +530,12 @@ async def run(
         "", ["held out", *BESIDE_BM25, "chosen on the others"], right=BESIDE_BM25_RIGHT
     )
     notes: list[str] = []
-    # Only the grid reads them.
+    # Only the grid reads them: ``grid_also``'s sets choose every rule and are held out in
+    # turn; ``later_also``'s only choose the later rules.
+    joining = extra_sets(grid_also, sample) if grid_also and loso else {}
     extra = extra_sets(later_also, sample) if later_also and loso else {}
-    await _run(data, sample, sets, grid_only, loso, served_table, loso_table, notes, extra)
+    extra = {name: found for name, found in extra.items() if name not in joining}
+    await _run(data, sample, sets, grid_only, loso, served_table, loso_table, notes, extra, joining)
     if markdown:
         write(markdown, [loso_table] if grid_only else [served_table, loso_table], notes)
 
@@ -504,6 +550,7 @@ async def _run(
     loso_table: Table,
     notes: list[str],
     extra: Sets,
+    joining: Sets,
 ) -> None:
     every = plan(data)
     loaded = {}
@@ -511,6 +558,7 @@ async def _run(
         folder, queries_file = every[name]
         tools, queries = load_set(folder, queries_file)
         loaded[name] = (tools, sampled(queries, sample))
+    loaded.update(joining)
 
     header = (
         f"{'set':<16} {'method':<24} {'R@1':>6} {'R@5':>6} {'nDCG@10':>8} {'MRR':>6} {'secs':>6}"
@@ -524,7 +572,8 @@ async def _run(
     variants = ["fastmcp bm25"] if grid_only else VARIANTS
     for name, (tools, queries) in loaded.items():
         served[name] = {}
-        for variant in variants:
+        # A set that only joins the grid is set beside BM25 alone.
+        for variant in ["fastmcp bm25"] if name in joining else variants:
             each, secs = await evaluate_each(tools, queries, variant)
             metrics = served[name][variant] = means(each)
             if variant == "fastmcp bm25":
@@ -533,6 +582,8 @@ async def _run(
                 f"{name:<16} {variant:<24} {metrics[0]:>6.1f} {metrics[1]:>6.1f} "
                 f"{metrics[2]:>8.1f} {metrics[3]:>6.1f} {secs:>6.1f}"
             )
+            if name in joining:
+                continue
             served_table.add(
                 f"{name} ({len(queries)} requests, {len(tools):,} tools)",
                 variant,
@@ -747,6 +798,12 @@ def main() -> None:
         metavar="DIR",
         help="catalogs under DIR (train/data) choose the later rules too, never scored",
     )
+    parser.add_argument(
+        "--grid-also",
+        type=Path,
+        metavar="DIR",
+        help="catalogs under DIR (train/data) choose every rule too, and are held out in turn",
+    )
     args = parser.parse_args()
     if args.no_semantic:
         VARIANTS[:] = [v for v in VARIANTS if v not in SEMANTIC_VARIANTS]
@@ -759,6 +816,7 @@ def main() -> None:
             loso=not args.no_grid,
             markdown=args.markdown,
             later_also=args.later_also,
+            grid_also=args.grid_also,
         )
     )
 
