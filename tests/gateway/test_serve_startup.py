@@ -2,7 +2,8 @@
 
 Over HTTP without ``[auth]`` a 2026-07-28 client has no identity, so progressive disclosure
 and concerns keep nothing for it between requests: ``serve --http`` logs that once. A group
-naming what no upstream lists is logged once the upstreams have been listed.
+naming what no upstream lists is logged once the upstreams have been listed, and an agent that
+enables such a group is told it holds nothing.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastmcp import FastMCP
+from fastmcp import Client, FastMCP
 
 from fastmcp_filtering.gateway.audit import audit_groups, logged_audit
 from fastmcp_filtering.gateway.cli import _unmet_needs
 from fastmcp_filtering.gateway.config import FilteringConfig
+from fastmcp_filtering.gateway.proxy import _build
 
+from ..conftest import ERAS
 from .test_cli import CLI, SRC, serve_http
 from .test_namespaces import MISBEHAVING
 from .test_proxy import EXAMPLE_CONFIG
@@ -70,14 +73,25 @@ def test_serve_http_logs_it_once() -> None:
     assert log.count("over HTTP without [auth], 2026-07-28 (stateless) clients keep no") == 1
 
 
-def audited(*, clock: bool) -> FilteringConfig:
+def audited(*, clock: bool, **extra: Any) -> FilteringConfig:
     groups = [{"name": "tools", "tools": ["echo", "clock_now" if clock else "ping"]}]
     if clock:
         groups.append({"name": "clock", "tools": ["clock"]})
     upstream = {"command": sys.executable, "args": [str(MISBEHAVING), "--tools", "echo,ping"]}
     return FilteringConfig.model_validate(
-        {"upstreams": [upstream], "groups": groups, "search": {"enabled": False}}
+        {"upstreams": [upstream], "groups": groups, "search": {"enabled": False}, **extra}
     )
+
+
+async def audit_lines(caplog: pytest.LogCaptureFixture, count: int) -> list[str]:
+    """The audit's warnings (``group ...``) once ``count`` of them are logged (10 s at most)."""
+    said: list[str] = []
+    for _ in range(200):
+        said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("group ")]
+        if len(said) >= count:
+            return said
+        await asyncio.sleep(0.05)
+    return said
 
 
 class TestGroupsAudit:
@@ -134,6 +148,40 @@ class TestGroupsAudit:
             "WARNING fastmcp-filtering: group 'tools' pattern 'clock_now' matches no tool, "
             "prompt, resource or template; fix or remove it\n",
         ]
+
+    @pytest.mark.slow
+    @pytest.mark.parametrize("era", list(ERAS))
+    async def test_a_served_proxy_logs_once_and_tells_the_agent(
+        self, era: str, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        # The proxy as serve builds it; two clients in turn start its lifespan twice.
+        proxy = _build(audited(clock=True, progressive={"initial_groups": ["tools"]}), audit=True)
+        replies: list[dict[str, Any] | None] = []
+        with caplog.at_level("WARNING", logger="fastmcp_filtering"):
+            for _ in range(2):
+                async with Client(proxy.server, **ERAS[era]) as client:
+                    for _ in range(3):
+                        assert "echo" in {t.name for t in await client.list_tools()}
+                    reply = await client.call_tool("enable_tools", {"groups": ["clock"]})
+                    replies.append(reply.structured_content)
+                    await audit_lines(caplog, 2)
+                    # Time for an audit of this client's own (there must be none) to say it.
+                    await asyncio.sleep(0.5)
+            said = await audit_lines(caplog, 2)
+        # Once the upstreams were listed, not once per request or per client.
+        assert [line[:26] for line in said] == [
+            "group 'clock' matches no t",
+            "group 'tools' pattern 'clo",
+        ]
+        assert replies[0] == replies[1]
+        assert replies[0] is not None
+        assert (replies[0]["enabled"], replies[0]["errors"]) == (
+            [],
+            [
+                "group 'clock' holds nothing you can use right now, so it was not enabled; "
+                "try 'clock' again later"
+            ],
+        )
 
     async def test_not_while_an_upstream_is_down(self, caplog: pytest.LogCaptureFixture) -> None:
         server = FastMCP("upstream")

@@ -231,7 +231,9 @@ class MetaToolBodies:
             seen = await reach.seen()
             members = await self.members(ctx.fastmcp)
             named = groups[:MAX_GROUP_NAMES] if isinstance(groups, list) else []
-            wanted = [g for g in named if isinstance(g, str)]
+            # What a group to enable holds is listed through the middleware chain: none
+            # to enable (each named is enabled already, or none is a name), no listing.
+            wanted = [g for g in named if isinstance(g, str) and g not in before]
             change = enable(
                 tree,
                 before,
@@ -240,7 +242,7 @@ class MetaToolBodies:
                 disable_tool=self.disable_tool,
                 members=members,
                 max_tools=self.max_tools,
-                holding=await self.layer.holding(ctx.fastmcp, members, wanted),
+                holding=await self.layer.holding(ctx.fastmcp, wanted),
             )
             if change.changed:
                 await self._save(ctx, change.enabled)

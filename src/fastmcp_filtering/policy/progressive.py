@@ -28,6 +28,7 @@ from fastmcp_filtering.core.request import (
 from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.decision import (
     CONCEALED,
+    LISTERS,
     AccessTransform,
     ClientRequest,
     Hidden,
@@ -220,8 +221,9 @@ def enable(
     Parents are handled before children, so a child named with its parent in
     one call is enabled whatever the order. ``members`` maps each group to the
     grouped tools it shows; ``max_tools`` caps the union over enabled groups. A
-    group not in ``holding`` (when given) holds nothing the client may use, and
-    is not enabled.
+    group not in ``holding`` (when given) holds nothing the client could use: it
+    is not enabled (it would count for nothing under ``max_tools``, then grow past
+    it when filled) and its error says what to do instead.
     """
     names, errors = _request_errors(groups, tool)
     change = Change(enabled=enabled, errors=errors)
@@ -240,7 +242,7 @@ def enable(
             change.errors.append(f"group {name!r} is already enabled")
             continue
         if holding is not None and name not in holding:
-            change.errors.append(f"group {name!r} holds no tools right now; nothing was enabled")
+            change.errors.append(_holds_nothing(catalog, name, current, frozenset(names) - holding))
             continue
         if not _reachable(catalog, name, current):
             path = path_to(catalog, name, current)
@@ -263,6 +265,29 @@ def enable(
         change.enabled = current | {name}
         change.changed.append(name)
     return change
+
+
+def _holds_nothing(
+    catalog: GroupTree, name: str, enabled: frozenset[str], empty: frozenset[str]
+) -> str:
+    """The error for a group holding nothing the client could use, and what to do instead.
+
+    The same words whether the group has no member at all or only members hidden
+    from this client: the answer must not tell them apart. The groups it offers
+    instead are those the client can enable now, less the ones this call found empty.
+
+    Example:
+        ```python
+        _holds_nothing(tree, "clock", frozenset({"time"}), frozenset({"clock"}))
+        ```
+    """
+    others = [g for g in offered(catalog, enabled) if g not in empty]
+    # An upstream that is down, or a server that adds tools, can fill the group later.
+    instead = f"enable another group ({as_names(others)} can be enabled now), or " if others else ""
+    return (
+        f"group {name!r} holds nothing you can use right now, so it was not enabled; "
+        f"{instead}try {name!r} again later"
+    )
 
 
 def _parents_first(catalog: GroupTree, names: Sequence[str]) -> list[str]:
@@ -497,29 +522,43 @@ class ProgressiveLayer(PolicyLayer):
                     members.setdefault(group, set()).add(tool.name)
         return {g: frozenset(names) for g, names in members.items()}
 
-    async def holding(
-        self, server: FastMCP, members: Mapping[str, frozenset[str]], wanted: Iterable[str]
-    ) -> frozenset[str]:
-        """Which of ``wanted`` hold something this principal may use, through subgroups too.
+    async def holding(self, server: FastMCP, wanted: Iterable[str]) -> frozenset[str]:
+        """Which of ``wanted`` hold something this client could use, through subgroups too.
 
-        ``members`` (each group's tools) answers most; a group without tools is
-        looked up in the prompts, resources and templates, judged as ``members``
-        judges tools, so what access control conceals counts as nothing.
+        A group holds a component the client sees, or would see once the group is
+        enabled: each kind is listed as the client lists it (the server's middleware
+        chain, a mounted server's policy, FastMCP's own checks) with this server's
+        policy set aside, then judged by this request's policy, where only what
+        enabling a group could show counts. Whatever else hides a member (access
+        control, another layer, the client's own concerns) leaves the group as it
+        leaves a group with no member at all: the answer tells nothing of what is hidden.
+        Tools first; prompts, resources and templates only for a group still empty.
+
+        Example:
+            ```python
+            held = await layer.holding(ctx.fastmcp, ["clock"])
+            ```
         """
         tree = await access_of(self.catalog).tree()
-        held = {a for group in members for a in tree.ancestors(group)}
-        if all(name in held or tree.group(name) is None for name in wanted):
-            return frozenset(held)
+        named = {n for n in wanted if tree.group(n) is not None}
         access = await access_of(self.catalog).judge()
-        with set_aside(AccessTransform.of(server)):
-            others = [
-                *await server.list_prompts(run_middleware=False),
-                *await server.list_resources(run_middleware=False),
-                *await server.list_resource_templates(run_middleware=False),
-            ]
-        for component in others:
-            if access.judge(component) is None:
-                held.update(a for g in tree.membership(component).direct for a in tree.ancestors(g))
+        transform = AccessTransform.of(server)
+        policy = await transform.policy() if transform is not None else None
+        held: set[str] = set()
+        for lister in LISTERS.values():
+            if named <= held:
+                break
+            with set_aside(transform):
+                listed: Sequence[FastMCPComponent] = await getattr(server, lister)()
+            for component in listed:
+                if is_meta_tool(component) or access.judge(component) is not None:
+                    continue
+                hidden = policy.judge(component) if policy is not None else None
+                # Visible, or hidden by no more than groups the client has not enabled.
+                if hidden is None or hidden.discoverable:
+                    held.update(
+                        a for g in tree.membership(component).direct for a in tree.ancestors(g)
+                    )
         return frozenset(held)
 
     @override
