@@ -37,8 +37,13 @@ def _options(argv: list[str]) -> argparse.Namespace:
         "--grow", action="store_true", help="a tool 'grow' adds a tool, then says list_changed"
     )
     parser.add_argument("--crash-on-call", action="store_true", help="exit on tools/call")
-    parser.add_argument("--count-listings", default=None, help="append a line per tools/list")
+    parser.add_argument(
+        "--count-listings", default=None, help="append the method of each listing asked to FILE"
+    )
     return parser.parse_args(argv)
+
+
+_LISTINGS = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
 
 
 def _nested(depth: int) -> dict[str, Any]:
@@ -63,9 +68,6 @@ class Upstream:
         names = [n for n in self.options.tools.split(",") if n]
         if self.options.grow:
             names += ["grow", *(f"grown_{i}" for i in range(1, self.grown + 1))]
-        if self.options.count_listings:
-            with open(self.options.count_listings, "a", encoding="utf-8") as out:
-                out.write("tools/list\n")
         if self.options.rename:
             names = [f"{n}_{self.listings}" for n in names]
         tools = [
@@ -87,9 +89,13 @@ class Upstream:
             if self.options.instructions:
                 result["instructions"] = self.options.instructions
             return "result", result
-        if method == "tools/list":
+        if method in _LISTINGS:
+            if self.options.count_listings:
+                with open(self.options.count_listings, "a", encoding="utf-8") as out:
+                    out.write(f"{method}\n")
             if self.options.fail_when and os.path.exists(self.options.fail_when):
                 return "error", {"code": -32603, "message": "backend down"}
+        if method == "tools/list":
             return "result", {"tools": self.tools()}
         if method == "tools/call":
             if self.options.bad_result:
@@ -101,7 +107,7 @@ class Upstream:
             return "result", {"content": [{"type": "text", "text": text}]}
         if method == "ping":
             return "result", {}
-        if method in ("prompts/list", "resources/list", "resources/templates/list"):
+        if method in _LISTINGS:
             key = {"prompts/list": "prompts", "resources/list": "resources"}.get(
                 method, "resourceTemplates"
             )

@@ -128,16 +128,25 @@ def _check_seconds(value: float) -> float:
 Seconds = Annotated[float, AfterValidator(_check_seconds)]
 
 
-def _check_ttl(value: float) -> float:
-    if value == 0:
-        return 0.0
-    try:
-        return _check_seconds(value)
-    except ValueError:
-        raise ValueError(
-            f"{value!r} is not a time in seconds; write 0 (list on every request) "
-            "or a positive number such as 60"
-        ) from None
+def _zero_or_seconds(zero_means: str, example: str) -> Callable[[float], float]:
+    """A validator of 0 (``zero_means``) or a positive number of seconds such as ``example``."""
+
+    def check(value: float) -> float:
+        if value == 0:
+            return 0.0
+        try:
+            return _check_seconds(value)
+        except ValueError:
+            raise ValueError(
+                f"{value!r} is not a time in seconds; write 0 ({zero_means}) "
+                f"or a positive number such as {example}"
+            ) from None
+
+    return check
+
+
+_check_backoff = _zero_or_seconds("ask a failed upstream on every request", "1")
+_check_ttl = _zero_or_seconds("list on every request", "60")
 
 
 # The gateway's own command: an upstream that runs it would start gateways without end.
@@ -195,6 +204,21 @@ class UpstreamConfig(_Model):
     list_ttl: Annotated[float, AfterValidator(_check_ttl)] = 60.0
     """Seconds the upstream's listings are kept when it does not say they changed (its
     ``list_changed`` notification relists at once); 0 relists on every request."""
+    backoff: Annotated[float, AfterValidator(_check_backoff)] = 1.0
+    """Seconds a failing upstream is left alone after a failed listing (each request fails
+    at once meanwhile), doubled on each failure in a row; 0 asks it on every request."""
+    backoff_max: Seconds = 30.0
+    """The longest ``backoff`` grows to, in seconds: at least ``backoff``."""
+
+    @model_validator(mode="after")
+    def _backoff_capped(self) -> UpstreamConfig:
+        if self.backoff > self.backoff_max:
+            raise ValueError(
+                f"backoff = {self.backoff:g} is above backoff_max = {self.backoff_max:g}, the "
+                f"longest a back-off grows to; write backoff_max = {self.backoff:g} or more, "
+                "or a smaller backoff"
+            )
+        return self
 
     @model_validator(mode="after")
     def _one_transport(self, info: ValidationInfo) -> UpstreamConfig:

@@ -301,6 +301,8 @@ def _add_upstreams(
             # An upstream without a namespace must not serve names in another's namespace.
             foreign=() if upstream.namespace else tuple(prefixes),
             list_ttl=upstream.list_ttl,
+            backoff=upstream.backoff,
+            backoff_max=upstream.backoff_max,
         )
         if isinstance(transport, NoticesChanges):
             # The upstream's list_changed drops its kept listing for every client at once.

@@ -4,7 +4,9 @@
 a failure to list (or look up) its components is reported once, with the
 upstream's label and the reason, to ``UpstreamHealth``, and with
 ``on_upstream_error = "warn"`` the upstream contributes nothing until it answers
-again, so the other upstreams are served. ``UpstreamInstructions`` gives clients
+again, so the other upstreams are served; after a failure it is left alone for a
+back-off (``backoff``, doubled per failure in a row up to ``backoff_max``), each
+request failing at once. ``UpstreamInstructions`` gives clients
 each upstream's own instructions in the ``initialize`` / ``server/discover``
 result, under the upstream's name when there are several.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import math
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import mcp_types as mt
@@ -25,7 +28,7 @@ from mcp.shared.exceptions import MCPError
 from typing_extensions import override
 
 from fastmcp_filtering.gateway.limits import Timeouts, UpstreamTimeout, bounded, unusable
-from fastmcp_filtering.gateway.listings import Listings
+from fastmcp_filtering.gateway.listings import BackingOff, Listings
 from fastmcp_filtering.gateway.namespacing import served_name
 from fastmcp_filtering.gateway.redact import Redactor
 from fastmcp_filtering.middleware.hooks import Announces
@@ -61,6 +64,9 @@ _UNREAD: Any = object()
 UPSTREAM_MARK = "FASTMCP_FILTERING_UPSTREAM"
 """Set in each stdio upstream's environment: a gateway that finds it refuses to serve."""
 _DEFAULT_TIMEOUTS = Timeouts(connect=30.0, list=30.0, call=300.0)
+# Seconds a request waits beyond its listing's own bound, so that bound (which records the
+# failure and starts the back-off) always fires first.
+_GRACE = 1.0
 # FastMCP's wrappers around a transport failure, which repeat the root cause's text.
 _WRAPPER_PREFIXES = ("Client failed to connect: ",)
 
@@ -200,7 +206,9 @@ class UpstreamProvider(ProxyProvider):
     contributes no components (the others are served); with ``"raise"`` the
     request fails with an error naming the upstream. Its listings are kept
     (``listings``) for ``list_ttl`` seconds or until the upstream says they
-    changed, and shared by every client. Nothing waits longer than
+    changed, and shared by every client; after a failed listing it is not asked
+    for ``backoff`` seconds (doubled per failure in a row, up to ``backoff_max``;
+    0: asked on every request), each request failing at once. Nothing waits longer than
     ``timeouts`` allow (connecting, then listing; a tool call), and a listed
     tool the proxy cannot serve safely (``limits.unusable``; ``prefix`` is what
     the namespace puts before its name) is left out with a warning.
@@ -223,10 +231,12 @@ class UpstreamProvider(ProxyProvider):
         prefix: str = "",
         foreign: Sequence[str] = (),
         list_ttl: float = 60.0,
+        backoff: float = 1.0,
+        backoff_max: float = 30.0,
     ) -> None:
         # FastMCP's own cache off: its lookups then ask ``_list_*``, which ``listings`` keeps.
         super().__init__(factory, cache_ttl=0)
-        self.listings = Listings(seconds=list_ttl)
+        self.listings = Listings(seconds=list_ttl, backoff=backoff, backoff_max=backoff_max)
         """The upstream's latest listings, shared by every client (``forget`` on a change)."""
         self.label = label
         self.health = health
@@ -249,14 +259,14 @@ class UpstreamProvider(ProxyProvider):
         limit = self._list_limit
         try:
             try:
-                async with asyncio.timeout(limit):
+                async with asyncio.timeout(limit + _GRACE):
                     result = await pending
             except TimeoutError:
                 raise UpstreamTimeout(what, limit, "connect_timeout + list_timeout") from None
         except NotFoundError:
             raise
         except Exception as error:
-            reason = self.health.failed(self.label, error)
+            reason = self._reason(error)
             if self.on_error == "raise":
                 shown = await self.shown()
                 if shown is False:
@@ -264,14 +274,24 @@ class UpstreamProvider(ProxyProvider):
                     # failure.
                     return fallback
                 message = (
-                    f"upstream {self.label!r} is unavailable: {reason}"
+                    _unavailable(self.label, reason, self.listings.retry_in())
                     if shown
                     else "a server behind this gateway is unavailable; try again later"
                 )
                 raise MCPError(code=mt.INTERNAL_ERROR, message=message) from error
             return fallback
-        self.health.answered(self.label)
+        if not self.listings.failing:  # a kept listing answered: no news of the upstream
+            self.health.answered(self.label)
         return result
+
+    def _reason(self, error: Exception) -> str:
+        """Why the upstream failed, recorded in ``health`` (logged once, not per request)."""
+        if isinstance(error, BackingOff):
+            # Reported when the back-off began: the same reason, and no line of its own.
+            known = self.health.unavailable.get(self.label)
+            if known is not None:
+                return known
+        return self.health.failed(self.label, error)
 
     async def shown(self) -> bool | None:
         """Whether this request's client may see any tool or prompt the upstream last served,
@@ -416,6 +436,14 @@ class UpstreamProvider(ProxyProvider):
         return await self._guard(
             super().get_resource_template(uri, version), None, "resources/templates/list"
         )
+
+
+def _unavailable(label: str, reason: str, retry_in: float | None) -> str:
+    """What a client whose request needs a failing upstream is told, and when it is asked."""
+    message = f"upstream {label!r} is unavailable: {reason}"
+    if retry_in is None:
+        return message
+    return f"{message}; the gateway asks it again in {max(1, math.ceil(retry_in))} s"
 
 
 class UpstreamInstructions(Announces):
