@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, SupportsFloat
 
+import pytest
 from key_value.aio.protocols.key_value import AsyncKeyValue
 from key_value.aio.stores.memory import MemoryStore
 from key_value.aio.wrappers.base import BaseWrapper
@@ -24,6 +26,15 @@ Fault = Literal["up", "raise", "hang"]
 
 class StoreDown(ConnectionError):
     """What the faulty store raises while it is down."""
+
+
+def outage_log(caplog: pytest.LogCaptureFixture, who: str) -> list[tuple[str, str]]:
+    """What ``who`` (a layer's log prefix) logged at INFO and above, level and message."""
+    return [
+        (r.levelname, r.getMessage())
+        for r in caplog.records
+        if r.getMessage().startswith(f"{who}:") and r.levelno >= logging.INFO
+    ]
 
 
 class FaultyStore(BaseWrapper):

@@ -40,6 +40,7 @@ from fastmcp_filtering.core.declarations import CONCERNS_META_ALIAS, GROUPS_META
 from fastmcp_filtering.middleware.concerns import Concern, ConcernMiddleware, concerns
 from fastmcp_filtering.middleware.wire import _scope_of
 
+from .._faults_stores import outage_log
 from .._servers import serve_http
 from ..conftest import ERAS, Connect, use
 
@@ -772,6 +773,33 @@ class TestIsolation:
 
 
 class TestStateFailure:
+    async def test_an_outage_is_logged_once_and_its_end_once(
+        self, connect: Connect, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        store = FlakyStore()
+        server, _ = make_server(store=store)
+        caplog.set_level(logging.DEBUG, logger="fastmcp_filtering")
+        async with connect(server) as client:
+            await update_concerns(client, {"security": "low"})
+            store.broken = True
+            for _ in range(3):
+                assert names(await client.list_tools()) == ["validate_data"]
+            store.broken = False
+            for _ in range(2):
+                assert "dump_plaintext" in names(await client.list_tools())
+            store.broken = True
+            await client.list_tools()
+        down = (
+            "WARNING",
+            "ConcernMiddleware: the session state store failed: ConnectionError; hiding every "
+            "component with concern values (logged once until the store answers again)",
+        )
+        assert outage_log(caplog, "ConcernMiddleware") == [
+            down,
+            ("INFO", "ConcernMiddleware: the session state store answers again"),
+            down,
+        ]
+
     async def test_a_failing_store_hides_what_any_configuration_could(
         self, connect: Connect
     ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping
 from typing import Any, SupportsFloat
 
@@ -17,6 +18,7 @@ from mcp.shared.exceptions import MCPError
 from fastmcp_filtering import Catalog, Group, in_group, install, unrestricted
 from fastmcp_filtering.middleware.progressive import ProgressiveDisclosureMiddleware
 
+from .._faults_stores import FaultyStore, outage_log
 from ..conftest import Connect, use
 from ..stack.test_layers import HideLayer
 
@@ -745,6 +747,46 @@ class BrokenStore(MemoryStore):
 
 
 class TestFailClosed:
+    async def test_an_outage_is_logged_once_and_its_end_once(
+        self, connect: Connect, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        store = FaultyStore()
+        store.set("raise")
+        mcp, _ = make_server(store=store)
+        caplog.set_level(logging.DEBUG, logger="fastmcp_filtering")
+        async with connect(mcp) as client:
+            for _ in range(3):
+                assert "delete_repo" not in await names(client)
+            store.set("up")
+            await call(client, "enable_tools", groups=["admin"])
+            assert "delete_repo" in await names(client)
+            store.set("raise")
+            assert "delete_repo" not in await names(client)
+        down = (
+            "WARNING",
+            "progressive disclosure: the session state store failed: StoreDown; serving "
+            "the initial groups (logged once until the store answers again)",
+        )
+        back = ("INFO", "progressive disclosure: the session state store answers again")
+        assert outage_log(caplog, "progressive disclosure") == [down, back, down]
+
+    async def test_failed_writes_are_logged_once_while_reads_answer(
+        self, connect: Connect, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        mcp, _ = make_server(store=BrokenStore(reads=False))
+        caplog.set_level(logging.DEBUG, logger="fastmcp_filtering")
+        async with connect(mcp) as client:
+            for _ in range(3):
+                with pytest.raises(ToolError, match=r"groups were not changed"):
+                    await client.call_tool("enable_tools", {"groups": ["admin"]})
+        assert outage_log(caplog, "progressive disclosure") == [
+            (
+                "WARNING",
+                "progressive disclosure: the session state store failed: ConnectionError; "
+                "groups not changed (logged once until the store answers again)",
+            )
+        ]
+
     async def test_read_failure_serves_the_initial_set(self, connect: Connect) -> None:
         mcp, _ = make_server(store=BrokenStore())
         async with connect(mcp) as client:

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import reprlib
 import unicodedata
 from collections.abc import Mapping
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_QUERY_LENGTH",
     "REPLY_CONFIG",
+    "OutageLog",
     "RequestInfo",
     "Scope",
     "StateUnavailable",
@@ -289,6 +291,56 @@ _TTL_SECONDS = 86_400
 
 class StateUnavailable(Exception):
     """The client has no identity to keep state under, or the store failed."""
+
+
+_logger = logging.getLogger("fastmcp_filtering")
+
+
+class OutageLog:
+    """Logs a state store outage once when it starts and once when it ends, not per request.
+
+    ``failed`` logs a warning for the first store failure (a ``StateUnavailable``
+    the store raised) after the store last answered, repeats at debug level only,
+    and logs any other ``StateUnavailable`` (no identity, a corrupt entry) as it
+    comes; ``answered`` logs one line when the store answers again. One per layer:
+    a busy server with its store down would otherwise log a line per request.
+
+    Example:
+        ```python
+        outage = OutageLog("progressive disclosure")
+        try:
+            stored = await load_state(ctx, "progressive")
+        except StateUnavailable as exc:
+            outage.failed(exc, "serving the initial groups")
+        else:
+            outage.answered()
+        ```
+    """
+
+    __slots__ = ("_down", "_who")
+
+    def __init__(self, who: str) -> None:
+        self._who = who
+        self._down = False
+
+    def failed(self, exc: StateUnavailable, consequence: str) -> None:
+        """Log ``exc`` and what the layer does about it (once per outage for the store's)."""
+        if exc.__cause__ is None:
+            _logger.warning("%s: %s; %s", self._who, exc, consequence)
+            return
+        if self._down:
+            _logger.debug("%s: %s (still); %s", self._who, exc, consequence)
+            return
+        self._down = True
+        _logger.warning(
+            "%s: %s; %s (logged once until the store answers again)", self._who, exc, consequence
+        )
+
+    def answered(self) -> None:
+        """The store answered: log the end of an outage, if one was logged."""
+        if self._down:
+            self._down = False
+            _logger.info("%s: the session state store answers again", self._who)
 
 
 def client_key(context: Context) -> str | None:

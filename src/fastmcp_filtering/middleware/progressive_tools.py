@@ -205,7 +205,7 @@ class MetaToolBodies:
         try:
             await self.store.save(ctx, enabled)
         except StateUnavailable as exc:
-            logger.warning("progressive disclosure: %s", exc)
+            # The store logged it (once per outage); the agent is told what to do.
             raise ToolError(
                 "groups were not changed: the server could not write its session state "
                 "store; try again later"

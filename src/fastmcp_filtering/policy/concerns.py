@@ -17,7 +17,12 @@ from fastmcp_filtering.core.concerns import (
     parse_config,
 )
 from fastmcp_filtering.core.declarations import validate_name
-from fastmcp_filtering.core.request import StateUnavailable, load_state, request_override
+from fastmcp_filtering.core.request import (
+    OutageLog,
+    StateUnavailable,
+    load_state,
+    request_override,
+)
 from fastmcp_filtering.policy.decision import CONCEALED, Hidden, LayerView, PolicyLayer
 
 if TYPE_CHECKING:
@@ -91,6 +96,7 @@ class ConcernLayer(PolicyLayer):
         self.concerns = declared
         self.mapping = self._check_mapping(mapping)
         self.defaults = {c.name: c.default for c in declared.values() if c.default is not None}
+        self.outage = OutageLog("ConcernMiddleware")
         # Values per component object: a listing judges every component on every request.
         self._values: dict[int, tuple[FastMCPComponent, dict[str, str] | ValueError]] = {}
 
@@ -202,8 +208,9 @@ class ConcernLayer(PolicyLayer):
             stored = await self.stored(client.ctx)
         except StateUnavailable as exc:
             # The client's configuration is unknown: hide whatever any configuration could.
-            logger.warning("ConcernMiddleware hides every component with concern values: %s", exc)
+            self.outage.failed(exc, "hiding every component with concern values")
             return _UnknownConfiguration(self)
+        self.outage.answered()
         if stored is None:
             return self.unstated()
         return _ConcernView(self, self.effective(stored))

@@ -19,6 +19,7 @@ from typing_extensions import override
 
 from fastmcp_filtering.core.catalog import is_meta_tool, kind_label
 from fastmcp_filtering.core.request import (
+    OutageLog,
     StateUnavailable,
     brief,
     client_key,
@@ -422,6 +423,9 @@ class EnabledStore:
         self.catalog = catalog
         self.initial = frozenset(initial)
         self.namespace = namespace
+        # Reads and writes fail apart (a read-only replica): each logs its own outage.
+        self.reads = OutageLog("progressive disclosure")
+        self.writes = OutageLog("progressive disclosure")
         # Serializes one client's read-modify-write on this replica; the state stays in the store.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
@@ -442,8 +446,9 @@ class EnabledStore:
         try:
             stored = await load_state(ctx, self.namespace)
         except StateUnavailable as exc:
-            logger.warning("progressive disclosure: %s; serving the initial groups", exc)
+            self.reads.failed(exc, "serving the initial groups")
             return Enabled(closed(tree, self.initial), "store")
+        self.reads.answered()
         if stored is None:
             return Enabled(closed(tree, self.initial))
         names = stored.get("enabled") if isinstance(stored, dict) else None
@@ -454,7 +459,12 @@ class EnabledStore:
 
     async def save(self, ctx: Context, enabled: frozenset[str]) -> None:
         """Store this client's enabled groups; raises ``StateUnavailable``."""
-        await save_state(ctx, self.namespace, {"enabled": self.ordered(enabled)})
+        try:
+            await save_state(ctx, self.namespace, {"enabled": self.ordered(enabled)})
+        except StateUnavailable as exc:
+            self.writes.failed(exc, "groups not changed")
+            raise
+        self.writes.answered()
 
     def ordered(self, names: Iterable[str]) -> list[str]:
         wanted = set(names)
