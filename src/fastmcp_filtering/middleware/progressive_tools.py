@@ -14,6 +14,7 @@ from fastmcp_filtering.core.catalog import is_meta_tool
 from fastmcp_filtering.core.request import REPLY_CONFIG, StateUnavailable, brief, client_key
 from fastmcp_filtering.middleware.layers import Reach, notify_changes
 from fastmcp_filtering.policy.access import access_of
+from fastmcp_filtering.policy.decision import current_policy
 from fastmcp_filtering.policy.progressive import (
     MAX_GROUP_NAMES,
     as_names,
@@ -222,18 +223,40 @@ class MetaToolBodies:
             }
         )
 
+    async def _listed_now(self, ctx: Context, listing: Sequence[Tool] | None) -> Sequence[Tool]:
+        """What the client lists now: its own middlewares may hide what the policy shows.
+
+        ``listing`` is the one ``holding`` made through the middleware chain, with what
+        enabling groups would show added: the policy as it is now narrows it to the
+        client's list, so rate limiters and audit middleware see one ``tools/list`` per
+        call, not two. Without one (nothing to enable), the tools are listed.
+
+        Example:
+            ```python
+            listed = await self._listed_now(ctx, held.tools)
+            ```
+        """
+        if listing is None:
+            return await ctx.fastmcp.list_tools()
+        # Read after the change (reach.seen() reloaded it): the enabled groups of the reply.
+        policy = await current_policy(ctx.fastmcp)
+        return [t for t in listing if policy.judge(t) is None]
+
     async def enable(self, ctx: Context, groups: object) -> EnableToolsResult:
         # The groups this principal may use: any other is unknown, as one never declared.
         tree = await access_of(self.catalog).tree()
         async with self.store.lock(client_key(ctx)):
             before = await self._current(ctx, tree)
-            reach = await Reach.of(ctx.fastmcp)
-            seen = await reach.seen()
-            members = await self.members(ctx.fastmcp)
             named = groups[:MAX_GROUP_NAMES] if isinstance(groups, list) else []
             # What a group to enable holds is listed through the middleware chain: none
             # to enable (each named is enabled already, or none is a name), no listing.
             wanted = [g for g in named if isinstance(g, str) and g not in before]
+            held = await self.layer.holding(ctx.fastmcp, wanted)
+            # Counted after that listing, never before: a tool added meanwhile is counted
+            # under max_tools, or its group is not enabled; never enabled uncounted.
+            members = await self.members(ctx.fastmcp)
+            reach = await Reach.of(ctx.fastmcp)
+            seen = await reach.seen()
             change = enable(
                 tree,
                 before,
@@ -242,13 +265,12 @@ class MetaToolBodies:
                 disable_tool=self.disable_tool,
                 members=members,
                 max_tools=self.max_tools,
-                holding=await self.layer.holding(ctx.fastmcp, wanted),
+                holding=held.groups,
             )
             if change.changed:
                 await self._save(ctx, change.enabled)
                 await notify_changes(ctx, seen, await reach.seen(), always=("tools",))
-        # What the client lists now: its own middlewares may hide what the policy shows.
-        listed = await ctx.fastmcp.list_tools()
+        listed = await self._listed_now(ctx, held.tools)
         fields: dict[str, Any] = {
             "enabled": change.changed,
             "enabled_groups": self.store.ordered(change.enabled),

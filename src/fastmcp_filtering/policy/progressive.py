@@ -13,7 +13,7 @@ import json
 import logging
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from typing_extensions import override
 
@@ -36,6 +36,7 @@ from fastmcp_filtering.policy.decision import (
     LayerView,
     PolicyLayer,
     set_aside,
+    widened,
 )
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 
     from fastmcp import FastMCP
     from fastmcp.server.context import Context
+    from fastmcp.tools.base import Tool
     from fastmcp.utilities.components import FastMCPComponent
 
     from fastmcp_filtering.core.catalog import Catalog, GroupTree, Membership
@@ -51,6 +53,7 @@ __all__ = [
     "Change",
     "Enabled",
     "EnabledStore",
+    "Holding",
     "ProgressiveLayer",
     "as_names",
     "call_hint",
@@ -471,6 +474,27 @@ class EnabledStore:
         return [g.name for g in self.catalog.groups if g.name in wanted]
 
 
+@dataclass(frozen=True, slots=True)
+class Holding:
+    """What ``ProgressiveLayer.holding`` found: the groups that hold something, and its tools.
+
+    ``enable_tools`` checks the groups, and narrows the tools to its reply's list
+    rather than running the middleware chain again.
+
+    Example:
+        ```python
+        held = await layer.holding(ctx.fastmcp, ["clock"])
+        "clock" in held.groups
+        ```
+    """
+
+    groups: frozenset[str]
+    """The groups named, and their ancestors, that hold something the client could use."""
+    tools: Sequence[Tool] | None = None
+    """The tools as this client lists them through the middleware chain, with what enabling
+    groups would show added; None when no group was named or that listing failed."""
+
+
 class ProgressiveLayer(PolicyLayer):
     """A component is visible when one of its direct groups is enabled for the client.
 
@@ -505,6 +529,7 @@ class ProgressiveLayer(PolicyLayer):
         self.enable_tool = enable_tool
         self.disable_tool = disable_tool
         self.max_tools = max_tools
+        self._failed_kinds: set[str] = set()
 
     def __repr__(self) -> str:
         return f"ProgressiveLayer(initial={sorted(self.store.initial)!r})"
@@ -532,44 +557,74 @@ class ProgressiveLayer(PolicyLayer):
                     members.setdefault(group, set()).add(tool.name)
         return {g: frozenset(names) for g, names in members.items()}
 
-    async def holding(self, server: FastMCP, wanted: Iterable[str]) -> frozenset[str]:
+    async def holding(self, server: FastMCP, wanted: Iterable[str]) -> Holding:
         """Which of ``wanted`` hold something this client could use, through subgroups too.
 
-        A group holds a component the client sees, or would see once the group is
-        enabled: each kind is listed as the client lists it (the server's middleware
-        chain, a mounted server's policy, FastMCP's own checks) with this server's
-        policy set aside, then judged by this request's policy, where only what
-        enabling a group could show counts. Whatever else hides a member (access
-        control, another layer, the client's own concerns) leaves the group as it
-        leaves a group with no member at all: the answer tells nothing of what is hidden.
-        Tools first; prompts, resources and templates only for a group still empty.
+        A group holds a component the client sees, or would see once it enables the
+        group: each kind is listed as the client lists it (the server's middleware
+        chain, a mounted server's policy, FastMCP's own checks), with only what enabling
+        groups would show added (``widened``), so no middleware is handed what access
+        control, another layer or the client's concerns hide. A member hidden by any of
+        them leaves the group as a group with no member at all: the answer tells nothing
+        of it. Tools first, always; prompts, resources and templates only while a named
+        group holds nothing visible, so how many listings run depends on nothing hidden.
+        A kind whose listing fails holds nothing (logged, never told to the client).
 
         Example:
             ```python
             held = await layer.holding(ctx.fastmcp, ["clock"])
+            enable(tree, before, ["clock"], tool="enable_tools", holding=held.groups)
             ```
         """
         tree = await access_of(self.catalog).tree()
         named = {n for n in wanted if tree.group(n) is not None}
         access = await access_of(self.catalog).judge()
-        transform = AccessTransform.of(server)
-        policy = await transform.policy() if transform is not None else None
         held: set[str] = set()
-        for lister in LISTERS.values():
+        tools: Sequence[Tool] | None = None
+        for kind in LISTERS:
             if named <= held:
                 break
-            with set_aside(transform):
-                listed: Sequence[FastMCPComponent] = await getattr(server, lister)()
-            for component in listed:
-                if is_meta_tool(component) or access.judge(component) is not None:
-                    continue
-                hidden = policy.judge(component) if policy is not None else None
-                # Visible, or hidden by no more than groups the client has not enabled.
-                if hidden is None or hidden.discoverable:
+            listed = await self._listed(server, kind)
+            if kind == "tool" and listed is not None:
+                tools = cast("Sequence[Tool]", listed)
+            for component in listed or ():
+                # The listing has left out what access control denies; judged again all the
+                # same, as ``members`` judges, should a transform be missing.
+                if not is_meta_tool(component) and access.judge(component) is None:
                     held.update(
                         a for g in tree.membership(component).direct for a in tree.ancestors(g)
                     )
-        return frozenset(held)
+        return Holding(frozenset(held), tools)
+
+    async def _listed(self, server: FastMCP, kind: str) -> Sequence[FastMCPComponent] | None:
+        """``kind`` as this client lists it, widened; None when the listing failed.
+
+        A server's own middleware may refuse a listing (a role gate raising on
+        ``prompts/list``, a rate limiter): the client never asked for it, so that kind
+        counts as holding nothing, and the refusal's words stay in the log.
+
+        Example:
+            ```python
+            prompts = await self._listed(server, "prompt") or ()
+            ```
+        """
+        try:
+            with widened(AccessTransform.of(server)):
+                listed: Sequence[FastMCPComponent] = await getattr(server, LISTERS[kind])()
+        except Exception as exc:
+            # Once per kind: a gate that always refuses would otherwise log every call.
+            level = logging.DEBUG if kind in self._failed_kinds else logging.WARNING
+            self._failed_kinds.add(kind)
+            logger.log(
+                level,
+                "progressive disclosure: enable_tools could not list %ss through the "
+                "middleware chain (%r); counting none, so a group holding only those is "
+                "not enabled (logged once per kind, then at debug level)",
+                kind,
+                exc,
+            )
+            return None
+        return listed
 
     @override
     async def remedy(self, ctx: Context, enable: Sequence[str]) -> dict[str, Any] | None:
