@@ -2,8 +2,10 @@
 
 A bare JSON-RPC loop (no SDK), so it can do what no SDK lets a server do: never answer,
 answer with the wrong id, list a schema nested past any parser's limit, rename its tools on
-every listing, return a result that is not a ``CallToolResult``. It speaks the 2025-11-25
-handshake only (``server/discover`` is an unknown method), as many real servers still do.
+every listing, return a result that is not a ``CallToolResult``; with ``--readable`` it serves
+a prompt, a resource and a template, so ``--hang prompts/get`` (or ``resources/read``) hangs.
+It speaks the 2025-11-25 handshake only (``server/discover`` is an unknown method), as many
+real servers still do.
 
 Run as ``python misbehaving.py [--hang METHOD] [--wrong-id METHOD] [--deep N] ...``.
 """
@@ -40,10 +42,31 @@ def _options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--count-listings", default=None, help="append the method of each listing asked to FILE"
     )
+    parser.add_argument(
+        "--readable", action="store_true", help="a prompt, a resource and a template to read"
+    )
     return parser.parse_args(argv)
 
 
 _LISTINGS = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
+
+
+# What ``--readable`` lists, by listing method.
+_READABLE = {
+    "prompts/list": {"prompts": [{"name": "greet", "description": "Say hello."}]},
+    "resources/list": {"resources": [{"uri": "memo://note", "name": "note"}]},
+    "resources/templates/list": {
+        "resourceTemplates": [{"uriTemplate": "memo://notes/{id}", "name": "notes"}]
+    },
+}
+
+
+def _read(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """``--readable``'s answer to ``prompts/get`` or ``resources/read``."""
+    if method == "prompts/get":
+        text = {"type": "text", "text": "Hello."}
+        return {"messages": [{"role": "user", "content": text}]}
+    return {"contents": [{"uri": params.get("uri"), "text": f"read {params.get('uri')}"}]}
 
 
 def _nested(depth: int) -> dict[str, Any]:
@@ -79,11 +102,15 @@ class Upstream:
             tools.append({"name": "deep", "description": "Nested.", "inputSchema": deep})
         return tools
 
+    def readable(self) -> dict[str, Any]:
+        """The capabilities ``--readable`` adds to ``initialize``'s."""
+        return {"prompts": {}, "resources": {}} if self.options.readable else {}
+
     def answer(self, method: str, params: dict[str, Any]) -> tuple[str, Any]:
         if method == "initialize":
             result: dict[str, Any] = {
                 "protocolVersion": params.get("protocolVersion", "2025-11-25"),
-                "capabilities": {"tools": {"listChanged": self.options.grow}},
+                "capabilities": {"tools": {"listChanged": self.options.grow}, **self.readable()},
                 "serverInfo": {"name": "misbehaving", "version": "1"},
             }
             if self.options.instructions:
@@ -107,6 +134,10 @@ class Upstream:
             return "result", {"content": [{"type": "text", "text": text}]}
         if method == "ping":
             return "result", {}
+        if self.options.readable and method in _READABLE:
+            return "result", _READABLE[method]
+        if self.options.readable and method in ("prompts/get", "resources/read"):
+            return "result", _read(method, params)
         if method in _LISTINGS:
             key = {"prompts/list": "prompts", "resources/list": "resources"}.get(
                 method, "resourceTemplates"

@@ -18,14 +18,17 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import mcp_types as mt
 import pytest
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering.gateway.config import FilteringConfig
 from fastmcp_filtering.gateway.proxy import ConfigAnnotations, _build, build_proxy
 
 from ..conftest import ERAS
+from .test_bounded_reads import READS
 
 MISBEHAVING = Path(__file__).parent / "misbehaving.py"
 QUICK = {"connect_timeout": 1, "list_timeout": 1, "call_timeout": 1}
@@ -91,6 +94,22 @@ class TestTimeouts:
             assert time.monotonic() - started < BOUND
             # The session is still usable, for this upstream too.
             assert {"s_echo", "ok_echo"} <= {t.name for t in await client.list_tools()}
+
+    @pytest.mark.parametrize("read", list(READS))
+    async def test_an_unanswered_read_fails_naming_the_upstream(self, era: str, read: str) -> None:
+        method, _, request = READS[read]
+        hangs = ("--hang", "prompts/get", "--hang", "resources/read")
+        slow = upstream("--readable", *hangs, name="slowpoke", namespace="s", call_timeout=0.2)
+        async with bounded_client(config(slow, HEALTHY), era) as client:
+            with pytest.raises(MCPError) as caught:
+                await request(client)
+            assert caught.value.error.code == mt.INTERNAL_ERROR
+            told = f"upstream 'slowpoke' did not answer {method} within 0.2 s (call_timeout)"
+            assert caught.value.error.message == told
+            # The gateway still answers: the other upstream's call, this upstream's listings.
+            assert not (await client.call_tool("ok_echo", {})).is_error
+            assert [p.name for p in await client.list_prompts()] == ["s_greet"]
+            assert [str(r.uri) for r in await client.list_resources()] == ["memo://s/note"]
 
     async def test_a_lone_silent_upstream_fails_listings_naming_it(self, era: str) -> None:
         silent = upstream("--hang", "tools/list", name="silent")

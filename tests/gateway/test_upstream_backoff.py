@@ -1,37 +1,56 @@
-"""A failing upstream is left alone for a back-off, not asked (and waited for) on every request.
+"""An upstream that does not answer is left alone for a back-off, not waited for on every request.
 
-After a failed listing the gateway treats the upstream as failed at once for ``backoff``
-seconds, doubled on each failure in a row up to ``backoff_max``; a listing that succeeds, or
-the upstream's ``list_changed``, ends it. Time is a fake clock (``Clock``), never slept on:
-the upstream is counted, never timed.
+After a listing the upstream did not answer (a timeout, a refused or dropped connection, its
+process gone) the gateway treats it as failed at once for ``backoff`` seconds, doubled on
+each such failure in a row up to ``backoff_max``; a listing it answers, even with an error,
+or its ``list_changed``, ends it. An error it answered (an HTTP status, a JSON-RPC error)
+fails that request only: one client's bad token must not make the upstream look down to the
+others. Time is a fake clock (``Clock``), never slept on: the upstream is counted, never timed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import signal
 import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+import anyio
+import httpx2
 import mcp_types as mt
 import pytest
 from fastmcp import Client, FastMCP
 from fastmcp.client.transports import FastMCPTransport
 from fastmcp.server.middleware import Middleware, MiddlewareContext
+from fastmcp.utilities.tests import asgi_server
+from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering.gateway import proxy as proxy_module
 from fastmcp_filtering.gateway import upstreams as upstreams_module
 from fastmcp_filtering.gateway.config import ConfigError, FilteringConfig, load_config
-from fastmcp_filtering.gateway.listings import BackingOff, Listings, NoticesChanges, _notice
+from fastmcp_filtering.gateway.listings import (
+    BackingOff,
+    Listings,
+    NoticesChanges,
+    _notice,
+    how_soon,
+    unanswered,
+)
 from fastmcp_filtering.gateway.proxy import build_proxy
 
+from .._servers import free_port, serve_http
 from ..conftest import ERAS
 from .test_upstream_listings import listings_asked
 
 MISBEHAVING = Path(__file__).parent / "misbehaving.py"
+GONE_WHILE = Path(__file__).parent / "gone_while.py"
 
 
 class Clock:
@@ -63,6 +82,130 @@ async def failed(listings: Listings, fetch: Fetches, kind: str = "tool") -> Base
     with pytest.raises((OSError, BackingOff)) as caught:
         await listings.get(kind, fetch, give_up_after=5)
     return caught.value
+
+
+def through_fastmcp(error: BaseException) -> MCPError:
+    """``error`` as FastMCP's proxy hands it over: in a ``RuntimeError``, in an ``MCPError``."""
+    try:
+        try:
+            raise RuntimeError(f"Client failed to connect: {error}") from error
+        except RuntimeError as wrapped:
+            raise MCPError(code=mt.INTERNAL_ERROR, message=str(wrapped)) from wrapped
+    except MCPError as proxied:
+        return proxied
+
+
+def status_error(status: int) -> httpx2.HTTPStatusError:
+    """What httpx2's ``raise_for_status`` raises (the SSE transport's answer to a status)."""
+    request = httpx2.Request("GET", "http://127.0.0.1:9/sse")
+    response = httpx2.Response(status, request=request)
+    return httpx2.HTTPStatusError(f"{status}", request=request, response=response)
+
+
+def answered_error(message: str, code: int = mt.INTERNAL_ERROR) -> MCPError:
+    return MCPError(code=code, message=message)
+
+
+def cycle() -> MCPError:
+    """A wrapper whose causes loop back to it (never built by FastMCP, but must not hang)."""
+    outer = MCPError(code=mt.INTERNAL_ERROR, message="outer")
+    inner = RuntimeError("inner")
+    outer.__cause__, inner.__cause__ = inner, outer
+    return outer
+
+
+class TestWhatIsNoAnswer:
+    """``unanswered``: each failure the MCP SDK, httpx2 or FastMCP's client raises, by class."""
+
+    @pytest.mark.parametrize(
+        "error",
+        [
+            pytest.param(TimeoutError("did not answer within 60 s"), id="the gateway gave up"),
+            pytest.param(ConnectionRefusedError(111, "refused"), id="connection refused"),
+            pytest.param(ConnectionResetError(104, "reset"), id="connection reset"),
+            pytest.param(BrokenPipeError(32, "broken pipe"), id="a stdio pipe broken"),
+            pytest.param(FileNotFoundError(2, "no such file"), id="a command that is gone"),
+            pytest.param(httpx2.ConnectError("All connection attempts failed"), id="http connect"),
+            pytest.param(httpx2.ReadError("reset"), id="http read"),
+            pytest.param(httpx2.WriteError("broken"), id="http write"),
+            pytest.param(
+                httpx2.RemoteProtocolError("Server disconnected without sending a response."),
+                id="http dropped",
+            ),
+            pytest.param(httpx2.ReadTimeout("timed out"), id="http timeout"),
+            pytest.param(anyio.ClosedResourceError(), id="stream closed"),
+            pytest.param(anyio.BrokenResourceError(), id="stream broken"),
+            pytest.param(anyio.EndOfStream(), id="end of stream"),
+            pytest.param(
+                MCPError(code=mt.CONNECTION_CLOSED, message="Connection closed"),
+                id="the SDK's connection closed (a stdio process gone)",
+            ),
+            pytest.param(
+                through_fastmcp(httpx2.ConnectError("All connection attempts failed")),
+                id="wrapped by FastMCP",
+            ),
+            pytest.param(
+                ExceptionGroup("both", [ConnectionResetError(), anyio.EndOfStream()]),
+                id="a group of them",
+            ),
+        ],
+    )
+    def test_the_upstream_did_not_answer(self, error: BaseException) -> None:
+        assert unanswered(error)
+
+    @pytest.mark.parametrize(
+        "error",
+        [
+            pytest.param(
+                answered_error("Server returned an error response"),
+                id="an HTTP 401 or 500 (streamable HTTP)",
+            ),
+            pytest.param(through_fastmcp(status_error(401)), id="an HTTP 401 (SSE)"),
+            pytest.param(status_error(503), id="an HTTP 503"),
+            pytest.param(answered_error("backend down"), id="a JSON-RPC error"),
+            pytest.param(
+                answered_error("Unauthorized", mt.CONNECTION_CLOSED),
+                id="a peer's own -32000",
+            ),
+            pytest.param(
+                answered_error("SSE stream ended without a response", mt.CONNECTION_CLOSED),
+                id="a stream that ended unanswered (unsure: not backed off)",
+            ),
+            pytest.param(answered_error("Not Found", mt.METHOD_NOT_FOUND), id="an HTTP 404"),
+            pytest.param(
+                answered_error("Session terminated", mt.INVALID_REQUEST), id="a session ended"
+            ),
+            pytest.param(
+                answered_error("Failed to parse JSON response", mt.PARSE_ERROR),
+                id="a reply the SDK could not read",
+            ),
+            pytest.param(
+                through_fastmcp(httpx2.LocalProtocolError("Illegal header value")),
+                id="a request this end could not send (a client's header)",
+            ),
+            pytest.param(RuntimeError("something else"), id="a failure not known here"),
+            pytest.param(
+                ExceptionGroup("mixed", [ConnectionResetError(), answered_error("no")]),
+                id="a group with an answer in it",
+            ),
+            pytest.param(cycle(), id="causes in a loop"),
+        ],
+    )
+    def test_the_upstream_answered(self, error: BaseException) -> None:
+        assert not unanswered(error)
+
+    @pytest.mark.parametrize(
+        ("seconds", "words"),
+        [
+            (0.001, "in under a second"),
+            (0.999, "in under a second"),
+            (1, "in 1 s"),
+            (3.2, "in 4 s"),
+        ],
+    )
+    def test_how_soon_is_said_in_words(self, seconds: float, words: str) -> None:
+        assert how_soon(seconds) == words
+        assert str(BackingOff(seconds)) == f"did not answer lately; asked again {words}"
 
 
 class TestListingsBackOff:
@@ -218,38 +361,197 @@ class TestListingsBackOff:
             (float("nan"), 30, r"backoff=nan is not a time"),
             (float("inf"), 30, r"backoff=inf is not a time"),
             (5, 2, r"backoff_max=2 cannot cap backoff=5; give .* at least backoff, such as 30"),
-            (1, float("inf"), r"backoff_max=inf cannot cap"),
+            (1, float("inf"), r"backoff_max=inf is not a time"),
+            (True, 30, r"backoff=True is not a time .* give 0 .* or a positive number such as 1"),
+            (1, True, r"backoff_max=True is not a time"),
+            ("1", 30, r"backoff='1' is not a time"),
+            (None, 30, r"backoff=None is not a time"),
+            (1, "30", r"backoff_max='30' is not a time"),
+            (0, -5, r"backoff_max=-5 is not a time .* give 0 \(with backoff=0\) or a positive"),
+            (1e308, 1e308, r"backoff=1e\+308 is longer than a day .*; give at most 86400 seconds"),
+            (1, 86401, r"backoff_max=86401 is longer than a day"),
         ],
     )
-    def test_the_backoff_is_validated(
-        self, backoff: float, backoff_max: float, message: str
-    ) -> None:
+    def test_the_backoff_is_validated(self, backoff: Any, backoff_max: Any, message: str) -> None:
         with pytest.raises(ValueError, match=message):
             Listings(seconds=60, backoff=backoff, backoff_max=backoff_max)
 
+    @pytest.mark.parametrize("seconds", [True, "60", None, -1, float("nan")])
+    def test_the_keeping_time_is_validated(self, seconds: Any) -> None:
+        with pytest.raises(ValueError, match=rf"seconds={seconds!r} is not a time to keep"):
+            Listings(seconds=seconds)
+
     def test_backoff_zero_needs_no_cap(self) -> None:
         assert Listings(seconds=60, backoff=0, backoff_max=0).backoff == 0
+
+    def test_a_day_is_the_longest_backoff(self) -> None:
+        listings = Listings(seconds=60, backoff=86400, backoff_max=86400)
+        assert listings.backoff_max == 86400
+
+
+class Answers:
+    """A listing the upstream answers with an error while ``erring`` (what the MCP SDK makes of
+    an HTTP 401), counting each time it is asked."""
+
+    def __init__(self) -> None:
+        self.erring = True
+        self.asked = 0
+
+    async def __call__(self) -> list[str]:
+        self.asked += 1
+        if self.erring:
+            raise MCPError(code=mt.INTERNAL_ERROR, message="Server returned an error response")
+        return ["echo"]
+
+
+class TestAnAnsweredErrorIsNoOutage:
+    """An upstream that answered, even with an error, is alive: no back-off starts."""
+
+    async def test_it_fails_its_own_request_and_the_next_one_asks_again(self) -> None:
+        clock, fetch = Clock(), Answers()
+        listings = Listings(seconds=60, backoff=10, backoff_max=30, clock=clock)
+        for _ in range(3):
+            with pytest.raises(MCPError, match="Server returned an error response"):
+                await listings.get("tool", fetch, give_up_after=5)
+            assert not listings.failing
+            assert listings.retry_in() is None
+        assert fetch.asked == 3
+        fetch.erring = False  # the next client's token is good: served, on the same clock
+        assert await listings.get("tool", fetch, give_up_after=5) == ["echo"]
+
+    async def test_it_ends_a_run_of_failures(self) -> None:
+        clock = Clock()
+        listings = Listings(seconds=0, backoff=1, backoff_max=30, clock=clock)
+        for wait in (1, 2):
+            await failed(listings, Fetches())
+            assert listings.retry_in() == wait
+            clock.now += wait
+        with pytest.raises(MCPError):
+            await listings.get("tool", Answers(), give_up_after=5)
+        assert not listings.failing
+        await failed(listings, Fetches())
+        assert listings.retry_in() == 1  # a new run starts small, not at 4
+
+
+class Gate:
+    """A listing that waits for ``release()``, then answers ``["echo"]`` or raises ``outcome``."""
+
+    def __init__(self, outcome: Exception | None = None) -> None:
+        self.outcome = outcome
+        self.released = asyncio.Event()
+        self.asked = asyncio.Event()
+
+    async def __call__(self) -> list[str]:
+        self.asked.set()
+        await self.released.wait()
+        if self.outcome is not None:
+            raise self.outcome
+        return ["echo"]
+
+    async def settle(self, waiting: asyncio.Task[Any]) -> None:
+        self.released.set()
+        await asyncio.gather(waiting, return_exceptions=True)
+
+
+async def answered() -> list[str]:
+    return ["listed"]
+
+
+class TestOlderNewsChangesNothing:
+    """A listing that began before newer news (another's outcome, or a list_changed) was
+    recorded neither starts nor ends the back-off: older news never overrides newer."""
+
+    async def test_a_stale_failure_after_a_list_changed_starts_no_backoff(self) -> None:
+        listings = Listings(seconds=60, backoff=10, backoff_max=30, clock=Clock())
+        stale = Gate(OSError("the old session went away"))
+        waiting = asyncio.create_task(listings.get("tool", stale, give_up_after=60))
+        await stale.asked.wait()
+        listings.forget(("tool",))  # the upstream says its tools changed
+        assert await listings.get("tool", answered, give_up_after=60) == ["listed"]
+        await stale.settle(waiting)
+        assert isinstance(waiting.exception(), OSError)  # its own request still failed
+        assert not listings.failing
+        assert listings.retry_in() is None
+        assert await listings.get("prompt", answered, give_up_after=60) == ["listed"]
+
+    async def test_an_older_failure_after_a_newer_answer_starts_no_backoff(self) -> None:
+        listings = Listings(seconds=60, backoff=10, backoff_max=30, clock=Clock())
+        older = Gate(OSError("timed out"))
+        waiting = asyncio.create_task(listings.get("tool", older, give_up_after=60))
+        await older.asked.wait()
+        assert await listings.get("prompt", answered, give_up_after=60) == ["listed"]
+        await older.settle(waiting)
+        assert isinstance(waiting.exception(), OSError)
+        assert listings.retry_in() is None
+
+    async def test_an_older_success_after_a_newer_failure_does_not_end_the_backoff(self) -> None:
+        listings = Listings(seconds=0, backoff=10, backoff_max=30, clock=Clock())
+        older = Gate()
+        waiting = asyncio.create_task(listings.get("tool", older, give_up_after=60))
+        await older.asked.wait()
+        await failed(listings, Fetches(), "prompt")
+        await older.settle(waiting)
+        assert waiting.result() == ["echo"]  # answered its own request
+        assert listings.failing
+        assert listings.retry_in() == 10
+        assert isinstance(await failed(listings, Fetches(), "resource"), BackingOff)
+
+    async def test_the_newest_failure_still_starts_it(self) -> None:
+        listings = Listings(seconds=60, backoff=10, backoff_max=30, clock=Clock())
+        assert await listings.get("tool", answered, give_up_after=60) == ["listed"]
+        listings.forget(("tool",))
+        assert isinstance(await failed(listings, Fetches()), OSError)  # began after the news
+        assert listings.retry_in() == 10
+
+
+class TestForget:
+    async def test_one_kind_is_one_kind_not_its_letters(self) -> None:
+        listings = Listings(seconds=60, clock=Clock())
+        fetch = Fetches(down=False)
+        for kind in ("tool", "prompt"):
+            await listings.get(kind, fetch, give_up_after=5)
+        listings.forget("tool")
+        for kind in ("tool", "prompt"):
+            await listings.get(kind, fetch, give_up_after=5)
+        assert fetch.asked == 3  # tools asked again, prompts kept
+
+    def test_a_kind_that_is_none_is_refused(self) -> None:
+        with pytest.raises(ValueError, match=r"'tools' is not a kind of listing; give some of"):
+            Listings(seconds=60).forget(["tools"])
 
 
 # -- the gateway, in memory: an upstream whose listings fail while it is down -----------------
 
 
 class Outage(Middleware):
-    """Fails every listing with "backend down" while ``down``; counts the tool listings asked."""
+    """An upstream that refuses connections while ``down`` (no answer: its process gone, its
+    port closed) and answers each tool listing with a JSON-RPC error while ``erring``;
+    ``asked`` counts the connections refused and the tool listings asked."""
 
     def __init__(self) -> None:
         self.down = False
+        self.erring = False
         self.asked = 0
 
     async def on_list_tools(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
         self.asked += 1
-        if self.down:
+        if self.erring:
             raise MCPError(code=mt.INTERNAL_ERROR, message="backend down")
         return await call_next(context)
 
 
 class _Memory(NoticesChanges, FastMCPTransport):
-    pass
+    """An in-memory upstream whose connections its ``outage`` may refuse."""
+
+    outage: Outage | None = None
+
+    @asynccontextmanager
+    async def connect_session(self, **session_kwargs: Any) -> AsyncIterator[ClientSession]:
+        if self.outage is not None and self.outage.down:
+            self.outage.asked += 1
+            raise ConnectionRefusedError("backend down")
+        async with super().connect_session(**session_kwargs) as session:
+            yield session
 
 
 def flaky_upstream(outage: Outage) -> FastMCP:
@@ -272,17 +574,40 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     return fake
 
 
-def in_memory(monkeypatch: pytest.MonkeyPatch, servers: dict[str, FastMCP]) -> None:
-    """Each configured upstream named in ``servers`` is reached in memory."""
+def in_memory(
+    monkeypatch: pytest.MonkeyPatch, servers: dict[str, FastMCP], outage: Outage | None = None
+) -> None:
+    """Each configured upstream named in ``servers`` is reached in memory, "flaky" through
+    ``outage``."""
 
     def transport(upstream: Any, **_: Any) -> Any:
-        return _Memory(servers[upstream.label])
+        reached = _Memory(servers[upstream.label])
+        reached.outage = outage if upstream.label == "flaky" else None
+        return reached
 
     monkeypatch.setattr(proxy_module, "upstream_transport", transport)
 
 
 def gateway_logs(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == "fastmcp_filtering"]
+
+
+DOWN_THEN_BACK = [
+    "upstream 'flaky' is unavailable: backend down; each request that needs it fails "
+    "with an error naming it until it answers",
+    "upstream 'flaky' answers again",
+]
+"""What the log says of "flaky" failing, then answering, with ``on_upstream_error = "raise"``:
+one line each, however many requests failed."""
+
+
+def one_flaky(monkeypatch: pytest.MonkeyPatch, **options: Any) -> tuple[Outage, FastMCP]:
+    """A gateway of one in-memory upstream "flaky" (``options``: its keys), and its outage."""
+    outage = Outage()
+    in_memory(monkeypatch, {"flaky": flaky_upstream(outage)}, outage)
+    upstream = {"name": "flaky", "command": "x", **options}
+    config = {"upstreams": [upstream], "search": {"enabled": False}}
+    return outage, build_proxy(FilteringConfig.model_validate(config))
 
 
 class TestGatewayBackOff:
@@ -295,24 +620,9 @@ class TestGatewayBackOff:
         monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture,
     ) -> None:
-        outage = Outage()
-        in_memory(monkeypatch, {"flaky": flaky_upstream(outage)})
-        config = FilteringConfig.model_validate(
-            {
-                "upstreams": [
-                    {
-                        "name": "flaky",
-                        "command": "x",
-                        "list_ttl": 0,
-                        "backoff": 10,
-                        "backoff_max": 15,
-                    }
-                ],
-                "search": {"enabled": False},
-            }
-        )
+        outage, gateway = one_flaky(monkeypatch, list_ttl=0, backoff=10, backoff_max=15)
         caplog.set_level(logging.INFO, logger="fastmcp_filtering")
-        async with Client(build_proxy(config), **ERAS[era]) as client:
+        async with Client(gateway, **ERAS[era]) as client:
             assert [t.name for t in await client.list_tools()] == ["echo"]
             outage.down = True
             asked = outage.asked
@@ -335,11 +645,7 @@ class TestGatewayBackOff:
             clock.now += 15
             assert [t.name for t in await client.list_tools()] == ["echo"]
             assert (await client.call_tool("echo", {"text": "hi"})).data == "hi"
-        assert gateway_logs(caplog) == [
-            "upstream 'flaky' is unavailable: backend down; each request that needs it fails "
-            "with an error naming it until it answers",
-            "upstream 'flaky' answers again",
-        ]
+        assert gateway_logs(caplog) == DOWN_THEN_BACK
 
     async def test_warn_leaves_it_out_at_once_and_serves_the_others(
         self,
@@ -351,7 +657,7 @@ class TestGatewayBackOff:
         outage = Outage()
         steady = FastMCP("steady")
         steady.tool(lambda: "ok", name="ping")
-        in_memory(monkeypatch, {"flaky": flaky_upstream(outage), "steady": steady})
+        in_memory(monkeypatch, {"flaky": flaky_upstream(outage), "steady": steady}, outage)
         config = FilteringConfig.model_validate(
             {
                 "on_upstream_error": "warn",
@@ -379,95 +685,232 @@ class TestGatewayBackOff:
             "upstream 'flaky' answers again",
         ]
 
-    async def test_backoff_zero_asks_it_on_every_request(
-        self, era: str, clock: Clock, monkeypatch: pytest.MonkeyPatch
+    @pytest.mark.parametrize(
+        ("backoff", "said", "asked"),
+        [
+            pytest.param(0, r"unavailable: backend down$", 3, id="0 asks on every request"),
+            pytest.param(0.5, r"asks it again in under a second$", 1, id="under a second"),
+        ],
+    )
+    async def test_a_short_backoff(
+        self,
+        era: str,
+        clock: Clock,
+        monkeypatch: pytest.MonkeyPatch,
+        backoff: float,
+        said: str,
+        asked: int,
     ) -> None:
-        outage = Outage()
-        in_memory(monkeypatch, {"flaky": flaky_upstream(outage)})
+        outage, gateway = one_flaky(monkeypatch, list_ttl=0, backoff=backoff)
+        async with Client(gateway, **ERAS[era]) as client:
+            outage.down = True
+            for _ in range(3):
+                with pytest.raises(MCPError, match=said):
+                    await client.list_tools()
+            assert outage.asked == asked
+
+    async def test_an_error_it_answers_fails_that_request_only(
+        self,
+        era: str,
+        clock: Clock,
+        monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture,
+    ) -> None:
+        """A JSON-RPC error is an answer: the upstream is alive, and no back-off starts."""
+        outage, gateway = one_flaky(monkeypatch, list_ttl=0, backoff=10)
+        caplog.set_level(logging.INFO, logger="fastmcp_filtering")
+        async with Client(gateway, **ERAS[era]) as client:
+            assert [t.name for t in await client.list_tools()] == ["echo"]
+            outage.erring = True
+            asked = outage.asked
+            for _ in range(3):  # no "asks it again": it is asked again, at once
+                with pytest.raises(
+                    MCPError, match=r"^upstream 'flaky' is unavailable: backend down$"
+                ):
+                    await client.list_tools()
+            assert outage.asked == asked + 3
+            outage.erring = False  # the clock has not moved: no back-off to wait out
+            assert [t.name for t in await client.list_tools()] == ["echo"]
+        assert gateway_logs(caplog) == DOWN_THEN_BACK
+
+
+# -- the gateway over HTTP: a real upstream that checks each client's forwarded token ---------
+
+TENANT = '''"""An HTTP upstream that serves only the bearer token 'good' (401 to any other)."""
+import argparse
+
+from fastmcp import FastMCP
+from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
+
+mcp = FastMCP("tenant", auth=StaticTokenVerifier(tokens={"good": {"client_id": "u", "scopes": []}}))
+
+
+@mcp.tool
+def echo(text: str = "") -> str:
+    """Say it back."""
+    return text
+
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--http", action="store_true")
+parser.add_argument("--port", type=int)
+mcp.run(transport="http", port=parser.parse_args().port, show_banner=False)
+'''
+
+
+@pytest.fixture(scope="module")
+def tenant(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of a running ``TENANT`` upstream (one process for the module's tests)."""
+    script = tmp_path_factory.mktemp("tenant") / "tenant.py"
+    script.write_text(TENANT, encoding="utf-8")
+    with serve_http(script) as upstream:
+        yield upstream.url
+
+
+class TestForwardedTokens:
+    """A gateway without ``[auth]`` forwards each client's headers to an HTTP upstream."""
+
+    @pytest.mark.slow
+    async def test_a_bad_token_fails_its_own_requests_only(
+        self, era: str, clock: Clock, tenant: str
+    ) -> None:
+        """One client's 401 must not make the upstream look down to every other client."""
         config = FilteringConfig.model_validate(
             {
-                "upstreams": [{"name": "flaky", "command": "x", "list_ttl": 0, "backoff": 0}],
+                "upstreams": [{"name": "tenant", "url": tenant, "list_ttl": 0}],
+                "search": {"enabled": False},
+            }
+        )
+        bad, good = ({"Authorization": f"Bearer {token}"} for token in ("bad", "good"))
+        async with asgi_server(build_proxy(config)) as proxy:
+            for _ in range(3):  # on a clock that does not move: any back-off would still run
+                async with proxy.client(headers=bad, **ERAS[era]) as client:
+                    with pytest.raises(
+                        MCPError,
+                        match=r"^upstream 'tenant' is unavailable: "
+                        r"Server returned an error response$",
+                    ):
+                        await client.list_tools()
+                async with proxy.client(headers=good, **ERAS[era]) as client:
+                    assert [t.name for t in await client.list_tools()] == ["echo"]
+                    assert (await client.call_tool("echo", {"text": "hi"})).data == "hi"
+
+    async def test_a_refused_connection_starts_the_backoff(self, era: str, clock: Clock) -> None:
+        closed = f"http://127.0.0.1:{free_port()}/mcp"  # nothing listens there
+        config = FilteringConfig.model_validate(
+            {
+                "upstreams": [{"name": "gone", "url": closed, "backoff": 5}],
                 "search": {"enabled": False},
             }
         )
         async with Client(build_proxy(config), **ERAS[era]) as client:
-            outage.down = True
-            for _ in range(3):
-                with pytest.raises(MCPError, match=r"unavailable: backend down$"):
+            for _ in range(2):
+                with pytest.raises(MCPError, match=r"'gone' is unavailable: .* again in 5 s$"):
                     await client.list_tools()
-            assert outage.asked >= 3
 
 
-# -- the gateway over stdio: a real upstream process that fails, then answers again -----------
+# -- the gateway over stdio: a real upstream process that goes, then comes back --------------
 
 
 def stdio_upstream(count: Path, down: Path, *args: str, **options: Any) -> dict[str, Any]:
-    """``misbehaving.py``: every listing fails while ``down`` exists; each one asked counted."""
+    """``misbehaving.py``: every listing answers an error while ``down`` exists; each counted."""
     script = [str(MISBEHAVING), "--count-listings", str(count), "--fail-when", str(down)]
     return {"name": "flaky", "command": sys.executable, "args": [*script, *args], **options}
 
 
+class Gone:
+    """A ``gone_while.py`` upstream: its process exits at start while ``down`` exists."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.down, self.starts, self.pid = (tmp_path / n for n in ("down", "starts", "pid"))
+
+    def upstream(self, *args: str, **options: Any) -> dict[str, Any]:
+        files = [str(self.down), str(self.starts), str(self.pid)]
+        script = [str(GONE_WHILE), *files, *args]
+        return {"name": "flaky", "command": sys.executable, "args": script, **options}
+
+    def started(self) -> int:
+        return len(self.starts.read_text().splitlines()) if self.starts.exists() else 0
+
+    def go(self) -> None:
+        """End the running upstream, by its own id, and keep the next ones from starting."""
+        self.down.touch()
+        os.kill(int(self.pid.read_text()), signal.SIGKILL)
+
+
+def serving(upstream: dict[str, Any]) -> FilteringConfig:
+    return FilteringConfig.model_validate({"upstreams": [upstream], "search": {"enabled": False}})
+
+
 @pytest.mark.slow
 class TestGatewayBackOffOverStdio:
-    async def test_a_failing_upstream_is_left_alone_then_served_again(
+    async def test_an_upstream_that_is_gone_is_left_alone_then_served_again(
         self, era: str, clock: Clock, tmp_path: Path, caplog: pytest.LogCaptureFixture
     ) -> None:
-        count, down = tmp_path / "count", tmp_path / "down"
-        flaky = stdio_upstream(count, down, list_ttl=0, backoff=10, backoff_max=40)
-        config = FilteringConfig.model_validate(
-            {"upstreams": [flaky], "search": {"enabled": False}}
-        )
+        gone = Gone(tmp_path)
+        config = serving(gone.upstream(list_ttl=0, backoff=10, backoff_max=40))
         caplog.set_level(logging.INFO, logger="fastmcp_filtering")
         async with asyncio.timeout(60), Client(build_proxy(config), **ERAS[era]) as client:
             assert [t.name for t in await client.list_tools()] == ["echo"]
-            down.touch()
-            with pytest.raises(MCPError, match=r"'flaky' is unavailable: backend down; .* 10 s$"):
+            gone.go()
+            with pytest.raises(MCPError, match=r"'flaky' is unavailable: .*; .* again in 10 s$"):
                 await client.list_tools()
-            asked = listings_asked(count)
+            started = gone.started()
             for _ in range(3):
-                with pytest.raises(MCPError, match=r"'flaky' is unavailable: backend down"):
+                with pytest.raises(MCPError, match=r"'flaky' is unavailable: .* in 10 s$"):
                     await client.list_tools()
-            assert listings_asked(count) == asked  # not asked, not waited for
+            assert gone.started() == started  # not started again, not waited for
             clock.now += 10
             with pytest.raises(MCPError, match=r"asks it again in 20 s$"):
                 await client.list_tools()
-            assert listings_asked(count) == asked + 1
-            down.unlink()
+            assert gone.started() > started
+            gone.down.unlink()
             clock.now += 20
             assert [t.name for t in await client.list_tools()] == ["echo"]
-            assert listings_asked(count) == asked + 2
         said = [m for m in gateway_logs(caplog) if "'flaky'" in m]
         assert len(said) == 2
-        assert said[0].startswith("upstream 'flaky' is unavailable: backend down; ")
+        assert said[0].startswith("upstream 'flaky' is unavailable: ")
         assert said[1] == "upstream 'flaky' answers again"
 
     async def test_its_list_changed_ends_the_backoff(
         self, era: str, clock: Clock, tmp_path: Path
     ) -> None:
-        """Its tools kept, its prompts failing: a call that makes it say its tools changed
-        makes the gateway ask it again at once, whatever the back-off had left."""
-        count, down = tmp_path / "count", tmp_path / "down"
-        flaky = stdio_upstream(count, down, "--grow", list_ttl=60, backoff=30, backoff_max=30)
-        config = FilteringConfig.model_validate(
-            {"upstreams": [flaky], "search": {"enabled": False}}
-        )
+        """Its tools kept, its process gone: a call that starts it again, and makes it say its
+        tools changed, makes the gateway ask it again at once, whatever the back-off had left."""
+        gone = Gone(tmp_path)
+        config = serving(gone.upstream("--grow", list_ttl=60, backoff=30, backoff_max=30))
         async with asyncio.timeout(60), Client(build_proxy(config), **ERAS[era]) as client:
             assert {t.name for t in await client.list_tools()} == {"echo", "grow"}
             clock.now += 30
             await client.call_tool("grow", {})  # its tools relisted now, the rest kept
             assert "grown_1" in {t.name for t in await client.list_tools()}
             clock.now += 31  # its prompts' listing is stale, its tools' is not
-            down.touch()
-            with pytest.raises(MCPError, match=r"'flaky' is unavailable: backend down"):
+            gone.go()
+            with pytest.raises(MCPError, match=r"'flaky' is unavailable: .* again in 30 s$"):
                 await client.list_prompts()
-            asked = listings_asked(count, "prompts/list")
+            started = gone.started()
             with pytest.raises(MCPError, match=r"asks it again in 30 s$"):
                 await client.list_prompts()
-            assert listings_asked(count, "prompts/list") == asked
-            await client.call_tool("grow", {})  # a kept tool: the call reaches it
-            down.unlink()
+            assert gone.started() == started
+            gone.down.unlink()
+            await client.call_tool("grow", {})  # a kept tool: the call reaches it, started again
             assert await client.list_prompts() == []  # asked at once: no back-off left
-            assert listings_asked(count, "prompts/list") == asked + 1
+
+    async def test_an_error_it_answers_starts_no_backoff(
+        self, era: str, clock: Clock, tmp_path: Path
+    ) -> None:
+        count, down = tmp_path / "count", tmp_path / "down"
+        config = serving(stdio_upstream(count, down, list_ttl=0, backoff=10, backoff_max=40))
+        async with asyncio.timeout(60), Client(build_proxy(config), **ERAS[era]) as client:
+            assert [t.name for t in await client.list_tools()] == ["echo"]
+            down.touch()
+            asked = listings_asked(count)
+            for _ in range(3):
+                with pytest.raises(MCPError, match=r"'flaky' is unavailable: backend down$"):
+                    await client.list_tools()
+            assert listings_asked(count) == asked + 3  # asked each time: it answers
+            down.unlink()
+            assert [t.name for t in await client.list_tools()] == ["echo"]
 
 
 class TestConfig:
@@ -492,6 +935,15 @@ class TestConfig:
                 r"gateway.toml:1: upstreams\[0\]: backoff = 60 is above backoff_max = 30, .*; "
                 r"write backoff_max = 60 or more, or a smaller backoff",
             ),
+            (
+                "backoff = 1e308\n",
+                r"gateway.toml:3: upstreams\[0\].backoff: 1e\+308 seconds is longer than a day "
+                r"to leave a failed upstream alone; write at most 86400, such as 30",
+            ),
+            (
+                "backoff_max = 86401\n",
+                r"gateway.toml:3: upstreams\[0\].backoff_max: 86401 seconds is longer than a day",
+            ),
         ],
     )
     def test_a_bad_backoff_is_refused_in_toml_terms(
@@ -501,6 +953,11 @@ class TestConfig:
         path.write_text('[[upstreams]]\ncommand = "server"\n' + lines)
         with pytest.raises(ConfigError, match=message):
             load_config(path)
+
+    def test_a_day_is_the_longest(self, tmp_path: Path) -> None:
+        path = tmp_path / "gateway.toml"
+        path.write_text('[[upstreams]]\ncommand = "server"\nbackoff = 86400\nbackoff_max = 86400\n')
+        assert load_config(path).upstreams[0].backoff_max == 86400
 
     def test_backoff_zero_turns_it_off(self, tmp_path: Path) -> None:
         path = tmp_path / "gateway.toml"

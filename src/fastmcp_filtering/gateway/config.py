@@ -40,6 +40,7 @@ from fastmcp_filtering.gateway.config_base import (
     _Model,
 )
 from fastmcp_filtering.gateway.limits import Timeouts
+from fastmcp_filtering.gateway.listings import LONGEST_BACKOFF
 from fastmcp_filtering.gateway.mcp_json import McpJsonError, namespace_of, read_servers
 from fastmcp_filtering.gateway.redact import safe_url
 from fastmcp_filtering.gateway.toml_speak import speak_toml
@@ -149,6 +150,20 @@ _check_backoff = _zero_or_seconds("ask a failed upstream on every request", "1")
 _check_ttl = _zero_or_seconds("list on every request", "60")
 
 
+def _within_a_day(value: float) -> float:
+    """Refuse a back-off longer than a day: a typo (``1e308``), not a time to wait on."""
+    if value > LONGEST_BACKOFF:
+        raise ValueError(
+            f"{value:g} seconds is longer than a day to leave a failed upstream alone; "
+            f"write at most {LONGEST_BACKOFF:g}, such as 30"
+        )
+    return value
+
+
+Backoff = Annotated[float, AfterValidator(_check_backoff), AfterValidator(_within_a_day)]
+BackoffMax = Annotated[float, AfterValidator(_check_seconds), AfterValidator(_within_a_day)]
+
+
 # The gateway's own command: an upstream that runs it would start gateways without end.
 _GATEWAY_COMMAND = re.compile(r"(?<![\w-])fastmcp[-_]filtering(?![\w-])")
 _GATEWAY_SERVES = re.compile(r"(?<![\w-])(serve|check)(?![\w-])")
@@ -204,11 +219,13 @@ class UpstreamConfig(_Model):
     list_ttl: Annotated[float, AfterValidator(_check_ttl)] = 60.0
     """Seconds the upstream's listings are kept when it does not say they changed (its
     ``list_changed`` notification relists at once); 0 relists on every request."""
-    backoff: Annotated[float, AfterValidator(_check_backoff)] = 1.0
-    """Seconds a failing upstream is left alone after a failed listing (each request fails
-    at once meanwhile), doubled on each failure in a row; 0 asks it on every request."""
-    backoff_max: Seconds = 30.0
-    """The longest ``backoff`` grows to, in seconds: at least ``backoff``."""
+    backoff: Backoff = 1.0
+    """Seconds an upstream is left alone after a listing it did not answer (a timeout, a
+    refused or dropped connection, its process gone; not an error it answered), each request
+    failing at once meanwhile, doubled on each such failure in a row; 0 asks it on every
+    request; at most a day."""
+    backoff_max: BackoffMax = 30.0
+    """The longest ``backoff`` grows to, in seconds: at least ``backoff``, at most a day."""
 
     @model_validator(mode="after")
     def _backoff_capped(self) -> UpstreamConfig:

@@ -5,7 +5,9 @@ client's request: ``Timeouts`` bounds connecting, listing and calling;
 ``BoundedProxyTool`` is FastMCP's ``ProxyTool`` that gives up after the call
 timeout and answers an error naming the upstream (for a timeout, a lost
 connection, or a result that is not a valid ``CallToolResult``, which would
-otherwise reach the client as its own invalid parameters); ``unusable``
+otherwise reach the client as its own invalid parameters), and
+``BoundedProxyPrompt``, ``BoundedProxyResource`` and ``BoundedProxyTemplate``
+give up on a prompt's get or a resource's read after the same timeout; ``unusable``
 says why a listed tool must not be served (a name MCP forbids, a schema nested
 past what a client's JSON parser reads).
 """
@@ -16,23 +18,32 @@ import asyncio
 import inspect
 import logging
 import re
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 import mcp_types as mt
-from fastmcp.exceptions import ToolError
-from fastmcp.server.providers.proxy import ProxyTool
+from fastmcp.exceptions import FastMCPError, PromptError, ResourceError, ToolError
+from fastmcp.server.providers.proxy import ProxyPrompt, ProxyResource, ProxyTemplate, ProxyTool
 from mcp.shared.exceptions import MCPError
 from typing_extensions import override
 
 from fastmcp_filtering.gateway.namespacing import served_name
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from fastmcp.prompts.base import PromptResult
+    from fastmcp.resources.base import ResourceResult
     from fastmcp.server.context import Context
     from fastmcp.server.providers.proxy import ClientFactoryT, ProxyIdentity
     from fastmcp.tools.base import Tool, ToolResult
+    from fastmcp.utilities.components import FastMCPComponent
 
 __all__ = [
     "MAX_SCHEMA_DEPTH",
+    "Bound",
+    "BoundedProxyPrompt",
+    "BoundedProxyResource",
+    "BoundedProxyTemplate",
     "BoundedProxyTool",
     "Timeouts",
     "UpstreamTimeout",
@@ -47,7 +58,10 @@ MAX_SCHEMA_DEPTH = 64
 
 logger = logging.getLogger("fastmcp_filtering")
 
-# FastMCP 4.2 gives a proxied tool the identity its results carry; 4.1 has none.
+_T = TypeVar("_T")
+_C = TypeVar("_C", bound="FastMCPComponent")
+
+# FastMCP 4.2 gives proxied components the identity their results carry; 4.1 has none.
 _TAKES_IDENTITY = "identity" in inspect.signature(ProxyTool.__init__).parameters
 # SEP-986: what MCP allows as a tool name.
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
@@ -57,7 +71,8 @@ class Timeouts(NamedTuple):
     """How long the proxy waits for an upstream, in seconds, by phase.
 
     ``connect``: starting it and its handshake; ``list``: one listing (on top of
-    connecting); ``call``: one tool call, from connecting to its result.
+    connecting); ``call``: one tool call, prompt get or resource read (a
+    template's too), from connecting to its result.
 
     Example:
         ```python
@@ -128,6 +143,39 @@ def unusable(tool: Tool, prefix: str) -> str | None:
     return None
 
 
+class Bound(NamedTuple):
+    """How long upstream ``label`` may take over one request it serves, and who hears its name.
+
+    ``seconds`` is its ``call_timeout``; ``shown`` says whether this request's
+    client may see the upstream (``UpstreamProvider.shown``; None: every client
+    may): only such a client is told the name of an upstream that did not answer.
+
+    Example:
+        ```python
+        prompt = bounded(proxy_prompt, factory, Bound("gh", 300.0, provider.shown))
+        ```
+    """
+
+    label: str
+    seconds: float
+    shown: Callable[[], Awaitable[bool | None]] | None = None
+
+
+# What a bounded component holds until ``bounded`` gives it its upstream's bound.
+_UNBOUND = Bound("", 0.0)
+
+
+async def _answered(pending: Awaitable[_T], seconds: float) -> _T:
+    """``pending``'s result; ``TimeoutError`` after ``seconds`` or on the SDK's own timeout."""
+    try:
+        async with asyncio.timeout(seconds):
+            return await pending
+    except MCPError as error:
+        if error.error.code != mt.REQUEST_TIMEOUT:
+            raise
+        raise TimeoutError from None
+
+
 class BoundedProxyTool(ProxyTool):
     """FastMCP's ``ProxyTool`` whose call fails after ``call_timeout``, naming the upstream.
 
@@ -140,29 +188,24 @@ class BoundedProxyTool(ProxyTool):
 
     Example:
         ```python
-        tool = bounded(proxy_tool, factory, label="gh", seconds=300.0)
+        tool = bounded(proxy_tool, factory, Bound("gh", 300.0))
         ```
     """
 
-    _upstream_label: str = ""
-    _call_timeout: float = 0.0
+    _bound: Bound = _UNBOUND
 
     @override
     async def run(self, arguments: dict[str, Any], context: Context | None = None) -> ToolResult:
-        label, seconds = self._upstream_label, self._call_timeout
+        label, seconds = self._bound.label, self._bound.seconds
         try:
-            async with asyncio.timeout(seconds):
-                return await super().run(arguments, context)
-        except MCPError as error:
-            if error.error.code == mt.CONNECTION_CLOSED:
-                # The SDK's word for an upstream that exited or dropped the connection mid-call.
-                problem = "failed the call (its connection closed before a result)"
-            elif error.error.code != mt.REQUEST_TIMEOUT:
-                raise
-            else:
-                problem = str(UpstreamTimeout("tools/call", seconds, "call_timeout"))
+            return await _answered(super().run(arguments, context), seconds)
         except TimeoutError:
             problem = str(UpstreamTimeout("tools/call", seconds, "call_timeout"))
+        except MCPError as error:
+            if error.error.code != mt.CONNECTION_CLOSED:
+                raise
+            # The SDK's word for an upstream that exited or dropped the connection mid-call.
+            problem = "failed the call (its connection closed before a result)"
         except Exception as error:
             # The upstream's own bytes may say anything: name the failure, not its text.
             problem = f"failed the call ({type(error).__name__}: no valid result)"
@@ -173,28 +216,111 @@ class BoundedProxyTool(ProxyTool):
         raise ToolError(message, log_level=logging.DEBUG) from None
 
 
-def bounded(
-    tool: Tool,
-    factory: ClientFactoryT,
-    *,
-    label: str,
-    seconds: float,
-    identity: ProxyIdentity = "proxy",
-) -> Tool:
-    """``tool`` (a ``ProxyTool``) as a ``BoundedProxyTool`` of upstream ``label``.
+async def _read_within(
+    bound: Bound, what: str, subject: str, pending: Awaitable[_T], failure: type[FastMCPError]
+) -> _T:
+    """``pending`` (the upstream's answer to ``what`` on ``subject``); ``failure`` after ``bound``.
+
+    The error is JSON-RPC's internal error; it names the upstream only to a
+    client that may see it (hidden means hidden), and the log names it always.
+    """
+    try:
+        return await _answered(pending, bound.seconds)
+    except TimeoutError:
+        problem = UpstreamTimeout(what, bound.seconds, "call_timeout")
+    logger.warning("upstream %r %s (%s); the client got an error", bound.label, problem, subject)
+    if bound.shown is None or await bound.shown():
+        message = f"upstream {bound.label!r} {problem}"
+    else:
+        message = f"a server behind this gateway did not answer {what} in time; try again later"
+    # FastMCP's own line for the error (with a traceback) only at debug: the line above says it.
+    raise failure(message, log_level=logging.DEBUG) from None
+
+
+class BoundedProxyPrompt(ProxyPrompt):
+    """FastMCP's ``ProxyPrompt`` whose ``prompts/get`` fails after ``call_timeout``.
 
     Example:
         ```python
-        tool = bounded(await provider.get_tool("echo"), factory, label="gh", seconds=300.0)
+        prompt = bounded(proxy_prompt, factory, Bound("gh", 300.0, provider.shown))
         ```
     """
-    if not isinstance(tool, ProxyTool) or isinstance(tool, BoundedProxyTool):
-        return tool
-    fields = {name: getattr(tool, name) for name in type(tool).model_fields}
+
+    _bound: Bound = _UNBOUND
+
+    # ProxyPrompt's own signature, narrower than Prompt's (FastMCP ignores that too).
+    @override
+    async def render(self, arguments: dict[str, Any]) -> PromptResult:  # type: ignore[override]
+        rendered = super().render(arguments)
+        subject = f"prompt {self.name!r}"
+        return await _read_within(self._bound, "prompts/get", subject, rendered, PromptError)
+
+
+class BoundedProxyResource(ProxyResource):
+    """FastMCP's ``ProxyResource`` whose ``resources/read`` fails after ``call_timeout``.
+
+    Example:
+        ```python
+        resource = bounded(proxy_resource, factory, Bound("gh", 300.0, provider.shown))
+        ```
+    """
+
+    _bound: Bound = _UNBOUND
+
+    @override
+    async def read(self) -> ResourceResult:
+        read, subject = super().read(), f"resource {str(self.uri)!r}"
+        return await _read_within(self._bound, "resources/read", subject, read, ResourceError)
+
+
+class BoundedProxyTemplate(ProxyTemplate):
+    """FastMCP's ``ProxyTemplate`` whose ``resources/read`` fails after ``call_timeout``.
+
+    Example:
+        ```python
+        template = bounded(proxy_template, factory, Bound("gh", 300.0, provider.shown))
+        ```
+    """
+
+    _bound: Bound = _UNBOUND
+
+    @override
+    async def create_resource(
+        self, uri: str, params: dict[str, Any], context: Context | None = None
+    ) -> ProxyResource:
+        # The template's read is this call: the resource it makes holds the upstream's answer.
+        created = super().create_resource(uri, params, context)
+        subject = f"resource {uri!r}"
+        return await _read_within(self._bound, "resources/read", subject, created, ResourceError)
+
+
+# Each proxy component that asks its upstream, and its bounded kind.
+_BOUNDED: dict[type[FastMCPComponent], Callable[..., Any]] = {
+    ProxyTool: BoundedProxyTool,
+    ProxyPrompt: BoundedProxyPrompt,
+    ProxyResource: BoundedProxyResource,
+    ProxyTemplate: BoundedProxyTemplate,
+}
+
+
+def bounded(
+    component: _C, factory: ClientFactoryT, bound: Bound, *, identity: ProxyIdentity = "proxy"
+) -> _C:
+    """``component`` (a proxy's tool, prompt, resource or template) bounded by ``bound``.
+
+    Anything else, or a component already bounded, is returned as it is.
+
+    Example:
+        ```python
+        tool = bounded(await provider.get_tool("echo"), factory, Bound("gh", 300.0))
+        ```
+    """
+    kind = _BOUNDED.get(type(component))
+    if kind is None:
+        return component
+    fields = {name: getattr(component, name) for name in type(component).model_fields}
     if _TAKES_IDENTITY:
         fields["identity"] = identity
-    # pydantic's mypy plugin knows Tool's fields, not ProxyTool's own __init__ argument.
-    result = BoundedProxyTool(factory, **fields)  # type: ignore[call-arg, arg-type]
-    result._upstream_label = label
-    result._call_timeout = seconds
-    return result
+    result = kind(factory, **fields)
+    result._bound = bound
+    return cast("_C", result)

@@ -7,28 +7,46 @@ upstream. A kind is listed again when the upstream sends its
 ``notifications/*/list_changed`` (``NoticesChanges`` puts the hook in the
 upstream's connection) or after ``list_ttl`` seconds, for upstreams that never
 notify. What is kept is what the upstream lists to the gateway, before any
-client's policy: each client's request is still judged on its own. A failed
-listing is kept too, as a back-off: for ``backoff`` seconds, doubled on each
-failure in a row up to ``backoff_max``, the upstream is not asked again and
-each request fails at once (``BackingOff``), so a dead upstream costs one wait
-per back-off, not one per request.
+client's policy: each client's request is still judged on its own. A listing
+the upstream did not answer at all (``unanswered``: a timeout, a refused or
+dropped connection, a process gone) is kept too, as a back-off: for
+``backoff`` seconds, doubled on each such failure in a row up to
+``backoff_max``, the upstream is not asked again and each request fails at once
+(``BackingOff``), so a dead upstream costs one wait per back-off, not one per
+request. An error the upstream answered (an HTTP status, a JSON-RPC error)
+fails its own request only: it may answer one client's token and not another's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+import httpx2
+import mcp_types as mt
+from mcp.shared.exceptions import MCPError
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
     from mcp.client.session import ClientSession
 
-__all__ = ["KINDS", "BackingOff", "Listings", "NoticesChanges", "changed_kinds"]
+__all__ = [
+    "KINDS",
+    "LONGEST_BACKOFF",
+    "BackingOff",
+    "Listings",
+    "NoticesChanges",
+    "changed_kinds",
+    "how_soon",
+    "unanswered",
+]
 
 KINDS = ("tool", "prompt", "resource", "template")
 # Which kept listings each notification makes stale (templates change with resources).
@@ -38,9 +56,75 @@ _STALE_AFTER = {
     "notifications/resources/list_changed": ("resource", "template"),
 }
 
+LONGEST_BACKOFF = 86400.0
+"""A day: the longest ``backoff`` or ``backoff_max`` taken, in seconds."""
+
+# Failures in which the upstream did not answer: its process cannot start or is gone, its
+# address refuses, resets or drops the connection, or time ran out. TimeoutError and every
+# ConnectionError are OSErrors; httpx2 wraps them in the three of its own below. Its
+# LocalProtocolError (a request this end could not send) is left out: one client's forwarded
+# header may cause it.
+_NO_ANSWER: tuple[type[BaseException], ...] = (
+    OSError,
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+    anyio.EndOfStream,
+    httpx2.NetworkError,
+    httpx2.RemoteProtocolError,
+    httpx2.TimeoutException,
+)
+# What the SDK raises when the connection closed before the answer came (a stdio upstream's
+# process exited). A peer may send the same code with its own words, so the words count too.
+_CLOSED = mt.ErrorData(code=mt.CONNECTION_CLOSED, message="Connection closed")
+
 _T = TypeVar("_T")
 
 logger = logging.getLogger("fastmcp_filtering")
+
+
+def unanswered(error: BaseException) -> bool:
+    """Whether ``error`` says the upstream did not answer at all: the one failure backed off.
+
+    Follows ``error``'s causes (FastMCP wraps a transport's failure in a
+    ``RuntimeError``, then an ``MCPError``). Not answering is a timeout, a refused,
+    reset or dropped connection, a command that cannot start, or the SDK's own
+    ``Connection closed`` (a stdio upstream's process gone). Anything else is an
+    answer, error or not: an HTTP status (401 to one client's forwarded token,
+    500), a JSON-RPC error, a reply the SDK could not read, or a failure not
+    known here. An upstream that answers is alive, and what it answered one
+    request must not be what every other client gets.
+
+    Example:
+        ```python
+        unanswered(httpx2.ConnectError("All connection attempts failed"))  # True
+        unanswered(MCPError(code=-32603, message="Server returned an error response"))  # False
+        ```
+    """
+    link: BaseException | None = error
+    innermost = error
+    for _ in range(64):  # a cause chain is short; a cycle must not hang a request
+        if link is None:
+            break
+        if isinstance(link, httpx2.HTTPStatusError):
+            return False  # it answered, with a status
+        if isinstance(link, _NO_ANSWER):
+            return True
+        if isinstance(link, BaseExceptionGroup):
+            return all(unanswered(inner) for inner in link.exceptions)
+        innermost, link = link, link.__cause__
+    return isinstance(innermost, MCPError) and innermost.error == _CLOSED
+
+
+def how_soon(seconds: float) -> str:
+    """When something ``seconds`` away happens, in words: whole seconds, rounded up.
+
+    Example:
+        ```python
+        how_soon(3.2)  # "in 4 s"
+        how_soon(0.3)  # "in under a second"
+        ```
+    """
+    return "in under a second" if seconds < 1 else f"in {math.ceil(seconds)} s"
 
 
 def changed_kinds(message: object) -> tuple[str, ...]:
@@ -58,7 +142,7 @@ def changed_kinds(message: object) -> tuple[str, ...]:
 
 
 class BackingOff(Exception):
-    """A listing not asked: the upstream failed lately and is left alone ``retry_in`` seconds.
+    """A listing not asked: the upstream did not answer lately and is left alone ``retry_in`` s.
 
     Its ``__cause__`` is the failure that started (or last extended) the back-off,
     so ``describe_failure`` gives the same reason the failure itself gave.
@@ -73,7 +157,7 @@ class BackingOff(Exception):
     """
 
     def __init__(self, retry_in: float) -> None:
-        super().__init__(f"failed lately; asked again in {retry_in:.1f} s")
+        super().__init__(f"did not answer lately; asked again {how_soon(retry_in)}")
         self.retry_in = retry_in
 
 
@@ -83,19 +167,23 @@ class Listings:
     Concurrent requests for a listing that is not kept share one request to
     the upstream, which gives up after the ``give_up_after`` seconds each ``get`` is given.
     One entry per kind, so memory is bounded by what the upstream lists. A
-    failed listing (an error or ``give_up_after`` passing) starts a back-off for
-    the whole upstream: for ``backoff`` seconds a ``get`` that would ask it raises
-    ``BackingOff`` at once instead (kept listings are still answered); each
-    failure in a row doubles the wait, up to ``backoff_max``. A listing that
-    succeeds, or ``forget`` (the upstream said something changed: it is alive),
-    ends it. ``backoff=0`` asks again on every request. ``clock`` is what
-    ``seconds`` and the back-off are measured on.
+    listing the upstream did not answer (``unanswered``: ``give_up_after``
+    passing, a refused or dropped connection, a process gone) starts a back-off
+    for the whole upstream: for ``backoff`` seconds a ``get`` that would ask it
+    raises ``BackingOff`` at once instead (kept listings are still answered);
+    each such failure in a row doubles the wait, up to ``backoff_max``. A listing
+    the upstream answered, even with an error, or ``forget`` (the upstream said
+    something changed) ends it: the upstream is alive. Only the newest news
+    counts: a listing that began before another's outcome was recorded (or
+    before a ``forget``) neither starts nor ends a back-off. ``backoff=0`` asks
+    again on every request. ``clock`` is what ``seconds`` and the back-off are
+    measured on.
 
     Example:
         ```python
         listings = Listings(seconds=60, backoff=1, backoff_max=30)
         tools = await listings.get("tool", fetch_tools, give_up_after=60)
-        listings.forget("tool")  # the upstream said its tools changed
+        listings.forget(("tool",))  # the upstream said its tools changed
         ```
     """
 
@@ -115,14 +203,16 @@ class Listings:
         self._kept: dict[str, tuple[float, Sequence[Any]]] = {}
         self._pending: dict[str, asyncio.Future[Sequence[Any]]] = {}
         self._generation = dict.fromkeys(KINDS, 0)
+        # Outcomes and forgets recorded so far: a listing's outcome counts only if no other
+        # was recorded since it began, so older news never overrides newer.
+        self._news = 0
         self._failure: Exception | None = None
-        self._failures = 0  # failures recorded so far: a listing's own is the first since it began
         self._delay = 0.0
         self._retry_at: float | None = None
 
     @property
     def failing(self) -> bool:
-        """Whether the upstream's latest listing failed (none succeeded or was forgotten since)."""
+        """Whether the upstream's latest news is a listing it did not answer."""
         return self._failure is not None
 
     def retry_in(self) -> float | None:
@@ -156,29 +246,38 @@ class Listings:
     async def _fetch(
         self, kind: str, fetch: Callable[[], Awaitable[Sequence[_T]]], give_up_after: float
     ) -> Sequence[_T]:
-        generation, failures = self._generation[kind], self._failures
+        generation, news = self._generation[kind], self._news
         try:
             async with asyncio.timeout(give_up_after):
                 listed = await fetch()
         except TimeoutError:
-            self._failed(TimeoutError(f"did not answer within {give_up_after:g} s"), failures)
+            self._heard(news, TimeoutError(f"did not answer within {give_up_after:g} s"))
             raise
         except Exception as error:
-            self._failed(error, failures)
+            # An error it answered fails this request only; the next one asks it again.
+            self._heard(news, error if unanswered(error) else None)
             raise
-        self._failure, self._delay, self._retry_at = None, 0.0, None
+        self._heard(news, None)
         # A change announced while this listing was on its way makes it stale already.
         if generation == self._generation[kind] and self.seconds > 0:
             self._kept[kind] = (self.clock(), listed)
         return listed
 
-    def _failed(self, error: Exception, failures_before: int) -> None:
-        """Record a failed listing and start (or lengthen) the back-off."""
-        self._failure = error
-        # Listings that were on their way together failed together: one failure, one doubling.
-        if failures_before == self._failures:
-            self._failures += 1
-            self._delay = min(self._delay * 2, self.backoff_max) if self._delay else self.backoff
+    def _heard(self, news: int, silence: Exception | None) -> None:
+        """Record a listing begun at ``news``: it answered (``silence`` None) or it did not.
+
+        No answer starts the back-off, or doubles it; an answer ends it. Nothing changes
+        if other news came since the listing began (listings that failed together are one
+        failure, one doubling; an older outcome does not undo a newer one).
+        """
+        if news != self._news:
+            return
+        self._news += 1
+        if silence is None:
+            self._failure, self._delay, self._retry_at = None, 0.0, None
+            return
+        self._failure = silence
+        self._delay = min(self._delay * 2, self.backoff_max) if self._delay else self.backoff
         if self._delay > 0:
             self._retry_at = self.clock() + self._delay
 
@@ -188,33 +287,49 @@ class Listings:
         if not future.cancelled():
             future.exception()  # retrieved: every caller may have given up already
 
-    def forget(self, kinds: Sequence[str] = KINDS) -> None:
-        """Drop the kept listings of ``kinds`` and end any back-off: the next request asks."""
-        for kind in kinds:
+    def forget(self, kinds: str | Sequence[str] = KINDS) -> None:
+        """Drop the kept listings of ``kinds`` (one kind or several) and end any back-off.
+
+        The next request asks the upstream. A kind not in ``KINDS`` is a ``ValueError``.
+        """
+        chosen = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+        unknown = [kind for kind in chosen if kind not in KINDS]
+        if unknown:
+            raise ValueError(f"{unknown[0]!r} is not a kind of listing; give some of {KINDS}")
+        for kind in chosen:
             self._kept.pop(kind, None)
             self._pending.pop(kind, None)
-            self._generation[kind] = self._generation.get(kind, 0) + 1
+            self._generation[kind] += 1
         # The upstream spoke (a list_changed): whatever failed, it is worth asking now.
+        self._news += 1
         self._failure, self._delay, self._retry_at = None, 0.0, None
 
 
 def _check_times(seconds: float, backoff: float, backoff_max: float) -> None:
     """Refuse a keeping time or back-off that is not a number of seconds, naming the fix."""
-    infinite = float("inf")
-    if not seconds >= 0 or seconds == infinite:
-        raise ValueError(
-            f"seconds={seconds!r} is not a time to keep a listing; "
-            "give 0 (list on every request) or a positive number such as 60"
-        )
-    if not backoff >= 0 or backoff == infinite:
-        raise ValueError(
-            f"backoff={backoff!r} is not a time to leave a failed upstream alone; "
-            "give 0 (ask it again on every request) or a positive number such as 1"
-        )
-    if backoff > 0 and (not backoff_max >= backoff or backoff_max == infinite):
+    _check_time("seconds", seconds, "a time to keep a listing", "0 (list on every request)", 60)
+    left_alone = "a time to leave a failed upstream alone"
+    _check_time("backoff", backoff, left_alone, "0 (ask it again on every request)", 1)
+    _check_time("backoff_max", backoff_max, left_alone, "0 (with backoff=0)", 30)
+    if backoff > 0 and not backoff_max >= backoff:
         raise ValueError(
             f"backoff_max={backoff_max!r} cannot cap backoff={backoff!r}; "
             "give a number of seconds at least backoff, such as 30"
+        )
+    for name, value in (("backoff", backoff), ("backoff_max", backoff_max)):
+        if value > LONGEST_BACKOFF:
+            raise ValueError(
+                f"{name}={value!r} is longer than a day to leave a failed upstream alone; "
+                f"give at most {LONGEST_BACKOFF:g} seconds, such as 30"
+            )
+
+
+def _check_time(name: str, value: object, what: str, zero: str, example: float) -> None:
+    """Refuse ``value`` unless it is 0 or a finite positive number (not a bool), naming the fix."""
+    # A bool is an int to Python, but True is no number of seconds.
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+        raise ValueError(
+            f"{name}={value!r} is not {what}; give {zero} or a positive number such as {example}"
         )
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import math
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import mcp_types as mt
@@ -27,8 +26,8 @@ from fastmcp.server.providers.proxy import ProxyClient
 from mcp.shared.exceptions import MCPError
 from typing_extensions import override
 
-from fastmcp_filtering.gateway.limits import Timeouts, UpstreamTimeout, bounded, unusable
-from fastmcp_filtering.gateway.listings import BackingOff, Listings
+from fastmcp_filtering.gateway.limits import Bound, Timeouts, UpstreamTimeout, bounded, unusable
+from fastmcp_filtering.gateway.listings import BackingOff, Listings, how_soon
 from fastmcp_filtering.gateway.namespacing import served_name
 from fastmcp_filtering.gateway.redact import Redactor
 from fastmcp_filtering.middleware.hooks import Announces
@@ -60,6 +59,7 @@ logger = logging.getLogger("fastmcp_filtering")
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
+_C = TypeVar("_C", bound="FastMCPComponent")
 _UNREAD: Any = object()
 UPSTREAM_MARK = "FASTMCP_FILTERING_UPSTREAM"
 """Set in each stdio upstream's environment: a gateway that finds it refuses to serve."""
@@ -209,7 +209,8 @@ class UpstreamProvider(ProxyProvider):
     changed, and shared by every client; after a failed listing it is not asked
     for ``backoff`` seconds (doubled per failure in a row, up to ``backoff_max``;
     0: asked on every request), each request failing at once. Nothing waits longer than
-    ``timeouts`` allow (connecting, then listing; a tool call), and a listed
+    ``timeouts`` allow (connecting, then listing; a tool call, prompt get or resource
+    read), and a listed
     tool the proxy cannot serve safely (``limits.unusable``; ``prefix`` is what
     the namespace puts before its name) is left out with a warning.
 
@@ -395,14 +396,16 @@ class UpstreamProvider(ProxyProvider):
         tool = await self._guard(super().get_tool(name, version), None, "tools/list")
         if tool is None or not self._servable([tool]):
             return None
-        # The tool that runs a call: it gives up after call_timeout, naming this upstream.
+        return self._bounded(tool)
+
+    def _bounded(self, component: _C | None) -> _C | None:
+        """``component``, giving up after call_timeout (naming the upstream to who may see it)."""
+        if component is None:
+            return None
+        bound = Bound(self.label, self.timeouts.call, self.shown)
+        # FastMCP 4.1's proxy has no identity (its results carry the proxy's).
         return bounded(
-            tool,
-            self.client_factory,
-            label=self.label,
-            seconds=self.timeouts.call,
-            # FastMCP 4.1's proxy has no identity (its results carry the proxy's).
-            identity=getattr(self, "identity", "proxy"),
+            component, self.client_factory, bound, identity=getattr(self, "identity", "proxy")
         )
 
     @override
@@ -415,7 +418,8 @@ class UpstreamProvider(ProxyProvider):
 
     @override
     async def get_prompt(self, name: str, version: VersionSpec | None = None) -> Prompt | None:
-        return await self._guard(super().get_prompt(name, version), None, "prompts/list")
+        prompt = await self._guard(super().get_prompt(name, version), None, "prompts/list")
+        return self._bounded(prompt)
 
     @override
     async def list_resources(self) -> Sequence[Resource]:
@@ -423,7 +427,8 @@ class UpstreamProvider(ProxyProvider):
 
     @override
     async def get_resource(self, uri: str, version: VersionSpec | None = None) -> Resource | None:
-        return await self._guard(super().get_resource(uri, version), None, "resources/list")
+        resource = await self._guard(super().get_resource(uri, version), None, "resources/list")
+        return self._bounded(resource)
 
     @override
     async def list_resource_templates(self) -> Sequence[ResourceTemplate]:
@@ -433,9 +438,10 @@ class UpstreamProvider(ProxyProvider):
     async def get_resource_template(
         self, uri: str, version: VersionSpec | None = None
     ) -> ResourceTemplate | None:
-        return await self._guard(
+        template = await self._guard(
             super().get_resource_template(uri, version), None, "resources/templates/list"
         )
+        return self._bounded(template)
 
 
 def _unavailable(label: str, reason: str, retry_in: float | None) -> str:
@@ -443,7 +449,7 @@ def _unavailable(label: str, reason: str, retry_in: float | None) -> str:
     message = f"upstream {label!r} is unavailable: {reason}"
     if retry_in is None:
         return message
-    return f"{message}; the gateway asks it again in {max(1, math.ceil(retry_in))} s"
+    return f"{message}; the gateway asks it again {how_soon(retry_in)}"
 
 
 class UpstreamInstructions(Announces):
