@@ -14,6 +14,8 @@ import asyncio
 import logging
 import os
 import signal
+import socket
+import struct
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -114,39 +116,63 @@ def cycle() -> MCPError:
     return outer
 
 
+NEVER_SENT = [
+    pytest.param(ConnectionRefusedError(111, "refused"), id="connection refused"),
+    pytest.param(socket.gaierror(-2, "Name or service not known"), id="no such host"),
+    pytest.param(httpx2.ConnectError("All connection attempts failed"), id="http connect"),
+    pytest.param(httpx2.ConnectTimeout("timed out"), id="http connect timeout"),
+    pytest.param(
+        through_fastmcp(httpx2.ConnectError("All connection attempts failed")),
+        id="wrapped by FastMCP",
+    ),
+    pytest.param(
+        ExceptionGroup("both", [ConnectionRefusedError(), httpx2.ConnectTimeout("t")]),
+        id="a group of them",
+    ),
+]
+"""Failures before a request byte was sent: no answer, whoever's headers it would carry."""
+
+SENT_THEN_BROKEN = [
+    pytest.param(TimeoutError("did not answer within 60 s"), id="the gateway gave up"),
+    pytest.param(ConnectionResetError(104, "reset"), id="connection reset"),
+    pytest.param(BrokenPipeError(32, "broken pipe"), id="a pipe broken"),
+    pytest.param(httpx2.ReadError("reset"), id="http read"),
+    pytest.param(httpx2.WriteError("broken"), id="http write"),
+    pytest.param(
+        httpx2.RemoteProtocolError("Server disconnected without sending a response."),
+        id="http dropped",
+    ),
+    pytest.param(httpx2.ReadTimeout("timed out"), id="http read timeout"),
+    pytest.param(httpx2.PoolTimeout("timed out"), id="http pool timeout"),
+    pytest.param(anyio.ClosedResourceError(), id="stream closed"),
+    pytest.param(anyio.BrokenResourceError(), id="stream broken"),
+    pytest.param(anyio.EndOfStream(), id="end of stream"),
+    pytest.param(
+        MCPError(code=mt.CONNECTION_CLOSED, message="Connection closed"),
+        id="the SDK's connection closed (a stdio process gone)",
+    ),
+    pytest.param(through_fastmcp(httpx2.ReadError("")), id="a read wrapped by FastMCP"),
+    pytest.param(
+        ExceptionGroup("mixed", [ConnectionRefusedError(), httpx2.ReadError("reset")]),
+        id="a group with a sent request in it",
+    ),
+]
+"""Failures once a request was (or may have been) sent: no answer, unless a client's
+forwarded headers went with it."""
+
+
 class TestWhatIsNoAnswer:
     """``unanswered``: each failure the MCP SDK, httpx2 or FastMCP's client raises, by class."""
 
     @pytest.mark.parametrize(
         "error",
         [
-            pytest.param(TimeoutError("did not answer within 60 s"), id="the gateway gave up"),
-            pytest.param(ConnectionRefusedError(111, "refused"), id="connection refused"),
-            pytest.param(ConnectionResetError(104, "reset"), id="connection reset"),
-            pytest.param(BrokenPipeError(32, "broken pipe"), id="a stdio pipe broken"),
+            *NEVER_SENT,
+            *SENT_THEN_BROKEN,
             pytest.param(FileNotFoundError(2, "no such file"), id="a command that is gone"),
-            pytest.param(httpx2.ConnectError("All connection attempts failed"), id="http connect"),
-            pytest.param(httpx2.ReadError("reset"), id="http read"),
-            pytest.param(httpx2.WriteError("broken"), id="http write"),
-            pytest.param(
-                httpx2.RemoteProtocolError("Server disconnected without sending a response."),
-                id="http dropped",
-            ),
-            pytest.param(httpx2.ReadTimeout("timed out"), id="http timeout"),
-            pytest.param(anyio.ClosedResourceError(), id="stream closed"),
-            pytest.param(anyio.BrokenResourceError(), id="stream broken"),
-            pytest.param(anyio.EndOfStream(), id="end of stream"),
-            pytest.param(
-                MCPError(code=mt.CONNECTION_CLOSED, message="Connection closed"),
-                id="the SDK's connection closed (a stdio process gone)",
-            ),
-            pytest.param(
-                through_fastmcp(httpx2.ConnectError("All connection attempts failed")),
-                id="wrapped by FastMCP",
-            ),
             pytest.param(
                 ExceptionGroup("both", [ConnectionResetError(), anyio.EndOfStream()]),
-                id="a group of them",
+                id="a group of stream failures",
             ),
         ],
     )
@@ -193,6 +219,21 @@ class TestWhatIsNoAnswer:
     )
     def test_the_upstream_answered(self, error: BaseException) -> None:
         assert not unanswered(error)
+        assert not unanswered(error, forwarded=True)
+
+    @pytest.mark.parametrize("error", NEVER_SENT)
+    def test_with_a_clients_headers_only_a_connection_never_made_is_no_answer(
+        self, error: BaseException
+    ) -> None:
+        """Nothing was sent: no client's forwarded header can have caused it."""
+        assert unanswered(error, forwarded=True)
+
+    @pytest.mark.parametrize("error", SENT_THEN_BROKEN)
+    def test_with_a_clients_headers_a_sent_request_that_broke_is_an_answer(
+        self, error: BaseException
+    ) -> None:
+        """The upstream (or a proxy) may have reset, dropped or stalled on that client's bytes."""
+        assert not unanswered(error, forwarded=True)
 
     @pytest.mark.parametrize(
         ("seconds", "words"),
@@ -344,6 +385,34 @@ class TestListingsBackOff:
         backing_off = await failed(listings, Fetches())
         assert isinstance(backing_off, BackingOff)
         assert str(backing_off.__cause__) == "did not answer within 0.01 s"
+
+    async def test_with_a_clients_headers_a_stall_or_a_reset_starts_no_backoff(self) -> None:
+        clock, never = Clock(), asyncio.Event()
+
+        async def stalls() -> list[str]:
+            await never.wait()
+            return []
+
+        async def resets() -> list[str]:
+            raise through_fastmcp(httpx2.ReadError(""))
+
+        listings = Listings(seconds=60, backoff=1, backoff_max=30, clock=clock, forwarded=True)
+        with pytest.raises(TimeoutError):
+            await listings.get("tool", stalls, give_up_after=0.01)
+        with pytest.raises(MCPError):
+            await listings.get("tool", resets, give_up_after=5)
+        assert listings.retry_in() is None
+        assert not listings.failing
+        assert await listings.get("tool", Fetches(down=False), give_up_after=5) == ["echo"]
+
+    async def test_with_a_clients_headers_a_refused_connection_still_starts_it(self) -> None:
+        async def refused() -> list[str]:
+            raise through_fastmcp(httpx2.ConnectError("All connection attempts failed"))
+
+        listings = Listings(seconds=60, backoff=1, backoff_max=30, clock=Clock(), forwarded=True)
+        with pytest.raises(MCPError):
+            await listings.get("tool", refused, give_up_after=5)
+        assert isinstance(await failed(listings, Fetches()), BackingOff)
 
     async def test_backoff_zero_asks_on_every_request(self) -> None:
         fetch = Fetches()
@@ -767,8 +836,118 @@ def tenant(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield upstream.url
 
 
+RESET_MARK = b"x-reset-me:"
+"""The header whose request ``resetting`` answers with a reset (lower case, as sent upstream)."""
+
+
+async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+    """Copy ``source`` to ``sink`` until either end closes."""
+    try:
+        while chunk := await source.read(65536):
+            sink.write(chunk)
+            await sink.drain()
+    except ConnectionError:
+        pass  # the other end went: the relay ends with it
+    finally:
+        sink.close()
+
+
+@asynccontextmanager
+async def resetting(url: str) -> AsyncIterator[str]:
+    """A TCP relay in front of the upstream at ``url``; yields the URL that reaches it through.
+
+    A connection whose first request carries ``X-Reset-Me`` is reset (an RST, nothing
+    answered), as a server or a proxy in front of it may reset on a header it will not
+    read (uvicorn on a 200 KB one); every other connection is relayed byte for byte.
+    """
+    target = httpx2.URL(url)
+    opened: list[asyncio.StreamWriter] = []
+
+    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        opened.append(writer)
+        head = await reader.readuntil(b"\r\n\r\n")
+        if RESET_MARK in head.lower():
+            # Linger 0: closing sends a reset, as a server giving up on the request does.
+            linger = struct.pack("ii", 1, 0)
+            writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+            writer.transport.abort()
+            return
+        upstream_reader, upstream_writer = await asyncio.open_connection(target.host, target.port)
+        opened.append(upstream_writer)
+        upstream_writer.write(head)
+        await asyncio.gather(_pipe(reader, upstream_writer), _pipe(upstream_reader, writer))
+
+    server = await asyncio.start_server(relay, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}{target.path}"
+    finally:
+        server.close()
+        for writer in opened:  # a kept-alive connection would outlive the test otherwise
+            writer.transport.abort()
+        await server.wait_closed()
+
+
+def built_listings(monkeypatch: pytest.MonkeyPatch, config: dict[str, Any]) -> list[Listings]:
+    """The ``Listings`` of each upstream ``build_proxy`` makes of ``config``, in order."""
+    made: list[Listings] = []
+
+    def record(**options: Any) -> Listings:
+        made.append(Listings(**options))
+        return made[-1]
+
+    monkeypatch.setattr(upstreams_module, "Listings", record)
+    build_proxy(FilteringConfig.model_validate({**config, "search": {"enabled": False}}))
+    return made
+
+
 class TestForwardedTokens:
     """A gateway without ``[auth]`` forwards each client's headers to an HTTP upstream."""
+
+    @pytest.mark.parametrize(
+        ("auth", "forwarded"),
+        [
+            pytest.param(None, [True, True, False], id="without [auth]: HTTP and SSE forward"),
+            pytest.param(
+                {"type": "static", "tokens": [{"token": "t", "client_id": "c", "scopes": []}]},
+                [False, False, False],
+                id="with [auth]: none does",
+            ),
+        ],
+    )
+    def test_the_gateway_tells_each_upstream_whether_a_listing_carries_a_clients_headers(
+        self, monkeypatch: pytest.MonkeyPatch, auth: dict[str, Any] | None, forwarded: list[bool]
+    ) -> None:
+        upstreams = [
+            {"name": "http", "namespace": "h", "url": "http://127.0.0.1:9/mcp"},
+            {"name": "sse", "namespace": "s", "url": "http://127.0.0.1:9/sse"},
+            {"name": "stdio", "namespace": "p", "command": "x"},
+        ]
+        config: dict[str, Any] = {"upstreams": upstreams} | ({"auth": auth} if auth else {})
+        assert [made.forwarded for made in built_listings(monkeypatch, config)] == forwarded
+
+    @pytest.mark.slow
+    async def test_a_reset_on_one_clients_header_fails_its_own_requests_only(
+        self, era: str, clock: Clock, tenant: str
+    ) -> None:
+        """A header the upstream resets the connection on must not make it look down to others."""
+        good = {"Authorization": "Bearer good"}
+        reset = {**good, "X-Reset-Me": "1"}
+        async with resetting(tenant) as url:
+            config = FilteringConfig.model_validate(
+                {
+                    "upstreams": [{"name": "tenant", "url": url, "list_ttl": 0}],
+                    "search": {"enabled": False},
+                }
+            )
+            async with asgi_server(build_proxy(config)) as proxy:
+                for _ in range(3):  # on a clock that does not move: any back-off would still run
+                    async with proxy.client(headers=reset, **ERAS[era]) as client:
+                        with pytest.raises(MCPError, match=r"^upstream 'tenant' is unavailable: "):
+                            await client.list_tools()
+                    async with proxy.client(headers=good, **ERAS[era]) as client:
+                        assert [t.name for t in await client.list_tools()] == ["echo"]
+                        assert (await client.call_tool("echo", {"text": "hi"})).data == "hi"
 
     @pytest.mark.slow
     async def test_a_bad_token_fails_its_own_requests_only(

@@ -15,6 +15,9 @@ dropped connection, a process gone) is kept too, as a back-off: for
 (``BackingOff``), so a dead upstream costs one wait per back-off, not one per
 request. An error the upstream answered (an HTTP status, a JSON-RPC error)
 fails its own request only: it may answer one client's token and not another's.
+Nor does a failure one client may have caused: when the listing carries a
+client's forwarded headers (``forwarded``), only a connection that could not be
+made counts as no answer (``unanswered(error, forwarded=True)``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import socket
 import time
 from contextlib import asynccontextmanager
 from functools import partial
@@ -73,6 +77,15 @@ _NO_ANSWER: tuple[type[BaseException], ...] = (
     httpx2.RemoteProtocolError,
     httpx2.TimeoutException,
 )
+# Failures before any request byte was sent (nothing could be connected to: refused, no such
+# host, connect timed out): the only ones no client's forwarded headers can have caused.
+# httpx2 wraps a refused connection or a DNS failure in its ConnectError.
+_NOT_SENT: tuple[type[BaseException], ...] = (
+    ConnectionRefusedError,
+    socket.gaierror,
+    httpx2.ConnectError,
+    httpx2.ConnectTimeout,
+)
 # What the SDK raises when the connection closed before the answer came (a stdio upstream's
 # process exited). A peer may send the same code with its own words, so the words count too.
 _CLOSED = mt.ErrorData(code=mt.CONNECTION_CLOSED, message="Connection closed")
@@ -82,7 +95,7 @@ _T = TypeVar("_T")
 logger = logging.getLogger("fastmcp_filtering")
 
 
-def unanswered(error: BaseException) -> bool:
+def unanswered(error: BaseException, *, forwarded: bool = False) -> bool:
     """Whether ``error`` says the upstream did not answer at all: the one failure backed off.
 
     Follows ``error``'s causes (FastMCP wraps a transport's failure in a
@@ -94,9 +107,17 @@ def unanswered(error: BaseException) -> bool:
     known here. An upstream that answers is alive, and what it answered one
     request must not be what every other client gets.
 
+    ``forwarded``: the listing carried a client's forwarded HTTP headers. Then
+    only a connection that could not be made counts (refused, no such host, a
+    connect timeout): a reset, a read error or timeout, a dropped or closed
+    connection may be the upstream's (or a proxy's) answer to that client's
+    bytes (a header too large to read), so it counts as an answer too.
+
     Example:
         ```python
         unanswered(httpx2.ConnectError("All connection attempts failed"))  # True
+        unanswered(httpx2.ReadError("reset"))  # True
+        unanswered(httpx2.ReadError("reset"), forwarded=True)  # False
         unanswered(MCPError(code=-32603, message="Server returned an error response"))  # False
         ```
     """
@@ -107,12 +128,16 @@ def unanswered(error: BaseException) -> bool:
             break
         if isinstance(link, httpx2.HTTPStatusError):
             return False  # it answered, with a status
-        if isinstance(link, _NO_ANSWER):
+        if isinstance(link, _NOT_SENT):
             return True
+        if isinstance(link, _NO_ANSWER):
+            return not forwarded  # sent: what broke may be the client's bytes' doing
         if isinstance(link, BaseExceptionGroup):
-            return all(unanswered(inner) for inner in link.exceptions)
+            return all(unanswered(inner, forwarded=forwarded) for inner in link.exceptions)
         innermost, link = link, link.__cause__
-    return isinstance(innermost, MCPError) and innermost.error == _CLOSED
+    # Over HTTP (the only forwarding kind) a closed connection may follow a reset.
+    closed = isinstance(innermost, MCPError) and innermost.error == _CLOSED
+    return closed and not forwarded
 
 
 def how_soon(seconds: float) -> str:
@@ -177,7 +202,10 @@ class Listings:
     counts: a listing that began before another's outcome was recorded (or
     before a ``forget``) neither starts nor ends a back-off. ``backoff=0`` asks
     again on every request. ``clock`` is what ``seconds`` and the back-off are
-    measured on.
+    measured on. ``forwarded``: a listing carries the asking client's headers
+    (an HTTP upstream behind a gateway without ``[auth]``), so only a connection
+    that could not be made starts a back-off (``unanswered``), never
+    ``give_up_after`` passing: that client may have made the upstream stall.
 
     Example:
         ```python
@@ -194,8 +222,11 @@ class Listings:
         backoff: float = 1.0,
         backoff_max: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
+        forwarded: bool = False,
     ) -> None:
         _check_times(seconds, backoff, backoff_max)
+        self.forwarded = forwarded
+        """Whether a listing carries a client's forwarded headers (set by the gateway)."""
         self.seconds = seconds
         self.backoff = backoff
         self.backoff_max = backoff_max
@@ -251,11 +282,17 @@ class Listings:
             async with asyncio.timeout(give_up_after):
                 listed = await fetch()
         except TimeoutError:
-            self._heard(news, TimeoutError(f"did not answer within {give_up_after:g} s"))
+            # With a client's headers the stall may be that client's doing: an answer, then.
+            silence = (
+                None
+                if self.forwarded
+                else TimeoutError(f"did not answer within {give_up_after:g} s")
+            )
+            self._heard(news, silence)
             raise
         except Exception as error:
             # An error it answered fails this request only; the next one asks it again.
-            self._heard(news, error if unanswered(error) else None)
+            self._heard(news, error if unanswered(error, forwarded=self.forwarded) else None)
             raise
         self._heard(news, None)
         # A change announced while this listing was on its way makes it stale already.

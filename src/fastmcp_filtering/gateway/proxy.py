@@ -112,6 +112,21 @@ class _OwnHeadersSSE(_OwnHeaders, _SSE):
     pass
 
 
+def _forwards_client_headers(transport: ClientTransport) -> bool:
+    """Whether ``transport`` sends each client's HTTP headers upstream with its own.
+
+    True for an HTTP upstream ``upstream_transport`` reaches with
+    ``forward_client_headers`` (a gateway without ``[auth]``); False for a stdio
+    upstream or one that sends only its configured ``headers``.
+
+    Example:
+        ```python
+        _forwards_client_headers(upstream_transport(config.upstreams[0]))  # True for a URL
+        ```
+    """
+    return isinstance(transport, _Http | _SSE) and not isinstance(transport, _OwnHeaders)
+
+
 def upstream_transport(
     upstream: UpstreamConfig,
     *,
@@ -304,6 +319,8 @@ def _add_upstreams(
             backoff=upstream.backoff,
             backoff_max=upstream.backoff_max,
         )
+        # A listing then carries the asking client's headers: its failure may be their doing.
+        provider.listings.forwarded = _forwards_client_headers(transport)
         if isinstance(transport, NoticesChanges):
             # The upstream's list_changed drops its kept listing for every client at once.
             transport.changed = provider.listings.forget

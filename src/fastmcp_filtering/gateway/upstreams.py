@@ -26,6 +26,8 @@ from fastmcp.server.providers.proxy import ProxyClient
 from mcp.shared.exceptions import MCPError
 from typing_extensions import override
 
+from fastmcp_filtering._fastmcp import current_request
+from fastmcp_filtering.core.request import current_scope
 from fastmcp_filtering.gateway.limits import Bound, Timeouts, UpstreamTimeout, bounded, unusable
 from fastmcp_filtering.gateway.listings import BackingOff, Listings, how_soon
 from fastmcp_filtering.gateway.namespacing import served_name
@@ -269,10 +271,10 @@ class UpstreamProvider(ProxyProvider):
         except Exception as error:
             reason = self._reason(error)
             if self.on_error == "raise":
-                shown = await self.shown()
+                shown = False if _bookkeeping() else await self.shown()
                 if shown is False:
                     # An upstream this client may not see contributes nothing, not even its
-                    # failure.
+                    # failure; nor does one failing in the package's own lookups.
                     return fallback
                 message = (
                     _unavailable(self.label, reason, self.listings.retry_in())
@@ -442,6 +444,26 @@ class UpstreamProvider(ProxyProvider):
             super().get_resource_template(uri, version), None, "resources/templates/list"
         )
         return self._bounded(template)
+
+
+def _bookkeeping() -> bool:
+    """Whether this lookup is the package's own, made inside a client's request.
+
+    Inside ``unrestricted()`` or a ``set_aside`` block the policy shows everything, so
+    whether this client may see an upstream cannot be told there; nor did the client ask
+    for the upstream. A failing upstream then contributes nothing to the lookup (with
+    ``"raise"`` too): its failure reaches a client only through that client's own request,
+    judged by its own policy. Outside a request (the operator's code, ``check``) every
+    failure is still raised.
+
+    Example:
+        ```python
+        with unrestricted():
+            assert _bookkeeping() == (current_request() is not None)
+        ```
+    """
+    scope = current_scope()
+    return current_request() is not None and (scope.unrestricted or scope.set_aside is not None)
 
 
 def _unavailable(label: str, reason: str, retry_in: float | None) -> str:
