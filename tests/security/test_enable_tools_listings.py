@@ -1,10 +1,11 @@
 """What ``enable_tools`` lists to tell what a group holds, and what that costs (both eras).
 
 It lists through the server's middleware chain, with only what enabling groups would show
-added: a listing the server's middleware refuses counts as holding nothing (the call goes
-on, the refusal's words stay in the log); a tool added meanwhile is counted under
-``max_tools``; the chain runs once per kind it needs, and never carries what access control
-denies the client.
+added: a prompts (resources, templates) listing the server's middleware refuses counts as
+holding nothing (the call goes on, the refusal's words stay in the log); a refused tools
+listing, which the reply needs, refuses the call before anything is saved; a tool added
+meanwhile is counted under ``max_tools``; the chain runs once per kind it needs, and never
+carries what access control denies the client.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from fastmcp.prompts.base import Prompt
 from fastmcp.server.auth import require_scopes
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.server.middleware.authorization import AuthMiddleware
+from fastmcp.server.middleware.rate_limiting import RateLimitingMiddleware
 from fastmcp.tools.base import Tool
 from typing_extensions import override
 
@@ -242,3 +244,110 @@ class TestMaxToolsAndTheServersOwnMiddleware:
                 mcp.add_tool(grouped("clock_secret", "clock"))
             answers.append(await enable(connect, mcp, "clock"))
         assert answers[0] == answers[1]
+
+
+NOT_LISTED = (
+    "groups were not changed: the server could not list your tools right now, and this "
+    "call's reply needs them; try again later"
+)
+
+
+class NoToolListings(Middleware):
+    """The server's own role gate on ``tools/list``, while ``refusing``."""
+
+    def __init__(self) -> None:
+        self.refusing = False
+
+    @override
+    async def on_list_tools(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+    ) -> Any:
+        if self.refusing:
+            raise AuthorizationError("tool listings are for operators only")
+        return await call_next(context)
+
+
+def with_a_clock_prompt(*middlewares: Middleware) -> FastMCP:
+    """``server(middlewares)`` whose group ``clock`` holds only a prompt."""
+    mcp = server(*middlewares)
+    mcp.add_prompt(in_group("clock")(Prompt.from_function(lambda: "12:00", name="clock_face")))
+    return mcp
+
+
+def unlogged(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The records that carry a traceback: none is expected for a refusal."""
+    return [r.getMessage() for r in caplog.records if r.exc_info]
+
+
+class TestARefusedToolsListing:
+    @pytest.mark.parametrize("groups", [["clock"], ["code"], ["code", "clock"], []])
+    async def test_refuses_the_call_and_changes_nothing(
+        self, connect: Connect, caplog: pytest.LogCaptureFixture, groups: list[str]
+    ) -> None:
+        gate = NoToolListings()
+        async with connect(with_a_clock_prompt(gate), **as_principal("reader")) as client:
+            gate.refusing = True
+            reply = await client.call_tool_mcp("enable_tools", {"groups": groups})
+            prompts = [p.name for p in await client.list_prompts()]
+            gate.refusing = False
+            listed = {t.name for t in await client.list_tools()}
+        assert reply.is_error is True
+        assert [getattr(c, "text", None) for c in reply.content] == [NOT_LISTED]
+        assert prompts == []
+        assert listed == {"now", "enable_tools", "disable_tools"}
+        assert not unlogged(caplog)
+
+    async def test_disable_tools_changes_nothing_either(self, connect: Connect) -> None:
+        gate = NoToolListings()
+        async with connect(with_a_clock_prompt(gate), **as_principal("reader")) as client:
+            await client.call_tool_mcp("enable_tools", {"groups": ["code"]})
+            gate.refusing = True
+            reply = await client.call_tool_mcp("disable_tools", {"groups": ["code"]})
+            gate.refusing = False
+            listed = {t.name for t in await client.list_tools()}
+        assert reply.is_error is True
+        assert [getattr(c, "text", None) for c in reply.content] == [NOT_LISTED]
+        assert "fork_repo" in listed
+
+
+class Buckets:
+    """Rate limit keys: one shared bucket while ``limited``, else a fresh one per request."""
+
+    def __init__(self) -> None:
+        self.limited = False
+        self.fresh = 0
+
+    def key(self, context: MiddlewareContext[Any]) -> str:
+        if self.limited:
+            return "limited"
+        self.fresh += 1
+        return f"fresh-{self.fresh}"
+
+
+class TestARateLimitReached:
+    @pytest.mark.parametrize("group", ["clock", "code"])
+    async def test_refuses_the_call_after_one_listing_and_changes_nothing(
+        self, connect: Connect, caplog: pytest.LogCaptureFixture, group: str
+    ) -> None:
+        buckets = Buckets()
+        # A burst of one: the tools/call itself, then every listing it runs is refused.
+        limit = RateLimitingMiddleware(
+            max_requests_per_second=0, burst_capacity=1, get_client_id=buckets.key
+        )
+        seen = Seen()
+        mcp = with_a_clock_prompt(seen, limit)
+        async with connect(mcp, **as_principal("reader")) as client:
+            await client.list_tools()
+            seen.methods.clear()
+            buckets.limited = True
+            reply = await client.call_tool_mcp("enable_tools", {"groups": [group]})
+            buckets.limited = False
+            prompts = [p.name for p in await client.list_prompts()]
+            listed = {t.name for t in await client.list_tools()}
+        assert reply.is_error is True
+        assert [getattr(c, "text", None) for c in reply.content] == [NOT_LISTED]
+        assert seen.methods[:2] == ["tools/call", "tools/list"]
+        assert seen.methods.count("tools/list") == 2  # the refused one, then the check's
+        assert prompts == []
+        assert "fork_repo" not in listed
+        assert not unlogged(caplog)

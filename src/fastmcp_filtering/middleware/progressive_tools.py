@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from fastmcp.tools.base import Tool, ToolResult
 
     from fastmcp_filtering.core.catalog import GroupTree
-    from fastmcp_filtering.policy.progressive import ProgressiveLayer
+    from fastmcp_filtering.policy.progressive import Holding, ProgressiveLayer
 
 __all__ = [
     "DisableToolsResult",
@@ -223,25 +223,6 @@ class MetaToolBodies:
             }
         )
 
-    async def _listed_now(self, ctx: Context, listing: Sequence[Tool] | None) -> Sequence[Tool]:
-        """What the client lists now: its own middlewares may hide what the policy shows.
-
-        ``listing`` is the one ``holding`` made through the middleware chain, with what
-        enabling groups would show added: the policy as it is now narrows it to the
-        client's list, so rate limiters and audit middleware see one ``tools/list`` per
-        call, not two. Without one (nothing to enable), the tools are listed.
-
-        Example:
-            ```python
-            listed = await self._listed_now(ctx, held.tools)
-            ```
-        """
-        if listing is None:
-            return await ctx.fastmcp.list_tools()
-        # Read after the change (reach.seen() reloaded it): the enabled groups of the reply.
-        policy = await current_policy(ctx.fastmcp)
-        return [t for t in listing if policy.judge(t) is None]
-
     async def enable(self, ctx: Context, groups: object) -> EnableToolsResult:
         # The groups this principal may use: any other is unknown, as one never declared.
         tree = await access_of(self.catalog).tree()
@@ -252,6 +233,8 @@ class MetaToolBodies:
             # to enable (each named is enabled already, or none is a name), no listing.
             wanted = [g for g in named if isinstance(g, str) and g not in before]
             held = await self.layer.holding(ctx.fastmcp, wanted)
+            # Before anything is saved: a reply that cannot list refuses the call unchanged.
+            listing = await _reply_listing(self.layer, ctx, self.enable_tool, held)
             # Counted after that listing, never before: a tool added meanwhile is counted
             # under max_tools, or its group is not enabled; never enabled uncounted.
             members = await self.members(ctx.fastmcp)
@@ -270,7 +253,7 @@ class MetaToolBodies:
             if change.changed:
                 await self._save(ctx, change.enabled)
                 await notify_changes(ctx, seen, await reach.seen(), always=("tools",))
-        listed = await self._listed_now(ctx, held.tools)
+        listed = await _listed_now(ctx, listing)
         fields: dict[str, Any] = {
             "enabled": change.changed,
             "enabled_groups": self.store.ordered(change.enabled),
@@ -293,6 +276,9 @@ class MetaToolBodies:
         async with self.store.lock(client_key(ctx)):
             before = await self._current(ctx, tree)
             change = disable(tree, before, groups, tool=self.disable_tool)
+            # Listed before saving, so a refused listing changes nothing; the groups the
+            # change disables drop out of available_tools below, as they do from the list.
+            listed = await _reply_listing(self.layer, ctx, self.disable_tool)
             if change.changed:
                 reach = await Reach.of(ctx.fastmcp)
                 seen = await reach.seen()
@@ -301,7 +287,7 @@ class MetaToolBodies:
         return DisableToolsResult(
             disabled=change.changed,
             enabled_groups=self.store.ordered(change.enabled),
-            available_tools=self._available(await ctx.fastmcp.list_tools(), change.enabled, tree),
+            available_tools=self._available(listed, change.enabled, tree),
             available_groups=offered(tree, change.enabled, roots=self.offer_roots),
             errors=change.errors,
         )
@@ -332,3 +318,49 @@ class MetaToolBodies:
                 f"unknown tool {brief(name)}; enable a group with {self.enable_tool} and "
                 "use a tool from the available_tools of its reply"
             ) from None
+
+
+async def _reply_listing(
+    layer: ProgressiveLayer, ctx: Context, call: str, held: Holding | None = None
+) -> Sequence[Tool]:
+    """The tools a meta-tool's reply lists, got before any change is saved, or a refusal.
+
+    ``held.tools`` when ``holding`` listed them (one ``tools/list`` per call for rate
+    limiters and audit middleware); else the client's own list, unless ``holding`` was
+    refused it already. A refused listing is logged with its words, and the client told
+    only that nothing changed and to try again: the call fails before it saves anything,
+    never after.
+
+    Example:
+        ```python
+        listing = await _reply_listing(layer, ctx, "enable_tools", held)
+        ```
+    """
+    if held is not None and held.tools is not None:
+        return held.tools
+    if held is None or not held.refused:
+        try:
+            return await ctx.fastmcp.list_tools()
+        except Exception as exc:
+            layer.log_refused(call, "tool", exc)
+    raise ToolError(
+        "groups were not changed: the server could not list your tools right now, and "
+        "this call's reply needs them; try again later"
+    )
+
+
+async def _listed_now(ctx: Context, listing: Sequence[Tool]) -> Sequence[Tool]:
+    """What the client lists now: its own middlewares may hide what the policy shows.
+
+    ``listing`` is the one ``_reply_listing`` got before the change, through the
+    middleware chain: the policy as it is now narrows it to the client's list, so rate
+    limiters and audit middleware see one ``tools/list`` per call, not two.
+
+    Example:
+        ```python
+        listed = await _listed_now(ctx, listing)
+        ```
+    """
+    # Read after the change (reach.seen() reloaded it): the enabled groups of the reply.
+    policy = await current_policy(ctx.fastmcp)
+    return [t for t in listing if policy.judge(t) is None]

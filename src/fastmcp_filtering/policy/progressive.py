@@ -492,7 +492,10 @@ class Holding:
     """The groups named, and their ancestors, that hold something the client could use."""
     tools: Sequence[Tool] | None = None
     """The tools as this client lists them through the middleware chain, with what enabling
-    groups would show added; None when no group was named or that listing failed."""
+    groups would show added; None when no group was named or that listing was refused."""
+    refused: bool = False
+    """The server's middleware refused the tools listing: what the groups hold is not known,
+    nor what the reply would list, so ``enable_tools`` changes nothing."""
 
 
 class ProgressiveLayer(PolicyLayer):
@@ -568,7 +571,8 @@ class ProgressiveLayer(PolicyLayer):
         them leaves the group as a group with no member at all: the answer tells nothing
         of it. Tools first, always; prompts, resources and templates only while a named
         group holds nothing visible, so how many listings run depends on nothing hidden.
-        A kind whose listing fails holds nothing (logged, never told to the client).
+        A refused tools listing ends it (``refused``); any other kind whose listing is
+        refused holds nothing (logged, never told to the client).
 
         Example:
             ```python
@@ -585,7 +589,10 @@ class ProgressiveLayer(PolicyLayer):
             if named <= held:
                 break
             listed = await self._listed(server, kind)
-            if kind == "tool" and listed is not None:
+            if kind == "tool":
+                if listed is None:
+                    # No more listings: the call is refused, spending no more of a limit.
+                    return Holding(frozenset(), refused=True)
                 tools = cast("Sequence[Tool]", listed)
             for component in listed or ():
                 # The listing has left out what access control denies; judged again all the
@@ -600,8 +607,8 @@ class ProgressiveLayer(PolicyLayer):
         """``kind`` as this client lists it, widened; None when the listing failed.
 
         A server's own middleware may refuse a listing (a role gate raising on
-        ``prompts/list``, a rate limiter): the client never asked for it, so that kind
-        counts as holding nothing, and the refusal's words stay in the log.
+        ``prompts/list``, a rate limiter): the client never asked for it, so the
+        refusal's words stay in the log.
 
         Example:
             ```python
@@ -612,19 +619,38 @@ class ProgressiveLayer(PolicyLayer):
             with widened(AccessTransform.of(server)):
                 listed: Sequence[FastMCPComponent] = await getattr(server, LISTERS[kind])()
         except Exception as exc:
-            # Once per kind: a gate that always refuses would otherwise log every call.
-            level = logging.DEBUG if kind in self._failed_kinds else logging.WARNING
-            self._failed_kinds.add(kind)
-            logger.log(
-                level,
-                "progressive disclosure: enable_tools could not list %ss through the "
-                "middleware chain (%r); counting none, so a group holding only those is "
-                "not enabled (logged once per kind, then at debug level)",
-                kind,
-                exc,
-            )
+            self.log_refused(self.enable_tool, kind, exc)
             return None
         return listed
+
+    def log_refused(self, call: str, kind: str, exc: Exception) -> None:
+        """Log that the server's middleware refused a listing ``call`` ran for its client.
+
+        A warning the first time for each kind, then debug level, with the refusal's
+        words (which the client is never told) and what the call did instead.
+
+        Example:
+            ```python
+            layer.log_refused("disable_tools", "tool", RateLimitError("Rate limit exceeded"))
+            ```
+        """
+        # Once per kind: a gate that always refuses would otherwise log every call.
+        level = logging.DEBUG if kind in self._failed_kinds else logging.WARNING
+        self._failed_kinds.add(kind)
+        outcome = (
+            "refused the call, changing nothing"
+            if kind == "tool"
+            else "counting none, so a group holding only those is not enabled"
+        )
+        logger.log(
+            level,
+            "progressive disclosure: %s could not list %ss through the middleware chain "
+            "(%r); %s (logged once per kind, then at debug level)",
+            call,
+            kind,
+            exc,
+            outcome,
+        )
 
     @override
     async def remedy(self, ctx: Context, enable: Sequence[str]) -> dict[str, Any] | None:
