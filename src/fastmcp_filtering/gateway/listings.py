@@ -17,7 +17,9 @@ request. An error the upstream answered (an HTTP status, a JSON-RPC error)
 fails its own request only: it may answer one client's token and not another's.
 Nor does a failure one client may have caused: when the listing carries a
 client's forwarded headers (``forwarded``), only a connection that could not be
-made counts as no answer (``unanswered(error, forwarded=True)``).
+made counts as no answer (``unanswered(error, forwarded=True)``), and each
+listing is kept for the headers it was asked with (``scope``): an upstream may
+list by token, and what one client's token lists is not another client's.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import logging
 import math
 import socket
 import time
+from collections import OrderedDict
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -59,6 +62,10 @@ _STALE_AFTER = {
     "notifications/prompts/list_changed": ("prompt",),
     "notifications/resources/list_changed": ("resource", "template"),
 }
+
+# Listings kept at most, over every scope: a gateway whose clients forward many different
+# headers keeps the latest ones (memory stays bounded whoever connects).
+_MOST_KEPT = 256
 
 LONGEST_BACKOFF = 86400.0
 """A day: the longest ``backoff`` or ``backoff_max`` taken, in seconds."""
@@ -206,6 +213,11 @@ class Listings:
     (an HTTP upstream behind a gateway without ``[auth]``), so only a connection
     that could not be made starts a back-off (``unanswered``), never
     ``give_up_after`` passing: that client may have made the upstream stall.
+    ``scope``: called in each ``get``, it names whose listing this is (a digest
+    of the headers the listing will carry); a listing is kept, and shared with
+    concurrent callers, within its scope only, the latest ``_MOST_KEPT`` of them.
+    The back-off stays the upstream's: with ``forwarded`` only a failure no
+    client's headers can cause starts it.
 
     Example:
         ```python
@@ -223,16 +235,21 @@ class Listings:
         backoff_max: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
         forwarded: bool = False,
+        scope: Callable[[], str] | None = None,
     ) -> None:
         _check_times(seconds, backoff, backoff_max)
         self.forwarded = forwarded
         """Whether a listing carries a client's forwarded headers (set by the gateway)."""
+        self.scope = scope
+        """Whose listing a ``get`` asks for (set by the gateway with ``forwarded``); None: one
+        listing for everyone."""
         self.seconds = seconds
         self.backoff = backoff
         self.backoff_max = backoff_max
         self.clock = clock
-        self._kept: dict[str, tuple[float, Sequence[Any]]] = {}
-        self._pending: dict[str, asyncio.Future[Sequence[Any]]] = {}
+        # Keyed by (kind, scope); the least recently kept go first.
+        self._kept: OrderedDict[tuple[str, str], tuple[float, Sequence[Any]]] = OrderedDict()
+        self._pending: dict[tuple[str, str], asyncio.Future[Sequence[Any]]] = {}
         self._generation = dict.fromkeys(KINDS, 0)
         # Outcomes and forgets recorded so far: a listing's outcome counts only if no other
         # was recorded since it began, so older news never overrides newer.
@@ -260,23 +277,28 @@ class Listings:
 
         Raises ``BackingOff`` instead of asking an upstream whose back-off runs.
         """
-        kept = self._kept.get(kind)
+        key = (kind, "" if self.scope is None else self.scope())
+        kept = self._kept.get(key)
         if kept is not None and self.clock() - kept[0] < self.seconds:
             return kept[1]
-        pending = self._pending.get(kind)
+        pending = self._pending.get(key)
         if pending is None:
             retry_in = self.retry_in()
             if retry_in is not None:
                 raise BackingOff(retry_in) from self._failure
-            pending = asyncio.ensure_future(self._fetch(kind, fetch, give_up_after))
-            self._pending[kind] = pending
-            pending.add_done_callback(partial(self._settled, kind))
+            pending = asyncio.ensure_future(self._fetch(key, fetch, give_up_after))
+            self._pending[key] = pending
+            pending.add_done_callback(partial(self._settled, key))
         # Shielded: one caller giving up must not cancel the others' listing.
         return await asyncio.shield(pending)
 
     async def _fetch(
-        self, kind: str, fetch: Callable[[], Awaitable[Sequence[_T]]], give_up_after: float
+        self,
+        key: tuple[str, str],
+        fetch: Callable[[], Awaitable[Sequence[_T]]],
+        give_up_after: float,
     ) -> Sequence[_T]:
+        kind = key[0]
         generation, news = self._generation[kind], self._news
         try:
             async with asyncio.timeout(give_up_after):
@@ -297,7 +319,10 @@ class Listings:
         self._heard(news, None)
         # A change announced while this listing was on its way makes it stale already.
         if generation == self._generation[kind] and self.seconds > 0:
-            self._kept[kind] = (self.clock(), listed)
+            self._kept[key] = (self.clock(), listed)
+            self._kept.move_to_end(key)
+            while len(self._kept) > _MOST_KEPT:
+                self._kept.popitem(last=False)
         return listed
 
     def _heard(self, news: int, silence: Exception | None) -> None:
@@ -318,24 +343,27 @@ class Listings:
         if self._delay > 0:
             self._retry_at = self.clock() + self._delay
 
-    def _settled(self, kind: str, future: asyncio.Future[Sequence[Any]]) -> None:
-        if self._pending.get(kind) is future:
-            del self._pending[kind]
+    def _settled(self, key: tuple[str, str], future: asyncio.Future[Sequence[Any]]) -> None:
+        if self._pending.get(key) is future:
+            del self._pending[key]
         if not future.cancelled():
             future.exception()  # retrieved: every caller may have given up already
 
     def forget(self, kinds: str | Sequence[str] = KINDS) -> None:
         """Drop the kept listings of ``kinds`` (one kind or several) and end any back-off.
 
-        The next request asks the upstream. A kind not in ``KINDS`` is a ``ValueError``.
+        Every scope's listings go. The next request asks the upstream. A kind not in
+        ``KINDS`` is a ``ValueError``.
         """
         chosen = (kinds,) if isinstance(kinds, str) else tuple(kinds)
         unknown = [kind for kind in chosen if kind not in KINDS]
         if unknown:
             raise ValueError(f"{unknown[0]!r} is not a kind of listing; give some of {KINDS}")
+        for key in [key for key in self._kept if key[0] in chosen]:
+            del self._kept[key]
+        for key in [key for key in self._pending if key[0] in chosen]:
+            del self._pending[key]
         for kind in chosen:
-            self._kept.pop(kind, None)
-            self._pending.pop(kind, None)
             self._generation[kind] += 1
         # The upstream spoke (a list_changed): whatever failed, it is worth asking now.
         self._news += 1

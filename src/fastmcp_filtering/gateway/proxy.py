@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fnmatch
+import hashlib
+import json
 import re
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -21,6 +23,7 @@ from fastmcp.client.transports import ClientTransport, StdioTransport, Streamabl
 from fastmcp.client.transports.base import TransportOptions
 from fastmcp.client.transports.sse import SSETransport
 from fastmcp.mcp_config import infer_transport_type_from_url
+from fastmcp.server.dependencies import get_http_headers
 from fastmcp.server.transforms import Transform
 
 from fastmcp_filtering._fastmcp import current_request
@@ -125,6 +128,48 @@ def _forwards_client_headers(transport: ClientTransport) -> bool:
         ```
     """
     return isinstance(transport, _Http | _SSE) and not isinstance(transport, _OwnHeaders)
+
+
+# Headers a client sends anew with each request (tracing ids): they reach the upstream but do
+# not say who asks, so listings asked with different ones are still shared.
+_PER_REQUEST_HEADERS = frozenset(
+    {
+        "b3",
+        "sentry-trace",
+        "traceparent",
+        "tracestate",
+        "x-amzn-trace-id",
+        "x-cloud-trace-context",
+        "x-request-id",
+    }
+)
+
+
+def forwarded_scope() -> str:
+    """Whose listing this request asks an upstream for: a digest of the headers it forwards.
+
+    Covers every header of the client's HTTP request that FastMCP's proxy may
+    send upstream (its ``Authorization`` too, and ``Cookie``, which FastMCP
+    leaves out today: more headers only split listings further, fewer could
+    share one client's with another), less MCP's own per-connection headers and
+    tracing ids. "" without an HTTP request (stdio, ``check``, start-up). A
+    digest, so the kept listings' keys hold no token.
+
+    Example:
+        ```python
+        provider.listings.scope = forwarded_scope  # an upstream that gets the client's headers
+        ```
+    """
+    headers = get_http_headers(include={"authorization", "cookie", "proxy-authorization"})
+    carried = sorted(
+        (name, value)
+        for name, value in headers.items()
+        if not name.startswith("mcp-")
+        and name != "last-event-id"
+        and name not in _PER_REQUEST_HEADERS
+        and not name.startswith("x-b3-")
+    )
+    return hashlib.sha256(json.dumps(carried).encode()).hexdigest() if carried else ""
 
 
 def upstream_transport(
@@ -320,7 +365,10 @@ def _add_upstreams(
             backoff_max=upstream.backoff_max,
         )
         # A listing then carries the asking client's headers: its failure may be their doing.
-        provider.listings.forwarded = _forwards_client_headers(transport)
+        if _forwards_client_headers(transport):
+            provider.listings.forwarded = True
+            # What one client's headers list (an upstream may list by token) is its own.
+            provider.listings.scope = forwarded_scope
         if isinstance(transport, NoticesChanges):
             # The upstream's list_changed drops its kept listing for every client at once.
             transport.changed = provider.listings.forget

@@ -208,7 +208,8 @@ class UpstreamProvider(ProxyProvider):
     contributes no components (the others are served); with ``"raise"`` the
     request fails with an error naming the upstream. Its listings are kept
     (``listings``) for ``list_ttl`` seconds or until the upstream says they
-    changed, and shared by every client; after a failed listing it is not asked
+    changed, and shared by every client (by the clients that forward the same
+    headers, when it gets theirs: ``listings.scope``); after a failed listing it is not asked
     for ``backoff`` seconds (doubled per failure in a row, up to ``backoff_max``;
     0: asked on every request), each request failing at once. Nothing waits longer than
     ``timeouts`` allow (connecting, then listing; a tool call, prompt get or resource
@@ -240,7 +241,8 @@ class UpstreamProvider(ProxyProvider):
         # FastMCP's own cache off: its lookups then ask ``_list_*``, which ``listings`` keeps.
         super().__init__(factory, cache_ttl=0)
         self.listings = Listings(seconds=list_ttl, backoff=backoff, backoff_max=backoff_max)
-        """The upstream's latest listings, shared by every client (``forget`` on a change)."""
+        """The upstream's latest listings, shared by every client, or per ``scope`` (``forget`` on
+        a change)."""
         self.label = label
         self.health = health
         self.on_error = on_error

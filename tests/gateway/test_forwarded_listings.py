@@ -1,0 +1,289 @@
+"""An upstream that gets each client's headers lists for each client: its listing is theirs.
+
+Without ``[auth]`` the gateway forwards each client's HTTP headers (its ``Authorization``
+too) to an HTTP upstream, which may list by them (a token's scopes, a toolset header). Kept
+listings are then kept per set of forwarded headers: a client never gets, nor can call, what
+another client's token listed, and clients that send the same headers share one listing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp import Client, FastMCP
+from fastmcp.utilities.tests import asgi_server
+
+from fastmcp_filtering.gateway import listings as listings_module
+from fastmcp_filtering.gateway.config import FilteringConfig
+from fastmcp_filtering.gateway.listings import Listings
+from fastmcp_filtering.gateway.proxy import build_proxy, forwarded_scope
+
+from .._servers import serve_http
+from ..conftest import ERAS
+
+_ASKING: ContextVar[str] = ContextVar("asking", default="alice")
+
+
+class Scoped:
+    """Who asks (as a request's headers would say: per task, in a context variable), and a
+    fetch that lists what they may see, counting whom it was asked for."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+        self.release: asyncio.Event | None = None
+
+    @property
+    def scope(self) -> str:
+        return _ASKING.get()
+
+    @scope.setter
+    def scope(self, who: str) -> None:
+        _ASKING.set(who)
+
+    def __call__(self) -> str:
+        return _ASKING.get()
+
+    async def fetch(self) -> list[str]:
+        asked_for = _ASKING.get()
+        self.asked.append(asked_for)
+        if self.release is not None:
+            await self.release.wait()
+        return [f"{asked_for}_tool"]
+
+
+class TestListingsPerScope:
+    """The keeper itself, in memory: one listing per scope."""
+
+    async def test_each_scope_gets_its_own_listing_and_keeps_it(self) -> None:
+        scoped = Scoped()
+        listings = Listings(seconds=60, scope=scoped)
+        for who in ("alice", "bob", "alice", "bob"):
+            scoped.scope = who
+            assert await listings.get("tool", scoped.fetch, give_up_after=5) == [f"{who}_tool"]
+        assert scoped.asked == ["alice", "bob"]
+
+    async def test_concurrent_requests_share_a_fetch_only_within_their_scope(self) -> None:
+        scoped = Scoped()
+        scoped.release = asyncio.Event()
+        listings = Listings(seconds=60, scope=scoped)
+
+        async def request(who: str) -> Sequence[str]:
+            scoped.scope = who  # this task's own, as its request's headers are
+            return await listings.get("tool", scoped.fetch, give_up_after=5)
+
+        waiting = [asyncio.create_task(request(w)) for w in ("alice", "bob", "alice", "bob")]
+        await asyncio.sleep(0.01)
+        scoped.release.set()
+        got = [list(listed) for listed in await asyncio.gather(*waiting)]
+        assert got == [["alice_tool"], ["bob_tool"], ["alice_tool"], ["bob_tool"]]
+        assert scoped.asked == ["alice", "bob"]
+
+    async def test_forget_drops_every_scopes_listing(self) -> None:
+        scoped = Scoped()
+        listings = Listings(seconds=60, scope=scoped)
+        for who in ("alice", "bob"):
+            scoped.scope = who
+            await listings.get("tool", scoped.fetch, give_up_after=5)
+        listings.forget("tool")
+        for who in ("alice", "bob"):
+            scoped.scope = who
+            await listings.get("tool", scoped.fetch, give_up_after=5)
+        assert scoped.asked == ["alice", "bob", "alice", "bob"]
+
+    async def test_memory_is_bounded_the_oldest_scope_is_asked_again(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(listings_module, "_MOST_KEPT", 3)
+        scoped = Scoped()
+        listings = Listings(seconds=60, scope=scoped)
+        for who in ("a", "b", "c", "b", "d", "b", "a"):
+            scoped.scope = who
+            await listings.get("tool", scoped.fetch, give_up_after=5)
+        # "b" was kept by being used; "a", the least recently kept, went when "d" came.
+        assert scoped.asked == ["a", "b", "c", "d", "a"]
+
+    def test_without_a_client_request_the_scope_is_everyones(self) -> None:
+        assert forwarded_scope() == ""
+
+
+# -- a real HTTP upstream that lists by the bearer token it is sent ---------------------------
+
+ROSTER = '''"""An HTTP upstream: `weather` for all, `NAME_notes` for the bearer of token NAME."""
+import argparse, asyncio
+
+from fastmcp import FastMCP
+from fastmcp.server.dependencies import get_http_headers
+from fastmcp.server.middleware import Middleware
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--http", action="store_true")
+parser.add_argument("--port", type=int)
+parser.add_argument("--count")
+parser.add_argument("--delay", type=float, default=0.0)
+options = parser.parse_args()
+
+
+def bearer() -> str:
+    header = get_http_headers(include={"authorization"}).get("authorization", "")
+    return header.removeprefix("Bearer ") or "nobody"
+
+
+def allowed(name: str) -> bool:
+    return name == "weather" or name == f"{bearer()}_notes"
+
+
+class ByToken(Middleware):
+    async def on_list_tools(self, context, call_next):
+        with open(options.count, "a") as count:
+            count.write(bearer() + "\\n")
+        await asyncio.sleep(options.delay)
+        return [tool for tool in await call_next(context) if allowed(tool.name)]
+
+    async def on_call_tool(self, context, call_next):
+        if not allowed(context.message.name):
+            raise ValueError(f"{bearer()} may not call {context.message.name}")
+        return await call_next(context)
+
+
+mcp = FastMCP("roster", middleware=[ByToken()])
+for who in ("alice", "bob"):
+    mcp.tool(lambda who=who: f"{who}'s notes", name=f"{who}_notes")
+mcp.tool(lambda: "sunny", name="weather")
+mcp.run(transport="http", port=options.port, show_banner=False)
+'''
+
+
+@pytest.fixture
+def roster(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A running ``ROSTER`` upstream's URL, and the file it counts its tool listings in."""
+    script = tmp_path / "roster.py"
+    script.write_text(ROSTER, encoding="utf-8")
+    count = tmp_path / "count"
+    with serve_http(script, "--count", str(count), "--delay", "0.3") as upstream:
+        yield upstream.url, count
+
+
+def listed_for(count: Path) -> list[str]:
+    """Whose tool listings the upstream was asked, in order."""
+    return count.read_text().split() if count.exists() else []
+
+
+def gateway(url: str) -> Any:
+    """A gateway without ``[auth]`` in front of the upstream at ``url`` (headers forwarded)."""
+    config = {"upstreams": [{"url": url}], "search": {"enabled": False}}
+    return build_proxy(FilteringConfig.model_validate(config))
+
+
+async def tool_names(client: Client[Any]) -> list[str]:
+    return sorted(tool.name for tool in await client.list_tools())
+
+
+@asynccontextmanager
+async def clients(url: str, era: str = "modern") -> AsyncIterator[tuple[Client[Any], ...]]:
+    """Clients of a gateway in front of ``url``: alice's token, bob's, and one without."""
+    async with (
+        asgi_server(gateway(url)) as proxy,
+        proxy.client(auth="alice", **ERAS[era]) as alice,
+        proxy.client(auth="bob", **ERAS[era]) as bob,
+        proxy.client(**ERAS[era]) as nobody,
+    ):
+        yield alice, bob, nobody
+
+
+@pytest.mark.slow
+class TestGatewayListsPerClient:
+    """``build_proxy`` over HTTP, in front of a real upstream that lists by token."""
+
+    async def test_each_token_sees_its_own_listing(
+        self, era: str, roster: tuple[str, Path]
+    ) -> None:
+        url, count = roster
+        async with clients(url, era) as (alice, bob, nobody):
+            for _ in range(2):
+                assert await tool_names(alice) == ["alice_notes", "weather"]
+                assert await tool_names(bob) == ["bob_notes", "weather"]
+                assert await tool_names(nobody) == ["weather"]
+        # Kept for each client's headers: asked once for each, however often each lists.
+        assert sorted(listed_for(count)) == ["alice", "bob", "nobody"]
+
+    async def test_concurrent_listings_are_not_shared_across_tokens(
+        self, era: str, roster: tuple[str, Path]
+    ) -> None:
+        url, _count = roster
+        async with clients(url, era) as (alice, bob, _nobody):
+            # The upstream takes 0.3 s a listing: both are on their way at once.
+            got = await asyncio.gather(*(tool_names(c) for c in (alice, bob, alice, bob)))
+        assert got == [["alice_notes", "weather"], ["bob_notes", "weather"]] * 2
+
+    async def test_a_tool_another_token_lists_is_unknown_not_refused(
+        self, era: str, roster: tuple[str, Path]
+    ) -> None:
+        url, _count = roster
+        async with clients(url, era) as (alice, bob, _nobody):
+            notes = (await alice.call_tool("alice_notes", {})).content[0]
+            assert getattr(notes, "text", None) == "alice's notes"
+            answers = []
+            for name in ("alice_notes", "carol_notes"):
+                with pytest.raises(Exception) as refused:  # noqa: PT011 - compared below
+                    await bob.call_tool(name, {})
+                answers.append(str(refused.value).replace(name, "NAME"))
+        # Bob cannot tell alice's tool from one nobody has: the upstream never told him of it.
+        assert answers[0] == answers[1]
+        assert "Unknown tool" in answers[0]
+
+    async def test_tracing_headers_do_not_split_a_clients_listing(
+        self, roster: tuple[str, Path]
+    ) -> None:
+        url, count = roster
+        async with asgi_server(gateway(url)) as proxy:
+            for trace in ("00-aa-01-01", "00-bb-02-01"):
+                headers = {"traceparent": trace, "x-request-id": trace}
+                async with proxy.client(auth="alice", headers=headers) as alice:
+                    assert await tool_names(alice) == ["alice_notes", "weather"]
+        assert listed_for(count) == ["alice"]
+
+    async def test_a_list_changed_relists_for_every_token(
+        self, roster: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        url, count = roster
+        made: list[Listings] = []
+        original = listings_module.Listings
+
+        def record(**options: Any) -> Listings:
+            made.append(original(**options))
+            return made[-1]
+
+        monkeypatch.setattr("fastmcp_filtering.gateway.upstreams.Listings", record)
+        async with clients(url) as (alice, bob, _nobody):
+            await tool_names(alice)
+            await tool_names(bob)
+            made[0].forget("tool")  # what the upstream's list_changed does
+            await tool_names(alice)
+            await tool_names(bob)
+        assert listed_for(count) == ["alice", "bob", "alice", "bob"]
+
+
+async def test_the_scope_is_a_digest_of_who_asks_not_of_the_request() -> None:
+    """Over HTTP: the token and other headers split scopes, tracing ids and MCP's own do not;
+    the scope holds no token."""
+    server = FastMCP("scopes")
+    server.tool(forwarded_scope, name="scope")
+    async with asgi_server(server) as running:
+
+        async def scope_of(**options: Any) -> str:
+            async with running.client(**options) as client:
+                return str((await client.call_tool("scope", {})).data)
+
+        alice = await scope_of(auth="alice-token")
+        assert alice == await scope_of(auth="alice-token", headers={"traceparent": "00-a-b-01"})
+        assert alice != await scope_of(auth="bob-token")
+        assert alice != await scope_of(auth="alice-token", headers={"x-toolsets": "repos"})
+        assert alice != await scope_of()
+        assert "alice" not in alice
+        assert len(alice) == 64
