@@ -40,6 +40,9 @@ def _options(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--crash-on-call", action="store_true", help="exit on tools/call")
     parser.add_argument(
+        "--crash-on-read", action="store_true", help="exit on prompts/get and resources/read"
+    )
+    parser.add_argument(
         "--count-listings", default=None, help="append the method of each listing asked to FILE"
     )
     parser.add_argument(
@@ -165,6 +168,8 @@ def main() -> None:
         if method in options.hang:
             continue
         if method == "tools/call" and options.crash_on_call:
+            sys.exit(1)
+        if method in ("prompts/get", "resources/read") and options.crash_on_read:
             sys.exit(1)
         kind, payload = upstream.answer(method, message.get("params") or {})
         for notification in upstream.notifications:

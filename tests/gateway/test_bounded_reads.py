@@ -53,19 +53,25 @@ async def never() -> str:
     raise AssertionError("unreachable")
 
 
-def hung_upstream(*, prompt: bool = True) -> FastMCP:
+async def closed() -> str:
+    """What the MCP SDK raises when the upstream's connection closes before its answer."""
+    raise MCPError(code=mt.CONNECTION_CLOSED, message="Connection closed")
+
+
+def hung_upstream(*, prompt: bool = True, closes: bool = False) -> FastMCP:
     """An upstream with ``admin_echo``, and a resource, a template and (``prompt``) a prompt
-    that never answer."""
+    that never answer (``closes``: whose connection closes before they answer)."""
     server = FastMCP("slow")
     server.tool(lambda: "ok", name="admin_echo")
+    answer = closed if closes else never
 
     async def notes(key: str) -> str:
-        return await never()
+        return await answer()
 
-    server.resource("memo://note")(never)
+    server.resource("memo://note")(answer)
     server.resource("memo://notes/{key}")(notes)
     if prompt:
-        server.prompt(name="greet")(never)
+        server.prompt(name="greet")(answer)
     return server
 
 
@@ -125,13 +131,37 @@ class TestHiddenMeansHidden:
     """The upstream's tools are all in a group only ``github:admin`` tokens may use."""
 
     @pytest.mark.parametrize("read", ["resource", "template"])
+    @pytest.mark.parametrize(
+        ("closes", "admin_told", "reader_told"),
+        [
+            pytest.param(
+                False,
+                "did not answer resources/read within 0.2 s (call_timeout)",
+                "did not answer resources/read in time",
+                id="timed out",
+            ),
+            pytest.param(
+                True,
+                "failed resources/read (its connection closed before an answer)",
+                "failed resources/read",
+                id="connection closed",
+            ),
+        ],
+    )
     async def test_only_a_client_that_may_see_the_upstream_is_told_its_name(
-        self, era: str, read: str, monkeypatch: pytest.MonkeyPatch
+        self,
+        era: str,
+        read: str,
+        closes: bool,
+        admin_told: str,
+        reader_told: str,
+        monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         *_, request = READS[read]
         admin_only = {"name": "admin", "tools": ["s_*"], "access": {"scopes": ["github:admin"]}}
         # No prompt: a prompt is in no group, so every client would see the upstream.
-        proxy = gateway(monkeypatch, groups=[admin_only], upstream={"prompt": False})
+        upstream = {"prompt": False, "closes": closes}
+        proxy = gateway(monkeypatch, groups=[admin_only], upstream=upstream)
         # Outermost, before the filtering stack: stands in for the verifier [auth] configures.
         proxy.middleware.insert(0, PrincipalByClientName())
         async with (
@@ -141,13 +171,13 @@ class TestHiddenMeansHidden:
         ):
             assert "s_admin_echo" in {t.name for t in await admin.list_tools()}
             assert "s_admin_echo" not in {t.name for t in await reader.list_tools()}
-            with pytest.raises(MCPError, match=r"^upstream 'slow' did not answer resources/read"):
+            with pytest.raises(MCPError) as caught:
                 await request(admin)
+            assert caught.value.error.message == f"upstream 'slow' {admin_told}"
             with pytest.raises(MCPError) as caught:
                 await request(reader)
             assert caught.value.error.code == mt.INTERNAL_ERROR
             assert caught.value.error.message == (
-                "a server behind this gateway did not answer resources/read in time; "
-                "try again later"
+                f"a server behind this gateway {reader_told}; try again later"
             )
             assert (await reader.call_tool("ok_ping", {})).data == "pong"

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import mcp_types as mt
 import pytest
 from fastmcp import Client
 from key_value.aio.stores.memory import MemoryStore
@@ -168,6 +169,36 @@ class TestUpstreamsThatFail:
         )
         log = stderr_of(process)
         assert "Traceback" not in log
+
+
+READS: dict[str, Callable[[Client[Any]], Awaitable[object]]] = {
+    "prompts/get": lambda c: c.get_prompt("crashy_greet"),
+    "resources/read": lambda c: c.read_resource("memo://crashy/note"),
+    "resources/read (a template's)": lambda c: c.read_resource("memo://crashy/notes/7"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("read", list(READS))
+async def test_a_crash_mid_read_names_the_upstream(tmp_path: Path, era: str, read: str) -> None:
+    crashy = MISSING.split("[[upstreams]]")[-1].format(misbehaving=json.dumps(str(MISBEHAVING)))
+    crashy = crashy.replace('"--crash-on-call"', '"--readable", "--crash-on-read"')
+    with serve_http(write_config(tmp_path, "[[upstreams]]" + crashy)) as (url, process):
+        async with Client(url, **ERAS[era]) as client:
+            with pytest.raises(MCPError) as failed:
+                await READS[read](client)
+            # The gateway answers on: the upstream is started again for the next request.
+            assert "crashy_tick" in [tool.name for tool in await client.list_tools()]
+    method = read.split()[0]
+    assert str(failed.value).endswith(
+        f"upstream 'crashy' failed {method} (its connection closed before an answer)"
+    )
+    assert failed.value.error.code == mt.INTERNAL_ERROR
+    log = stderr_of(process)
+    assert "Traceback" not in log
+    told = [line for line in log.splitlines() if "upstream 'crashy' failed" in line]
+    assert len(told) == 1
+    assert told[0].endswith("the client got an error")
 
 
 @pytest.mark.slow

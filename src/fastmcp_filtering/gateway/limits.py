@@ -7,7 +7,8 @@ timeout and answers an error naming the upstream (for a timeout, a lost
 connection, or a result that is not a valid ``CallToolResult``, which would
 otherwise reach the client as its own invalid parameters), and
 ``BoundedProxyPrompt``, ``BoundedProxyResource`` and ``BoundedProxyTemplate``
-give up on a prompt's get or a resource's read after the same timeout; ``unusable``
+give up on a prompt's get or a resource's read after the same timeout, or when
+the connection is lost mid-read, in the same words; ``unusable``
 says why a listed tool must not be served (a name MCP forbids, a schema nested
 past what a client's JSON parser reads).
 """
@@ -221,18 +222,27 @@ async def _read_within(
 ) -> _T:
     """``pending`` (the upstream's answer to ``what`` on ``subject``); ``failure`` after ``bound``.
 
-    The error is JSON-RPC's internal error; it names the upstream only to a
-    client that may see it (hidden means hidden), and the log names it always.
+    ``failure`` too when the upstream's connection closes before the answer (its
+    process exited mid-read). The error is JSON-RPC's internal error; it names the
+    upstream only to a client that may see it (hidden means hidden), and the log
+    names it always.
     """
     try:
         return await _answered(pending, bound.seconds)
     except TimeoutError:
-        problem = UpstreamTimeout(what, bound.seconds, "call_timeout")
+        problem = str(UpstreamTimeout(what, bound.seconds, "call_timeout"))
+        unnamed = f"a server behind this gateway did not answer {what} in time"
+    except MCPError as error:
+        if error.error.code != mt.CONNECTION_CLOSED:
+            raise  # the upstream's own answer: passed on as it is
+        # The SDK's word for an upstream that exited or dropped the connection mid-read.
+        problem = f"failed {what} (its connection closed before an answer)"
+        unnamed = f"a server behind this gateway failed {what}"
     logger.warning("upstream %r %s (%s); the client got an error", bound.label, problem, subject)
     if bound.shown is None or await bound.shown():
         message = f"upstream {bound.label!r} {problem}"
     else:
-        message = f"a server behind this gateway did not answer {what} in time; try again later"
+        message = f"{unnamed}; try again later"
     # FastMCP's own line for the error (with a traceback) only at debug: the line above says it.
     raise failure(message, log_level=logging.DEBUG) from None
 
