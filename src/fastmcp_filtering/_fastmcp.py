@@ -29,6 +29,7 @@ __all__ = [
     "list_page_size",
     "lists_its_storage",
     "mounted_servers",
+    "proxy_client_factory",
     "renderer_alias_hash",
     "request_connection",
     "request_method_and_params",
@@ -50,6 +51,17 @@ def list_page_size(server: FastMCP) -> int | None:
     """
     size = getattr(server, "_list_page_size", None)
     return size if isinstance(size, int) and size > 0 else None
+
+
+def proxy_client_factory(component: object) -> object | None:
+    """The client factory a proxied component reaches its upstream with; None for any other.
+
+    Private: ``ProxyTool._client_factory`` (``ProxyPrompt``'s, ``ProxyResource``'s and
+    ``ProxyTemplate``'s too). It tells the gateway which upstream listed a component, also
+    after a transform renamed it (a copy keeps it): an upstream that gets each client's
+    headers lists per client.
+    """
+    return getattr(component, "_client_factory", None)
 
 
 def current_request() -> FastMCPRequestContext | None:

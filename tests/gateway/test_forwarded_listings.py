@@ -9,6 +9,7 @@ another client's token listed, and clients that send the same headers share one 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -19,6 +20,7 @@ import pytest
 from fastmcp import Client, FastMCP
 from fastmcp.utilities.tests import asgi_server
 
+from fastmcp_filtering.client import list_tools
 from fastmcp_filtering.gateway import listings as listings_module
 from fastmcp_filtering.gateway.config import FilteringConfig
 from fastmcp_filtering.gateway.listings import Listings
@@ -26,6 +28,7 @@ from fastmcp_filtering.gateway.proxy import build_proxy, forwarded_scope
 
 from .._servers import serve_http
 from ..conftest import ERAS
+from ..progressive.test_progressive import Recorder
 
 _ASKING: ContextVar[str] = ContextVar("asking", default="alice")
 
@@ -102,11 +105,12 @@ class TestListingsPerScope:
         monkeypatch.setattr(listings_module, "_MOST_KEPT", 3)
         scoped = Scoped()
         listings = Listings(seconds=60, scope=scoped)
-        for who in ("a", "b", "c", "b", "d", "b", "a"):
+        for who in ("b", "a", "c", "b", "d", "b", "a"):
             scoped.scope = who
             await listings.get("tool", scoped.fetch, give_up_after=5)
-        # "b" was kept by being used; "a", the least recently kept, went when "d" came.
-        assert scoped.asked == ["a", "b", "c", "d", "a"]
+        # "b", asked first, was kept by being used since; "a", the least recently used, went
+        # when "d" came.
+        assert scoped.asked == ["b", "a", "c", "d", "a"]
 
     def test_without_a_client_request_the_scope_is_everyones(self) -> None:
         assert forwarded_scope() == ""
@@ -169,14 +173,77 @@ def roster(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         yield upstream.url, count
 
 
+SPEC_SERVER = '''"""An HTTP upstream listing, per bearer token, the tools a JSON spec gives it."""
+import argparse, json
+from fastmcp import FastMCP
+from fastmcp.tools import Tool
+from fastmcp.server.dependencies import get_http_headers
+from fastmcp.server.middleware import Middleware
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--http", action="store_true")
+parser.add_argument("--port", type=int)
+parser.add_argument("--spec")
+options = parser.parse_args()
+spec = json.load(open(options.spec))
+
+
+def bearer() -> str:
+    header = get_http_headers(include={"authorization"}).get("authorization", "")
+    return header.removeprefix("Bearer ") or "nobody"
+
+
+owners = {}
+mcp = FastMCP("spec")
+for who, tools in spec.items():
+    for name, description, params in tools:
+        owners[name] = who
+        schema = {
+            "type": "object",
+            "properties": {p: {"type": "string", "description": d} for p, d in params.items()},
+        }
+        tool = Tool.from_function(lambda: "ok", name=name, description=description)
+        mcp.add_tool(tool.model_copy(update={"parameters": schema}))
+
+
+class ByToken(Middleware):
+    async def on_list_tools(self, context, call_next):
+        return [t for t in await call_next(context) if owners[t.name] == bearer()]
+
+
+mcp.add_middleware(ByToken())
+mcp.run(transport="http", port=options.port, show_banner=False)
+'''
+
+# alice: two tools that match "region" (one by its parameter); bob: a dozen tools that
+# all have a "region" parameter, which alice never sees.
+SPEC = {
+    "alice": [
+        ["alpha", "Look things up", {"region": "the region to forecast"}],
+        ["beta", "Forecast region data quickly", {}],
+    ],
+    "bob": [[f"bob_tool_{i}", f"Bob tool number {i}", {"region": "a region"}] for i in range(12)],
+}
+
+
+@pytest.fixture
+def by_spec(tmp_path: Path) -> Iterator[str]:
+    script = tmp_path / "spec_server.py"
+    script.write_text(SPEC_SERVER, encoding="utf-8")
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(SPEC), encoding="utf-8")
+    with serve_http(script, "--spec", str(spec)) as upstream:
+        yield upstream.url
+
+
 def listed_for(count: Path) -> list[str]:
     """Whose tool listings the upstream was asked, in order."""
     return count.read_text().split() if count.exists() else []
 
 
-def gateway(url: str) -> Any:
+def gateway(url: str, *, search: bool = False) -> Any:
     """A gateway without ``[auth]`` in front of the upstream at ``url`` (headers forwarded)."""
-    config = {"upstreams": [{"url": url}], "search": {"enabled": False}}
+    config = {"upstreams": [{"url": url}], "search": {"enabled": search}}
     return build_proxy(FilteringConfig.model_validate(config))
 
 
@@ -185,10 +252,12 @@ async def tool_names(client: Client[Any]) -> list[str]:
 
 
 @asynccontextmanager
-async def clients(url: str, era: str = "modern") -> AsyncIterator[tuple[Client[Any], ...]]:
+async def clients(
+    url: str, era: str = "modern", *, search: bool = False
+) -> AsyncIterator[tuple[Client[Any], ...]]:
     """Clients of a gateway in front of ``url``: alice's token, bob's, and one without."""
     async with (
-        asgi_server(gateway(url)) as proxy,
+        asgi_server(gateway(url, search=search)) as proxy,
         proxy.client(auth="alice", **ERAS[era]) as alice,
         proxy.client(auth="bob", **ERAS[era]) as bob,
         proxy.client(**ERAS[era]) as nobody,
@@ -269,6 +338,50 @@ class TestGatewayListsPerClient:
         assert listed_for(count) == ["alice", "bob", "alice", "bob"]
 
 
+@pytest.mark.slow
+class TestNothingSharedDependsOnAnotherToken:
+    """What every client shares (search statistics, change notifications) is never read from
+    another client's listing: the catalog counts a forwarding upstream's components as
+    listed per request."""
+
+    async def test_another_tokens_tools_move_no_score_of_mine(self, era: str, by_spec: str) -> None:
+        async with clients(by_spec, era, search=True) as (alice, bob, _nobody):
+
+            async def alices_results() -> tuple[list[str], list[str]]:
+                found = await alice.call_tool("search_tools", {"query": "region"})
+                assert found.structured_content is not None
+                ranked = await list_tools(alice, query="region")
+                names = [t["name"] for t in found.structured_content["tools"]]
+                return names, [t.name for t in ranked.tools]
+
+            before = await alices_results()
+            await bob.call_tool("search_tools", {"query": "tool"})  # bob's own search
+            await list_tools(bob, query="region")
+            after = await alices_results()
+        assert sorted(before[0]) == sorted(before[1]) == ["alpha", "beta"]
+        # Counted, bob's dozen "region" parameters would make alice's one count for nothing.
+        assert after == before
+
+    async def test_another_tokens_first_listing_sends_me_no_list_changed(
+        self, roster: tuple[str, Path]
+    ) -> None:
+        url, _count = roster
+        heard = Recorder()
+        async with (
+            asgi_server(gateway(url)) as proxy,
+            proxy.client(auth="alice", mode="legacy", message_handler=heard) as alice,
+            proxy.client(auth="bob", mode="legacy") as bob,
+        ):
+            before = await tool_names(alice)
+            await asyncio.sleep(0.2)
+            heard.methods.clear()
+            await tool_names(bob)  # bob_notes, which alice is never listed
+            await asyncio.sleep(0.2)
+            after = await tool_names(alice)
+        assert before == after
+        assert heard.methods == []
+
+
 async def test_the_scope_is_a_digest_of_who_asks_not_of_the_request() -> None:
     """Over HTTP: the token and other headers split scopes, tracing ids and MCP's own do not;
     the scope holds no token."""
@@ -282,6 +395,10 @@ async def test_the_scope_is_a_digest_of_who_asks_not_of_the_request() -> None:
 
         alice = await scope_of(auth="alice-token")
         assert alice == await scope_of(auth="alice-token", headers={"traceparent": "00-a-b-01"})
+        sentry = {"sentry-trace": "ab-cd", "baggage": "sentry-trace_id=ab,sentry-sampled=true"}
+        assert alice == await scope_of(auth="alice-token", headers=sentry)
+        user = {"baggage": "sentry-trace_id=ab,user=alice"}
+        assert alice != await scope_of(auth="alice-token", headers=user)
         assert alice != await scope_of(auth="bob-token")
         assert alice != await scope_of(auth="alice-token", headers={"x-toolsets": "repos"})
         assert alice != await scope_of()

@@ -26,6 +26,7 @@ from fastmcp_filtering._fastmcp import (
     list_page_size,
     lists_its_storage,
     mounted_servers,
+    proxy_client_factory,
     renderer_alias_hash,
     request_connection,
     request_method_and_params,
@@ -298,3 +299,35 @@ class TestListsItsStorage:
 
         assert not lists_its_storage(FastMCPProvider(FastMCP("child")))
         assert not lists_its_storage(object())
+
+
+class TestProxyClientFactory:
+    """``ProxyTool._client_factory`` (and its kin's): which upstream a proxied component is."""
+
+    async def test_each_kind_keeps_its_factory_through_a_rename(self) -> None:
+        from fastmcp.server import create_proxy
+        from fastmcp.server.providers.proxy import ProxyProvider
+
+        upstream = FastMCP("upstream")
+        upstream.tool(lambda: "ok", name="echo")
+        upstream.prompt(name="greet")(lambda: "hello")
+        upstream.resource("memo://note", name="note")(lambda: "note")
+        upstream.resource("memo://notes/{key}", name="notes")(lambda key: key)
+        proxy = create_proxy(upstream)
+        [provider] = [p for p in proxy.providers if isinstance(p, ProxyProvider)]
+        factory = provider.client_factory
+        components = [
+            *await provider.list_tools(),
+            *await provider.list_prompts(),
+            *await provider.list_resources(),
+            *await provider.list_resource_templates(),
+        ]
+        assert len(components) == 4
+        for component in components:
+            assert proxy_client_factory(component) is factory
+            renamed = component.model_copy(update={"name": f"ns_{component.name}"})
+            assert proxy_client_factory(renamed) is factory
+
+    def test_any_other_component_has_none(self) -> None:
+        assert proxy_client_factory(Tool.from_function(lambda: "ok", name="local")) is None
+        assert proxy_client_factory(object()) is None

@@ -21,6 +21,7 @@ from fastmcp_filtering.core.declarations import (
     Tag,
     declared_groups_of,
     lineage,
+    per_request_rule,
 )
 from fastmcp_filtering.core.watch import TAGS_LIST_CHANGED, Audience, Watch
 
@@ -189,6 +190,8 @@ class Catalog:
     Groups with ``access`` checks are enforced by every middleware built on
     the catalog; ``unauthenticated`` says what a client with no token (stdio,
     unauthenticated HTTP) gets of them: ``"deny"`` (nothing) or ``"allow"``.
+    ``per_request`` marks components a provider lists per caller (by its token):
+    as a mounted server's, they move no shared search statistics and are announced to nobody.
     """
 
     def __init__(
@@ -197,7 +200,10 @@ class Catalog:
         groups: Iterable[Group] = (),
         tags: Iterable[Tag] = (),
         unauthenticated: Unauthenticated = "deny",
+        per_request: Callable[[FastMCPComponent], bool] | None = None,
     ) -> None:
+        self.per_request = per_request_rule(per_request)
+        """Whether a component is listed per request (``per_request_rule``)."""
         groups = _as_declarations(groups, Group, "groups")
         tags = _as_declarations(tags, Tag, "tags")
         self._groups: dict[str, Group] = {}
@@ -315,9 +321,12 @@ class Catalog:
         """The groups ``component`` belongs to, from the cache when nothing changed."""
         return self._resolved.membership(component)
 
-    def _unseen(self, kind: ComponentKind, component: str, undeclared: tuple[str, ...]) -> None:
-        # A component never seen before: the catalog may have grown since the last look.
-        self._watch.stale = True
+    def _unseen(
+        self, kind: ComponentKind, seen: FastMCPComponent, undeclared: tuple[str, ...]
+    ) -> None:
+        # Never seen before: the catalog may have grown (a per-request one is no one else's).
+        self._watch.stale = self._watch.stale or not self.per_request(seen)
+        component = seen.name
         for group in undeclared:
             if (component, group) in self._warned:
                 continue
@@ -414,7 +423,7 @@ class _Resolved:
         self,
         groups: dict[str, Group],
         *,
-        on_unseen: Callable[[ComponentKind, str, tuple[str, ...]], None],
+        on_unseen: Callable[[ComponentKind, FastMCPComponent, tuple[str, ...]], None],
     ) -> None:
         for group in groups.values():
             for parent in group.parents:
@@ -476,7 +485,7 @@ class _Resolved:
         for name in direct:
             effective |= self.ancestors[name]
         undeclared = tuple(g for g in claimed if g not in self._groups)
-        self._on_unseen(kind, component.name, undeclared)
+        self._on_unseen(kind, component, undeclared)
         membership = Membership(direct, frozenset(effective), undeclared)
         self._cache[key] = membership
         return membership

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
@@ -58,6 +59,8 @@ MAX_NAME_LENGTH = 256
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/\-]*")
 
 _FN_ATTRIBUTE = "__fastmcp_filtering_groups__"
+
+logger = logging.getLogger("fastmcp_filtering")
 
 # What a mounted server's components are, as its parent lists them.
 _MOUNTED = (
@@ -370,6 +373,43 @@ def is_mounted(component: FastMCPComponent) -> bool:
         ```
     """
     return isinstance(component, _MOUNTED)
+
+
+def per_request_rule(
+    marks: Callable[[FastMCPComponent], bool] | None,
+) -> Callable[[FastMCPComponent], bool]:
+    """The rule that tells a component listed per request: a mounted server's, or one ``marks``.
+
+    Such a component may be there for one request and not another beyond what the
+    policy decides (a mounted server's own policy, a provider that lists by the
+    caller's token), so nothing shared between clients may depend on it.
+    ``marks`` must be callable (or None); a check that fails counts as marking.
+
+    Example:
+        ```python
+        rule = per_request_rule(lambda c: c.name.startswith("mine_"))
+        rule(tool)  # True for a mounted server's tool or a mine_* one
+        ```
+    """
+    if marks is None:
+        return is_mounted
+    if not callable(marks):
+        raise ValueError(
+            f"per_request must be a function of a component (or None), got {marks!r}: "
+            "pass one that returns True for what is listed per request"
+        )
+
+    def listed_per_request(component: FastMCPComponent) -> bool:
+        if is_mounted(component):
+            return True
+        try:
+            return bool(marks(component))
+        except Exception:
+            # Unknown: hidden from what clients share, as a marked one is.
+            logger.debug("per_request failed on %r", component.name, exc_info=True)
+            return True
+
+    return listed_per_request
 
 
 def declared_groups_of(component: FastMCPComponent) -> tuple[str, ...]:

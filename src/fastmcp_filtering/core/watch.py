@@ -8,8 +8,9 @@ connection only when what that principal may see changed (its ``Viewer``, from
 the access rules registered as the catalog's ``audience``, and each component's
 own ``auth``), so no client learns when something it may not see came, went or
 moved. A mounted server's components are judged by its own policy per request,
-which no change outside a request can ask: changes to them are announced to
-nobody (a client sees them at its next listing).
+which no change outside a request can ask, and a provider may list some per
+caller (the catalog's ``per_request``): changes to them are announced to nobody
+(a client sees them at its next listing).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, cast
 
 from fastmcp.server.middleware.authorization import AuthMiddleware
 
-from fastmcp_filtering.core.declarations import is_mounted
 from fastmcp_filtering.core.request import unrestricted
 
 if TYPE_CHECKING:
@@ -80,6 +80,8 @@ class _Declarations(Protocol):
     def groups(self) -> Sequence[_Named]: ...
 
     def membership(self, component: FastMCPComponent) -> _Direct: ...
+
+    def per_request(self, component: FastMCPComponent) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,14 +188,16 @@ class Watch:
             await self._notify(connection, methods)
 
     def _look(self, fetched: Mapping[Kind, Iterable[FastMCPComponent]]) -> _Baseline:
-        membership = self._declarations.membership
+        membership, per_request = self._declarations.membership, self._declarations.per_request
         return {
             kind: {
                 c.key: _Seen(c, membership(c).direct, tuple(sorted(c.tags)))
                 for c in components
-                # A mounted server's component: its own policy and auth judge it per request,
-                # which a change outside any request cannot ask, so it is announced to nobody.
-                if not is_mounted(c)
+                # Listed per request (a mounted server's, judged by its own policy; one a
+                # provider lists by the caller's token): a change outside that request cannot
+                # tell who may see it, and this look is one request's, so it is announced to
+                # nobody.
+                if not per_request(c)
             }
             for kind, components in fetched.items()
         }

@@ -51,6 +51,8 @@ from fastmcp_filtering.middleware.search import SearchMiddleware
 if TYPE_CHECKING:
     import os
 
+    from fastmcp.utilities.components import FastMCPComponent
+
 __all__ = [
     "AuthConfig",
     "ConcernConfig",
@@ -656,11 +658,17 @@ class FilteringConfig(_Model):
             for i, concern in enumerate(self.concerns)
         ]
 
-    def catalog(self) -> Catalog:
-        """A fresh ``Catalog`` of the declared groups and tags."""
+    def catalog(self, per_request: Callable[[FastMCPComponent], bool] | None = None) -> Catalog:
+        """A fresh ``Catalog`` of the declared groups and tags (and ``Catalog``'s
+        ``per_request``)."""
         groups, tags = self.to_groups(), self.to_tags()
         try:
-            return Catalog(groups=groups, tags=tags, unauthenticated=self.unauthenticated)
+            return Catalog(
+                groups=groups,
+                tags=tags,
+                unauthenticated=self.unauthenticated,
+                per_request=per_request,
+            )
         except ValueError as error:
             raise _CrossReferenceError(self._catalog_key(str(error)), str(error)) from None
 

@@ -215,7 +215,7 @@ class Listings:
     ``give_up_after`` passing: that client may have made the upstream stall.
     ``scope``: called in each ``get``, it names whose listing this is (a digest
     of the headers the listing will carry); a listing is kept, and shared with
-    concurrent callers, within its scope only, the latest ``_MOST_KEPT`` of them.
+    concurrent callers, within its scope only, the ``_MOST_KEPT`` most recently used.
     The back-off stays the upstream's: with ``forwarded`` only a failure no
     client's headers can cause starts it.
 
@@ -247,7 +247,7 @@ class Listings:
         self.backoff = backoff
         self.backoff_max = backoff_max
         self.clock = clock
-        # Keyed by (kind, scope); the least recently kept go first.
+        # Keyed by (kind, scope); the least recently used go first.
         self._kept: OrderedDict[tuple[str, str], tuple[float, Sequence[Any]]] = OrderedDict()
         self._pending: dict[tuple[str, str], asyncio.Future[Sequence[Any]]] = {}
         self._generation = dict.fromkeys(KINDS, 0)
@@ -280,6 +280,7 @@ class Listings:
         key = (kind, "" if self.scope is None else self.scope())
         kept = self._kept.get(key)
         if kept is not None and self.clock() - kept[0] < self.seconds:
+            self._kept.move_to_end(key)  # the least recently used go first
             return kept[1]
         pending = self._pending.get(key)
         if pending is None:

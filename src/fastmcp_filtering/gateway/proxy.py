@@ -26,7 +26,7 @@ from fastmcp.mcp_config import infer_transport_type_from_url
 from fastmcp.server.dependencies import get_http_headers
 from fastmcp.server.transforms import Transform
 
-from fastmcp_filtering._fastmcp import current_request
+from fastmcp_filtering._fastmcp import current_request, proxy_client_factory
 from fastmcp_filtering.core.catalog import ComponentKind, kind_of, match_names
 from fastmcp_filtering.core.concerns import COMPONENT_META_KEY
 from fastmcp_filtering.core.declarations import GROUPS_META_KEY, META_TOOL_KEY
@@ -130,17 +130,27 @@ def _forwards_client_headers(transport: ClientTransport) -> bool:
     return isinstance(transport, _Http | _SSE) and not isinstance(transport, _OwnHeaders)
 
 
-# Headers a client sends anew with each request (tracing ids): they reach the upstream but do
-# not say who asks, so listings asked with different ones are still shared.
+# Headers a client (or a proxy on its way) sends anew with each request, tracing ids: they
+# reach the upstream but do not say who asks, so listings asked with different ones are still
+# shared. Of ``baggage`` only Sentry's own members (a trace's) are left out: the rest may say
+# who asks.
 _PER_REQUEST_HEADERS = frozenset(
     {
         "b3",
+        "cf-ray",
+        "fly-request-id",
         "sentry-trace",
         "traceparent",
         "tracestate",
+        "uber-trace-id",
+        "x-amz-cf-id",
         "x-amzn-trace-id",
         "x-cloud-trace-context",
+        "x-correlation-id",
+        "x-datadog-parent-id",
+        "x-datadog-trace-id",
         "x-request-id",
+        "x-vercel-id",
     }
 )
 
@@ -152,8 +162,9 @@ def forwarded_scope() -> str:
     send upstream (its ``Authorization`` too, and ``Cookie``, which FastMCP
     leaves out today: more headers only split listings further, fewer could
     share one client's with another), less MCP's own per-connection headers and
-    tracing ids. "" without an HTTP request (stdio, ``check``, start-up). A
-    digest, so the kept listings' keys hold no token.
+    tracing ids (Sentry's ``baggage`` members too). "" without an HTTP request
+    (stdio, ``check``, start-up). A digest, so the kept listings' keys hold no
+    token.
 
     Example:
         ```python
@@ -161,6 +172,11 @@ def forwarded_scope() -> str:
         ```
     """
     headers = get_http_headers(include={"authorization", "cookie", "proxy-authorization"})
+    if "baggage" in headers:
+        members = [member.strip() for member in headers.pop("baggage").split(",")]
+        kept = ",".join(m for m in members if not m.startswith("sentry-"))
+        if kept:
+            headers["baggage"] = kept
     carried = sorted(
         (name, value)
         for name, value in headers.items()
@@ -307,7 +323,7 @@ def _build(
     providers = _add_upstreams(
         server, config, transports, health=health, on_error=strategy, relay=relay
     )
-    _add_filtering(server, config)
+    _add_filtering(server, config, providers)
     if AccessTransform.of(server) is not None:
         audience = _audience(server)
         for provider in providers:
@@ -383,8 +399,19 @@ def _add_upstreams(
     return providers
 
 
-def _add_filtering(server: FastMCP[Any], config: FilteringConfig) -> None:
-    """Add the configured annotations (a transform) and the filtering stack (middleware)."""
+def _add_filtering(
+    server: FastMCP[Any], config: FilteringConfig, providers: Sequence[UpstreamProvider]
+) -> None:
+    """Add the configured annotations (a transform) and the filtering stack (middleware).
+
+    What an upstream that gets each client's headers lists is that client's: the catalog
+    counts it as listed per request (``Catalog(per_request=...)``).
+    """
+    per_client = {p.client_factory for p in providers if p.listings.scope is not None}
+
+    def listed_per_client(component: FastMCPComponent) -> bool:
+        return proxy_client_factory(component) in per_client
+
     server.add_transform(
         ConfigAnnotations(
             tags={t.name: t.tools for t in config.tags if t.tools},
@@ -395,15 +422,13 @@ def _add_filtering(server: FastMCP[Any], config: FilteringConfig) -> None:
     )
     add_filtering(
         server,
-        groups=config.to_groups(),
-        tags=config.to_tags(),
+        catalog=config.catalog(listed_per_client if per_client else None),
         search=config.search.options() if config.search.enabled else False,
         concerns=config.to_concerns() or None,
         apply_concern_defaults=config.apply_concern_defaults,
         progressive=config.progressive.options()
         if config.progressive is not None and config.progressive.enabled
         else False,
-        unauthenticated=config.unauthenticated,
     )
 
 

@@ -25,7 +25,7 @@ import anyio
 from fastmcp.utilities.versions import version_sort_key
 
 from fastmcp_filtering.core.catalog import is_meta_tool
-from fastmcp_filtering.core.declarations import BETTER_MATCHES_META_KEY, is_mounted
+from fastmcp_filtering.core.declarations import BETTER_MATCHES_META_KEY
 from fastmcp_filtering.core.request import unrestricted
 from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.decision import LISTERS, AccessTransform, Policy, PolicyLayer, widened
@@ -295,10 +295,11 @@ class SearchService:
             tags=tuple(sorted(component.tags)),
             groups=tuple(group_text),
             params=params,
-            # A member of a group under an access check, a component with its own auth or a
-            # mounted server's (its own policy may hide it) moves no other client's scores.
+            # A member of a group under an access check, a component with its own auth, or one
+            # listed per request (a mounted server's, one listed by the caller's token) moves no
+            # other client's scores.
             in_statistics=getattr(component, "auth", None) is None
-            and not is_mounted(component)
+            and not self.catalog.per_request(component)
             and (membership is None or ruled.isdisjoint(membership.effective)),
         )
 
