@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -26,7 +28,7 @@ from fastmcp_filtering.gateway.config import FilteringConfig
 from fastmcp_filtering.gateway.listings import Listings
 from fastmcp_filtering.gateway.proxy import build_proxy, forwarded_scope
 
-from .._servers import serve_http
+from .._servers import RunningServer, serve_http
 from ..conftest import ERAS
 from ..progressive.test_progressive import Recorder
 
@@ -102,7 +104,7 @@ class TestListingsPerScope:
     async def test_memory_is_bounded_the_oldest_scope_is_asked_again(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        monkeypatch.setattr(listings_module, "_MOST_KEPT", 3)
+        monkeypatch.setattr(listings_module, "MOST_KEPT", 3)
         scoped = Scoped()
         listings = Listings(seconds=60, scope=scoped)
         for who in ("b", "a", "c", "b", "d", "b", "a"):
@@ -227,13 +229,19 @@ SPEC = {
 
 
 @pytest.fixture
-def by_spec(tmp_path: Path) -> Iterator[str]:
+def spec_upstream(tmp_path: Path) -> Iterator[RunningServer]:
+    """A running ``SPEC_SERVER`` upstream listing ``SPEC`` by bearer token."""
     script = tmp_path / "spec_server.py"
     script.write_text(SPEC_SERVER, encoding="utf-8")
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(SPEC), encoding="utf-8")
     with serve_http(script, "--spec", str(spec)) as upstream:
-        yield upstream.url
+        yield upstream
+
+
+@pytest.fixture
+def by_spec(spec_upstream: RunningServer) -> str:
+    return spec_upstream.url
 
 
 def listed_for(count: Path) -> list[str]:
@@ -361,6 +369,30 @@ class TestNothingSharedDependsOnAnotherToken:
         assert sorted(before[0]) == sorted(before[1]) == ["alpha", "beta"]
         # Counted, bob's dozen "region" parameters would make alice's one count for nothing.
         assert after == before
+
+    async def test_an_upstream_i_cannot_see_fails_without_its_name_whoever_listed_last(
+        self, era: str, spec_upstream: RunningServer
+    ) -> None:
+        # Alice's tools are all in a group no client here may use (no [auth]: no token); bob's
+        # are open. Whether a failure names the upstream is judged by alice's own listing.
+        config = {
+            "on_upstream_error": "raise",
+            "upstreams": [{"name": "spec", "url": spec_upstream.url, "list_ttl": 0}],
+            "groups": [{"name": "locked", "tools": ["alpha", "beta"], "access": {"scopes": ["x"]}}],
+            "search": {"enabled": False},
+        }
+        proxy_server = build_proxy(FilteringConfig.model_validate(config))
+        async with (
+            asgi_server(proxy_server) as proxy,
+            proxy.client(auth="alice", **ERAS[era]) as alice,
+            proxy.client(auth="bob", **ERAS[era]) as bob,
+        ):
+            assert await tool_names(alice) == []
+            assert "bob_tool_0" in await tool_names(bob)  # the upstream's last listing: bob's
+            os.kill(spec_upstream.pid, signal.SIGKILL)
+            assert await tool_names(alice) == []  # not "upstream 'spec' is unavailable: ..."
+            with pytest.raises(Exception, match="upstream 'spec' is unavailable"):
+                await tool_names(bob)
 
     async def test_another_tokens_first_listing_sends_me_no_list_changed(
         self, roster: tuple[str, Path]

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "KINDS",
     "LONGEST_BACKOFF",
+    "MOST_KEPT",
     "BackingOff",
     "Listings",
     "NoticesChanges",
@@ -63,9 +64,9 @@ _STALE_AFTER = {
     "notifications/resources/list_changed": ("resource", "template"),
 }
 
-# Listings kept at most, over every scope: a gateway whose clients forward many different
-# headers keeps the latest ones (memory stays bounded whoever connects).
-_MOST_KEPT = 256
+MOST_KEPT = 256
+"""Listings kept at most, over every scope: a gateway whose clients forward many different
+headers keeps the most recently used (memory stays bounded whoever connects)."""
 
 LONGEST_BACKOFF = 86400.0
 """A day: the longest ``backoff`` or ``backoff_max`` taken, in seconds."""
@@ -215,7 +216,7 @@ class Listings:
     ``give_up_after`` passing: that client may have made the upstream stall.
     ``scope``: called in each ``get``, it names whose listing this is (a digest
     of the headers the listing will carry); a listing is kept, and shared with
-    concurrent callers, within its scope only, the ``_MOST_KEPT`` most recently used.
+    concurrent callers, within its scope only, the ``MOST_KEPT`` most recently used.
     The back-off stays the upstream's: with ``forwarded`` only a failure no
     client's headers can cause starts it.
 
@@ -258,6 +259,10 @@ class Listings:
         self._delay = 0.0
         self._retry_at: float | None = None
 
+    def current_scope(self) -> str:
+        """Whose listings this request's are: ``scope()``, or "" (everyone's) without one."""
+        return "" if self.scope is None else self.scope()
+
     @property
     def failing(self) -> bool:
         """Whether the upstream's latest news is a listing it did not answer."""
@@ -277,7 +282,7 @@ class Listings:
 
         Raises ``BackingOff`` instead of asking an upstream whose back-off runs.
         """
-        key = (kind, "" if self.scope is None else self.scope())
+        key = (kind, self.current_scope())
         kept = self._kept.get(key)
         if kept is not None and self.clock() - kept[0] < self.seconds:
             self._kept.move_to_end(key)  # the least recently used go first
@@ -322,7 +327,7 @@ class Listings:
         if generation == self._generation[kind] and self.seconds > 0:
             self._kept[key] = (self.clock(), listed)
             self._kept.move_to_end(key)
-            while len(self._kept) > _MOST_KEPT:
+            while len(self._kept) > MOST_KEPT:
                 self._kept.popitem(last=False)
         return listed
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import mcp_types as mt
@@ -29,7 +30,7 @@ from typing_extensions import override
 from fastmcp_filtering._fastmcp import current_request
 from fastmcp_filtering.core.request import current_scope
 from fastmcp_filtering.gateway.limits import Bound, Timeouts, UpstreamTimeout, bounded, unusable
-from fastmcp_filtering.gateway.listings import BackingOff, Listings, how_soon
+from fastmcp_filtering.gateway.listings import MOST_KEPT, BackingOff, Listings, how_soon
 from fastmcp_filtering.gateway.namespacing import served_name
 from fastmcp_filtering.gateway.redact import Redactor
 from fastmcp_filtering.middleware.hooks import Announces
@@ -254,7 +255,7 @@ class UpstreamProvider(ProxyProvider):
         """Whether this request's client may see any of what the upstream serves (set by
         the proxy); None: every client may."""
         self._instructions: str | None = _UNREAD
-        self._served: dict[str, tuple[FastMCPComponent, ...]] = {}
+        self._served = _Served()
 
     @override
     def __repr__(self) -> str:
@@ -300,13 +301,13 @@ class UpstreamProvider(ProxyProvider):
 
     async def shown(self) -> bool | None:
         """Whether this request's client may see any tool or prompt the upstream last served,
-        named as the proxy serves them; None when it cannot be told (it never listed)."""
+        named as the proxy serves them; None when it cannot be told (it never listed).
+
+        What it last served this client's headers, when it lists by them (``listings.scope``).
+        """
         if self.audience is None:
             return True
-        served = None
-        if self._served:
-            served = [c for kind in self._served.values() for c in kind]
-        return await self.audience(served)
+        return await self.audience(self._served.get(self.listings.current_scope()))
 
     async def refresh(self) -> None:
         """List the upstream's tools and prompts, as ``shown`` judges them (kept listings
@@ -315,10 +316,10 @@ class UpstreamProvider(ProxyProvider):
         await self.list_prompts()
 
     def _keep(self, kind: str, components: Sequence[FastMCPComponent]) -> None:
-        # Only the latest listing: an upstream renaming its tools cannot grow this.
-        self._served[kind] = tuple(
+        named = [
             c.model_copy(update={"name": served_name(self.prefix, c.name)}) for c in components
-        )
+        ]
+        self._served.keep(kind, self.listings.current_scope(), named)
 
     async def instructions(self) -> str | None:
         """The upstream's own instructions: read once it answers, then kept; None while down.
@@ -446,6 +447,32 @@ class UpstreamProvider(ProxyProvider):
             super().get_resource_template(uri, version), None, "resources/templates/list"
         )
         return self._bounded(template)
+
+
+class _Served:
+    """The tools and prompts an upstream last served each scope (``Listings.scope``), as the
+    proxy names them: what ``UpstreamProvider.shown`` judges.
+
+    Only each scope's latest listing, of the ``MOST_KEPT`` most recently served scopes: an
+    upstream renaming its tools, or clients sending new headers, cannot grow it.
+    """
+
+    def __init__(self) -> None:
+        self._kept: OrderedDict[tuple[str, str], tuple[FastMCPComponent, ...]] = OrderedDict()
+
+    def keep(self, kind: str, scope: str, components: Sequence[FastMCPComponent]) -> None:
+        key = (kind, scope)
+        self._kept[key] = tuple(components)
+        self._kept.move_to_end(key)
+        while len(self._kept) > 2 * MOST_KEPT:
+            self._kept.popitem(last=False)
+
+    def get(self, scope: str) -> list[FastMCPComponent] | None:
+        """What ``scope`` was last served; None when it was never served anything."""
+        kept = [self._kept.get((kind, scope)) for kind in ("tool", "prompt")]
+        if all(listed is None for listed in kept):
+            return None
+        return [c for listed in kept for c in listed or ()]
 
 
 def _bookkeeping() -> bool:
