@@ -18,19 +18,22 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from fastmcp import Client, FastMCP
 from fastmcp.utilities.tests import asgi_server
+from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering.client import list_tools
 from fastmcp_filtering.gateway import listings as listings_module
 from fastmcp_filtering.gateway.config import FilteringConfig
-from fastmcp_filtering.gateway.listings import Listings
+from fastmcp_filtering.gateway.listings import BackingOff, Listings
 from fastmcp_filtering.gateway.proxy import build_proxy, forwarded_scope
 
 from .._servers import RunningServer, serve_http
 from ..conftest import ERAS
 from ..progressive.test_progressive import Recorder
+from .test_upstream_backoff import Clock, through_fastmcp
 
 _ASKING: ContextVar[str] = ContextVar("asking", default="alice")
 
@@ -116,6 +119,114 @@ class TestListingsPerScope:
 
     def test_without_a_client_request_the_scope_is_everyones(self) -> None:
         assert forwarded_scope() == ""
+
+
+class Breaks:
+    """A forwarded listing that fails as ``failure`` for the scopes in ``broken`` (a reset
+    by default: the upstream's answer to those headers), counting whom it was asked for."""
+
+    def __init__(self, failure: BaseException | None = None, *broken: str) -> None:
+        self.failure = failure or through_fastmcp(httpx2.ReadError("reset"))
+        self.broken = set(broken)
+        self.asked: list[str] = []
+
+    async def __call__(self) -> list[str]:
+        who = _ASKING.get()
+        self.asked.append(who)
+        if who in self.broken:
+            raise self.failure
+        return [f"{who}_tool"]
+
+
+async def ask(listings: Listings, fetch: Breaks, who: str) -> str:
+    """What ``who``'s tool listing gives: its tools, or the name of what it raised."""
+    _ASKING.set(who)
+    try:
+        return ",".join(await listings.get("tool", fetch, give_up_after=5))
+    except (BackingOff, MCPError, OSError) as error:
+        return type(error).__name__
+
+
+def forwarding(clock: Clock, **options: Any) -> Listings:
+    """The listings of an upstream that gets each client's headers (scoped by ``_ASKING``)."""
+    return Listings(seconds=0, clock=clock, forwarded=True, scope=_ASKING.get, **options)
+
+
+class TestBackOffPerScope:
+    """With each client's headers forwarded, a failure they may have caused backs off only
+    the listings asked with them; one no headers can cause, every listing."""
+
+    async def test_a_reset_backs_off_that_clients_headers_alone(self) -> None:
+        clock, fetch = Clock(), Breaks(None, "alice")
+        listings = forwarding(clock, backoff=2, backoff_max=8)
+        assert await ask(listings, fetch, "alice") == "MCPError"
+        assert await ask(listings, fetch, "alice") == "BackingOff"  # not asked again
+        assert await ask(listings, fetch, "bob") == "bob_tool"
+        assert listings.retry_in() is None  # bob's request: nothing to wait for
+        _ASKING.set("alice")
+        assert listings.retry_in() == 2
+        clock.now += 2
+        assert await ask(listings, fetch, "alice") == "MCPError"  # asked again: doubled
+        clock.now += 2
+        assert await ask(listings, fetch, "alice") == "BackingOff"
+        fetch.broken.clear()
+        clock.now += 2
+        assert await ask(listings, fetch, "alice") == "alice_tool"  # answered: over
+        assert fetch.asked == ["alice", "bob", "alice", "alice"]
+
+    async def test_a_stall_backs_off_that_clients_headers_alone(self) -> None:
+        clock, never = Clock(), asyncio.Event()
+
+        async def stalls_for_alice() -> list[str]:
+            if _ASKING.get() == "alice":
+                await never.wait()
+            return ["ok"]
+
+        listings = forwarding(clock, backoff=1, backoff_max=30)
+        _ASKING.set("alice")
+        with pytest.raises(TimeoutError):
+            await listings.get("tool", stalls_for_alice, give_up_after=0.01)
+        with pytest.raises(BackingOff, match="asked again in 1 s") as backing_off:
+            await listings.get("tool", stalls_for_alice, give_up_after=0.01)
+        assert str(backing_off.value.__cause__) == "did not answer within 0.01 s"
+        _ASKING.set("bob")
+        assert await listings.get("tool", stalls_for_alice, give_up_after=0.01) == ["ok"]
+
+    async def test_a_refused_connection_backs_off_everyone(self) -> None:
+        refused = through_fastmcp(httpx2.ConnectError("All connection attempts failed"))
+        clock, fetch = Clock(), Breaks(refused, "alice")
+        listings = forwarding(clock)
+        assert await ask(listings, fetch, "alice") == "MCPError"
+        assert await ask(listings, fetch, "bob") == "BackingOff"
+        assert fetch.asked == ["alice"]
+
+    async def test_an_answered_error_backs_off_no_one(self) -> None:
+        clock, fetch = Clock(), Breaks(MCPError(code=-32603, message="Unauthorized"), "alice")
+        listings = forwarding(clock)
+        assert await ask(listings, fetch, "alice") == "MCPError"
+        assert await ask(listings, fetch, "alice") == "MCPError"
+        assert fetch.asked == ["alice", "alice"]
+
+    async def test_a_list_changed_ends_every_clients_back_off(self) -> None:
+        clock, fetch = Clock(), Breaks(None, "alice", "bob")
+        listings = forwarding(clock)
+        for who in ("alice", "bob"):
+            assert await ask(listings, fetch, who) == "MCPError"
+        fetch.broken.clear()
+        listings.forget("tool")
+        for who in ("alice", "bob"):
+            assert await ask(listings, fetch, who) == f"{who}_tool"
+
+    async def test_memory_is_bounded_the_oldest_back_off_goes(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(listings_module, "MOST_KEPT", 2)
+        clock, fetch = Clock(), Breaks(None, "a", "b", "c")
+        listings = forwarding(clock)
+        for who in ("a", "b", "c"):
+            assert await ask(listings, fetch, who) == "MCPError"
+        assert await ask(listings, fetch, "a") == "MCPError"  # forgotten: asked again
+        assert await ask(listings, fetch, "c") == "BackingOff"
 
 
 # -- a real HTTP upstream that lists by the bearer token it is sent ---------------------------
@@ -242,6 +353,38 @@ def spec_upstream(tmp_path: Path) -> Iterator[RunningServer]:
 @pytest.fixture
 def by_spec(spec_upstream: RunningServer) -> str:
     return spec_upstream.url
+
+
+GROWING = '''"""An HTTP upstream listing the same tools to everyone; `grow` adds one."""
+import argparse
+from fastmcp import FastMCP
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--http", action="store_true")
+parser.add_argument("--port", type=int)
+options = parser.parse_args()
+mcp = FastMCP("growing")
+grown = [0]
+
+
+def grow() -> str:
+    grown[0] += 1
+    mcp.tool(lambda: "x", name=f"grown_{grown[0]}")
+    return "ok"
+
+
+mcp.tool(grow, name="grow")
+mcp.tool(lambda: "sunny", name="weather")
+mcp.run(transport="http", port=options.port, show_banner=False)
+'''
+
+
+@pytest.fixture
+def growing(tmp_path: Path) -> Iterator[RunningServer]:
+    script = tmp_path / "growing.py"
+    script.write_text(GROWING, encoding="utf-8")
+    with serve_http(script) as upstream:
+        yield upstream
 
 
 def listed_for(count: Path) -> list[str]:
@@ -393,6 +536,27 @@ class TestNothingSharedDependsOnAnotherToken:
             assert await tool_names(alice) == []  # not "upstream 'spec' is unavailable: ..."
             with pytest.raises(Exception, match="upstream 'spec' is unavailable"):
                 await tool_names(bob)
+
+    async def test_served_without_http_every_client_hears_of_a_change(
+        self, growing: RunningServer
+    ) -> None:
+        """No request carries headers (stdio, in memory): every client shares one listing,
+        and a change to it is announced as any other's."""
+        config = {"upstreams": [{"url": growing.url, "list_ttl": 0}], "search": {"enabled": False}}
+        server = build_proxy(FilteringConfig.model_validate(config))
+        heard = Recorder()
+        async with (
+            Client(server, mode="legacy", message_handler=heard) as alice,
+            Client(server, mode="legacy") as bob,
+        ):
+            await alice.list_tools()
+            await bob.list_tools()
+            await asyncio.sleep(0.2)
+            heard.methods.clear()
+            await bob.call_tool("grow", {})
+            assert "grown_1" in await tool_names(bob)
+            await asyncio.sleep(0.3)
+        assert "notifications/tools/list_changed" in heard.methods
 
     async def test_another_tokens_first_listing_sends_me_no_list_changed(
         self, roster: tuple[str, Path]

@@ -450,3 +450,35 @@ class TestWhatAClientCannotSee:
             # Their names, longer words and typo neighbours neither match nor cover a name.
             expected = [key for key, _ in alone.search(query)]
             assert [key for key, _ in beside.search(query, within=visible)] == expected
+
+
+class TestStatisticsOnlySomeDocumentsCount:
+    """A document only some clients may see (``in_statistics=False``) moves no field length
+    average; with none or few that count, a typical catalog's lengths stand in."""
+
+    WORDS = "room attendees agenda documents video link reminders repeat rules timezone notes"
+
+    def mine(self) -> list[Document]:
+        """Two documents only this client sees; one describes itself at length."""
+        long = "Create a calendar event with " + " ".join((self.WORDS.split() * 3)[:24])
+        return [
+            Document(name="calendar_add", description=long, in_statistics=False),
+            Document(name="new_event", description="calendar event", in_statistics=False),
+        ]
+
+    def order(self, *shared: Document) -> list[str]:
+        index = catalog(*self.mine(), *shared)
+        within = [d.name for d in self.mine()]
+        return [key for key, _ in index.search("create calendar event", within=within)]
+
+    def test_what_does_not_count_moves_nothing(self) -> None:
+        others = [
+            Document(name=f"t{i}", description=self.WORDS * 4, in_statistics=False)
+            for i in range(20)
+        ]
+        assert self.order(*others) == self.order()
+
+    def test_one_shared_document_does_not_set_the_averages(self) -> None:
+        # Counted alone, a bare ``ping`` would make every average one word: the long
+        # description would then count for far less, and the order would flip.
+        assert self.order(Document(name="ping")) == self.order() == ["calendar_add", "new_event"]

@@ -131,6 +131,22 @@ class TestNotifications:
 
 
 class TestConstruction:
-    def test_per_request_must_be_a_function(self) -> None:
-        with pytest.raises(ValueError, match=r"per_request must be a function of a component"):
-            Catalog(per_request="mine_*")  # type: ignore[arg-type]
+    @pytest.mark.parametrize(
+        "marks",
+        [pytest.param("mine_*", id="a pattern"), pytest.param(Tool, id="a class, for isinstance")],
+    )
+    def test_per_request_must_be_a_plain_function(self, marks: Any) -> None:
+        with pytest.raises(ValueError, match=r"per_request must be a plain function of a"):
+            Catalog(per_request=marks)
+
+    def test_an_async_mark_is_refused_it_would_mark_everything(self) -> None:
+        async def marks(component: Any) -> bool:
+            return False
+
+        class Marks:
+            async def __call__(self, component: Any) -> bool:
+                return False
+
+        for asynchronous in (marks, Marks()):
+            with pytest.raises(ValueError, match=r"such as lambda c: isinstance\(c, TenantTool\)"):
+                Catalog(per_request=asynchronous)

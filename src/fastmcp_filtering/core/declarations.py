@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -393,10 +394,16 @@ def per_request_rule(
     """
     if marks is None:
         return is_mounted
-    if not callable(marks):
+    # A class or a coroutine function is callable too, but never says False: everything would
+    # count as listed per request, silently.
+    asynchronous = inspect.iscoroutinefunction(marks) or inspect.iscoroutinefunction(
+        getattr(marks, "__call__", None)  # noqa: B004 - an async __call__ is what is looked for
+    )
+    if not callable(marks) or isinstance(marks, type) or asynchronous:
         raise ValueError(
-            f"per_request must be a function of a component (or None), got {marks!r}: "
-            "pass one that returns True for what is listed per request"
+            f"per_request must be a plain function of a component (or None), got {marks!r}: "
+            "pass one that returns True for what is listed per request, such as "
+            "lambda c: isinstance(c, TenantTool)"
         )
 
     def listed_per_request(component: FastMCPComponent) -> bool:

@@ -194,6 +194,50 @@ class BackingOff(Exception):
         self.retry_in = retry_in
 
 
+class _BackOff:
+    """A run of listings in a row that were not answered: the latest failure, and until when
+    not to ask again.
+
+    Only the newest news counts: an outcome of a listing that began (at ``news``) before
+    another outcome was recorded changes nothing.
+    """
+
+    __slots__ = ("delay", "failure", "news", "retry_at")
+
+    def __init__(self) -> None:
+        self.news = 0
+        self.failure: Exception | None = None
+        self.delay = 0.0
+        self.retry_at: float | None = None
+
+    def heard(self, news: int, silence: Exception | None, listings: Listings) -> None:
+        """Record a listing begun at ``news``: answered (``silence`` None) or not.
+
+        No answer starts the back-off, or doubles it (up to ``listings.backoff_max``); an
+        answer ends it. Listings that failed together are one failure, one doubling.
+        """
+        if news != self.news:
+            return
+        self.news += 1
+        if silence is None:
+            self.failure, self.delay, self.retry_at = None, 0.0, None
+            return
+        self.failure = silence
+        self.delay = min(self.delay * 2, listings.backoff_max) if self.delay else listings.backoff
+        if self.delay > 0:
+            self.retry_at = listings.clock() + self.delay
+
+    def retry_in(self, now: float) -> float | None:
+        """Seconds until the next listing may ask; None when it may now."""
+        left = None if self.retry_at is None else self.retry_at - now
+        return left if left is not None and left > 0 else None
+
+    def end(self) -> None:
+        """The upstream spoke: whatever failed, it is worth asking now (and older news is old)."""
+        self.news += 1
+        self.failure, self.delay, self.retry_at = None, 0.0, None
+
+
 class Listings:
     """One upstream's latest listings by kind, each kept ``seconds`` or until forgotten.
 
@@ -217,8 +261,11 @@ class Listings:
     ``scope``: called in each ``get``, it names whose listing this is (a digest
     of the headers the listing will carry); a listing is kept, and shared with
     concurrent callers, within its scope only, the ``MOST_KEPT`` most recently used.
-    The back-off stays the upstream's: with ``forwarded`` only a failure no
-    client's headers can cause starts it.
+    With ``forwarded``, a failure no client's headers can cause (a connection
+    that could not be made) backs off the whole upstream; one they may have caused
+    (a reset, a dropped connection, ``give_up_after`` passing) backs off that
+    scope alone, so a client whose headers break the upstream, or each client of
+    an upstream that accepts and then stalls, waits once per back-off.
 
     Example:
         ```python
@@ -252,28 +299,31 @@ class Listings:
         self._kept: OrderedDict[tuple[str, str], tuple[float, Sequence[Any]]] = OrderedDict()
         self._pending: dict[tuple[str, str], asyncio.Future[Sequence[Any]]] = {}
         self._generation = dict.fromkeys(KINDS, 0)
-        # Outcomes and forgets recorded so far: a listing's outcome counts only if no other
-        # was recorded since it began, so older news never overrides newer.
-        self._news = 0
-        self._failure: Exception | None = None
-        self._delay = 0.0
-        self._retry_at: float | None = None
+        self._upstream = _BackOff()
+        # Each scope's own, once a listing of it failed in a way its headers may have caused.
+        self._scoped: OrderedDict[str, _BackOff] = OrderedDict()
 
     def current_scope(self) -> str:
         """Whose listings this request's are: ``scope()``, or "" (everyone's) without one."""
         return "" if self.scope is None else self.scope()
 
+    def _backoffs(self) -> list[_BackOff]:
+        """The back-offs this request's listing is under: the upstream's, then its scope's."""
+        scoped = self._scoped.get(self.current_scope()) if self._scoped else None
+        return [self._upstream] if scoped is None else [self._upstream, scoped]
+
     @property
     def failing(self) -> bool:
-        """Whether the upstream's latest news is a listing it did not answer."""
-        return self._failure is not None
+        """Whether the latest news of the upstream (for this request's scope) is a listing it
+        did not answer."""
+        return any(backing.failure is not None for backing in self._backoffs())
 
     def retry_in(self) -> float | None:
-        """Seconds until the upstream is asked again; None when the next request asks it."""
-        if self._retry_at is None:
-            return None
-        left = self._retry_at - self.clock()
-        return left if left > 0 else None
+        """Seconds until the upstream is asked again for this request; None when the next
+        request asks it."""
+        now = self.clock()
+        waits = [w for backing in self._backoffs() if (w := backing.retry_in(now)) is not None]
+        return max(waits) if waits else None
 
     async def get(
         self, kind: str, fetch: Callable[[], Awaitable[Sequence[_T]]], *, give_up_after: float
@@ -289,9 +339,11 @@ class Listings:
             return kept[1]
         pending = self._pending.get(key)
         if pending is None:
-            retry_in = self.retry_in()
-            if retry_in is not None:
-                raise BackingOff(retry_in) from self._failure
+            now = self.clock()
+            for backing in self._backoffs():
+                retry_in = backing.retry_in(now)
+                if retry_in is not None:
+                    raise BackingOff(retry_in) from backing.failure
             pending = asyncio.ensure_future(self._fetch(key, fetch, give_up_after))
             self._pending[key] = pending
             pending.add_done_callback(partial(self._settled, key))
@@ -304,25 +356,30 @@ class Listings:
         fetch: Callable[[], Awaitable[Sequence[_T]]],
         give_up_after: float,
     ) -> Sequence[_T]:
-        kind = key[0]
-        generation, news = self._generation[kind], self._news
+        kind, scope = key
+        generation, news = self._generation[kind], self._upstream.news
+        scoped = self._scoped.get(scope)
+        scope_news = 0 if scoped is None else scoped.news
         try:
             async with asyncio.timeout(give_up_after):
                 listed = await fetch()
         except TimeoutError:
-            # With a client's headers the stall may be that client's doing: an answer, then.
-            silence = (
-                None
-                if self.forwarded
-                else TimeoutError(f"did not answer within {give_up_after:g} s")
-            )
-            self._heard(news, silence)
+            silence = TimeoutError(f"did not answer within {give_up_after:g} s")
+            # With a client's headers the stall may be that client's doing: its own back-off.
+            if self.forwarded:
+                self._heard(news, None, scope, scope_news, silence)
+            else:
+                self._heard(news, silence, scope, scope_news, None)
             raise
         except Exception as error:
-            # An error it answered fails this request only; the next one asks it again.
-            self._heard(news, error if unanswered(error, forwarded=self.forwarded) else None)
+            if unanswered(error, forwarded=self.forwarded):
+                self._heard(news, error, scope, scope_news, None)
+            else:
+                # An answer, or (with a client's headers) a failure they may have caused.
+                mine = error if self.forwarded and unanswered(error) else None
+                self._heard(news, None, scope, scope_news, mine)
             raise
-        self._heard(news, None)
+        self._heard(news, None, scope, scope_news, None)
         # A change announced while this listing was on its way makes it stale already.
         if generation == self._generation[kind] and self.seconds > 0:
             self._kept[key] = (self.clock(), listed)
@@ -331,23 +388,29 @@ class Listings:
                 self._kept.popitem(last=False)
         return listed
 
-    def _heard(self, news: int, silence: Exception | None) -> None:
-        """Record a listing begun at ``news``: it answered (``silence`` None) or it did not.
-
-        No answer starts the back-off, or doubles it; an answer ends it. Nothing changes
-        if other news came since the listing began (listings that failed together are one
-        failure, one doubling; an older outcome does not undo a newer one).
+    def _heard(
+        self,
+        news: int,
+        silence: Exception | None,
+        scope: str,
+        scope_news: int,
+        scope_silence: Exception | None,
+    ) -> None:
+        """Record a listing's outcome: for the upstream (``silence``: it did not answer) and,
+        with a ``scope`` function, for its scope (``scope_silence``: the scope's own failure).
         """
-        if news != self._news:
+        self._upstream.heard(news, silence, self)
+        if self.scope is None:
             return
-        self._news += 1
-        if silence is None:
-            self._failure, self._delay, self._retry_at = None, 0.0, None
-            return
-        self._failure = silence
-        self._delay = min(self._delay * 2, self.backoff_max) if self._delay else self.backoff
-        if self._delay > 0:
-            self._retry_at = self.clock() + self._delay
+        scoped = self._scoped.get(scope)
+        if scoped is None:
+            if scope_silence is None:
+                return  # nothing to end: no back-off is kept for a scope that never failed
+            scoped = self._scoped[scope] = _BackOff()
+            while len(self._scoped) > MOST_KEPT:
+                self._scoped.popitem(last=False)
+        self._scoped.move_to_end(scope)
+        scoped.heard(scope_news, scope_silence, self)
 
     def _settled(self, key: tuple[str, str], future: asyncio.Future[Sequence[Any]]) -> None:
         if self._pending.get(key) is future:
@@ -372,8 +435,8 @@ class Listings:
         for kind in chosen:
             self._generation[kind] += 1
         # The upstream spoke (a list_changed): whatever failed, it is worth asking now.
-        self._news += 1
-        self._failure, self._delay, self._retry_at = None, 0.0, None
+        self._upstream.end()
+        self._scoped.clear()
 
 
 def _check_times(seconds: float, backoff: float, backoff_max: float) -> None:

@@ -23,7 +23,7 @@ from fastmcp.client.transports import ClientTransport, StdioTransport, Streamabl
 from fastmcp.client.transports.base import TransportOptions
 from fastmcp.client.transports.sse import SSETransport
 from fastmcp.mcp_config import infer_transport_type_from_url
-from fastmcp.server.dependencies import get_http_headers
+from fastmcp.server.dependencies import get_http_headers, get_http_request
 from fastmcp.server.transforms import Transform
 
 from fastmcp_filtering._fastmcp import current_request, proxy_client_factory
@@ -155,6 +155,10 @@ _PER_REQUEST_HEADERS = frozenset(
 )
 
 
+# Where a request keeps its own forwarded scope (Starlette's per-request state).
+_SCOPE_STATE = "fastmcp_filtering_forwarded_scope"
+
+
 def forwarded_scope() -> str:
     """Whose listing this request asks an upstream for: a digest of the headers it forwards.
 
@@ -171,7 +175,22 @@ def forwarded_scope() -> str:
         provider.listings.scope = forwarded_scope  # an upstream that gets the client's headers
         ```
     """
-    headers = get_http_headers(include={"authorization", "cookie", "proxy-authorization"})
+    try:
+        request = get_http_request()
+    except RuntimeError:
+        request = None  # no HTTP request (stdio, start-up, a background task)
+    # Asked once per component a listing holds: computed once per HTTP request.
+    known = getattr(request.state, _SCOPE_STATE, None) if request is not None else None
+    if isinstance(known, str):
+        return known
+    scope = _digest(get_http_headers(include={"authorization", "cookie", "proxy-authorization"}))
+    if request is not None:
+        setattr(request.state, _SCOPE_STATE, scope)
+    return scope
+
+
+def _digest(headers: dict[str, str]) -> str:
+    """A SHA-256 digest of what in ``headers`` says who asks; "" when nothing does."""
     if "baggage" in headers:
         members = [member.strip() for member in headers.pop("baggage").split(",")]
         kept = ",".join(m for m in members if not m.startswith("sentry-"))
@@ -404,13 +423,15 @@ def _add_filtering(
 ) -> None:
     """Add the configured annotations (a transform) and the filtering stack (middleware).
 
-    What an upstream that gets each client's headers lists is that client's: the catalog
-    counts it as listed per request (``Catalog(per_request=...)``).
+    What an upstream that gets each client's headers lists is that client's: while a request
+    carries headers it forwards, the catalog counts it as listed per request
+    (``Catalog(per_request=...)``). Served without HTTP (stdio, in memory) no request does:
+    every client shares one listing, whose changes are announced as any other's.
     """
     per_client = {p.client_factory for p in providers if p.listings.scope is not None}
 
     def listed_per_client(component: FastMCPComponent) -> bool:
-        return proxy_client_factory(component) in per_client
+        return proxy_client_factory(component) in per_client and forwarded_scope() != ""
 
     server.add_transform(
         ConfigAnnotations(

@@ -146,11 +146,12 @@ DEFAULT_WEIGHTS: Mapping[str, float] = {
 # Length normalisation per field: names are short and all alike, descriptions vary.
 _B = {"name": 0.3, "title": 0.3, "description": 0.75, "tags": 0.0, "groups": 0.3, "params": 0.75}
 _K1 = 1.5
-# The field length averages (in FIELDS order, words) of a catalog none of whose documents
-# count in its statistics (each under an access check, a mounted server's, or listed per
-# request): a typical catalog's, the mean over the seven training sources' catalogs
-# (`train/field_lengths.py`; never an evaluation set), so such a catalog is not ranked as if
-# every field were a word long (R@1 9 to 13 points lower on four request sets).
+# The field length averages (in FIELDS order, words) of a typical catalog, the mean over the
+# seven training sources' catalogs (`train/field_lengths.py`; never an evaluation set): those
+# of a catalog none of whose documents count in its statistics (each under an access check, a
+# mounted server's, or listed per request), so it is not ranked as if every field were a word
+# long (R@1 9 to 13 points lower on four request sets); with fewer than
+# _BOILERPLATE_MIN_TOOLS that count beside some that do not, they make up the rest.
 _TYPICAL_AVERAGES = (5.13, 1.0, 7.57, 1.0, 3.61, 16.73)
 
 # A parameter that most tools share (tenant, retry options...) says nothing about any one tool.
@@ -422,10 +423,16 @@ class Postings:
         count = self._statistics_count
         self._changes = 0
         self._unposted.clear()
+        # Beside documents that do not count, a few that do say little: the typical catalog's
+        # lengths make up the rest, so a handful of shared tools beside many per-request ones
+        # sets no average. A catalog whose every document counts keeps its own, however small.
+        left_out = len(self.entries) > count
+        weight = max(_BOILERPLATE_MIN_TOOLS - count, 0) if left_out or not count else 0
         self._norms = self._norms_for(
-            [max(total / count, 1.0) for total in self._total_length]
-            if count
-            else list(_TYPICAL_AVERAGES)
+            [
+                max((total + typical * weight) / (count + weight), 1.0)
+                for total, typical in zip(self._total_length, _TYPICAL_AVERAGES, strict=True)
+            ]
         )
         self._boilerplate = (
             frozenset(p for p, df in self._param_df.items() if df / count > _BOILERPLATE_SHARE)
