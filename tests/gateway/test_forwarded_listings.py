@@ -33,7 +33,7 @@ from fastmcp_filtering.gateway.proxy import build_proxy, forwarded_scope
 from .._servers import RunningServer, serve_http
 from ..conftest import ERAS
 from ..progressive.test_progressive import Recorder
-from .test_upstream_backoff import Clock, through_fastmcp
+from .test_upstream_backoff import TENANT, Clock, Gate, resetting, through_fastmcp
 
 _ASKING: ContextVar[str] = ContextVar("asking", default="alice")
 
@@ -152,6 +152,16 @@ def forwarding(clock: Clock, **options: Any) -> Listings:
     return Listings(seconds=0, clock=clock, forwarded=True, scope=_ASKING.get, **options)
 
 
+async def alice_resets_later() -> tuple[Listings, Gate, asyncio.Task[Any]]:
+    """Alice's tool listing on its way (``backoff=10``), to reset when its gate settles."""
+    _ASKING.set("alice")
+    listings = forwarding(Clock(), backoff=10, backoff_max=30)
+    gate = Gate(through_fastmcp(httpx2.ReadError("reset")))
+    waiting = asyncio.create_task(listings.get("tool", gate, give_up_after=60))
+    await gate.asked.wait()
+    return listings, gate, waiting
+
+
 class TestBackOffPerScope:
     """With each client's headers forwarded, a failure they may have caused backs off only
     the listings asked with them; one no headers can cause, every listing."""
@@ -216,6 +226,37 @@ class TestBackOffPerScope:
         listings.forget("tool")
         for who in ("alice", "bob"):
             assert await ask(listings, fetch, who) == f"{who}_tool"
+
+    async def test_a_stale_failure_after_a_list_changed_starts_no_back_off(self) -> None:
+        listings, stale, waiting = await alice_resets_later()
+        listings.forget()  # the upstream said its lists changed
+        await stale.settle(waiting)
+        assert isinstance(waiting.exception(), MCPError)
+        assert listings.retry_in() is None
+        assert not listings.failing
+
+    async def test_an_older_failure_after_a_newer_answer_starts_none(self) -> None:
+        listings, older, waiting = await alice_resets_later()
+        assert await listings.get("prompt", Breaks(), give_up_after=60) == ["alice_tool"]
+        await older.settle(waiting)
+        assert isinstance(waiting.exception(), MCPError)
+        assert listings.retry_in() is None
+
+    async def test_an_older_success_does_not_end_a_newer_back_off(self) -> None:
+        _ASKING.set("alice")
+        clock, fails = Clock(), Breaks(None, "alice")
+        listings = forwarding(clock, backoff=10, backoff_max=30)
+        assert await ask(listings, fails, "alice") == "MCPError"
+        clock.now += 10  # that back-off passed
+        older = Gate()
+        waiting = asyncio.create_task(listings.get("tool", older, give_up_after=60))
+        await older.asked.wait()
+        listings.forget()
+        with pytest.raises(MCPError):
+            await listings.get("prompt", fails, give_up_after=60)  # newer: a back-off
+        assert listings.retry_in() == 10
+        await older.settle(waiting)  # the older success arrives late
+        assert listings.retry_in() == 10
 
     async def test_memory_is_bounded_the_oldest_back_off_goes(
         self, monkeypatch: pytest.MonkeyPatch
@@ -385,6 +426,15 @@ def growing(tmp_path: Path) -> Iterator[RunningServer]:
     script.write_text(GROWING, encoding="utf-8")
     with serve_http(script) as upstream:
         yield upstream
+
+
+@pytest.fixture
+def tenant(tmp_path: Path) -> Iterator[str]:
+    """The URL of a running ``TENANT`` upstream (serves only the token 'good')."""
+    script = tmp_path / "tenant.py"
+    script.write_text(TENANT, encoding="utf-8")
+    with serve_http(script) as upstream:
+        yield upstream.url
 
 
 def listed_for(count: Path) -> list[str]:
@@ -557,6 +607,33 @@ class TestNothingSharedDependsOnAnotherToken:
             assert "grown_1" in await tool_names(bob)
             await asyncio.sleep(0.3)
         assert "notifications/tools/list_changed" in heard.methods
+
+    async def test_a_client_backing_off_is_told_its_own_reason_never_anothers(
+        self, tenant: str
+    ) -> None:
+        options = {"list_ttl": 0, "backoff": 60, "backoff_max": 60}
+        timeouts = {"connect_timeout": 1, "list_timeout": 1}
+        async with resetting(tenant) as url:
+            upstream = {"name": "tenant", "url": url, **options, **timeouts}
+            config = {"upstreams": [upstream], "on_upstream_error": "raise"}
+            proxy_server = build_proxy(FilteringConfig.model_validate(config))
+            async with asgi_server(proxy_server) as proxy:
+
+                async def listing(headers: dict[str, str]) -> str:
+                    async with proxy.client(headers=headers) as client:
+                        with pytest.raises(MCPError) as failed:
+                            await client.list_tools()
+                        return str(failed.value)
+
+                eve = {"Authorization": "Bearer eve", "X-Stall-Me": "1"}
+                mallory = {"Authorization": "Bearer mallory", "X-Reset-Me": "1"}
+                stalled = "upstream 'tenant' is unavailable: did not answer tools/list within 2 s"
+                assert (await listing(eve)).startswith(stalled)
+                assert "ReadError" in await listing(mallory)
+                # Eve's own back-off runs, with her own reason: never Mallory's reset.
+                again = await listing(eve)
+                assert again.startswith(stalled)
+                assert again.endswith("the gateway asks it again in 60 s")
 
     async def test_another_tokens_first_listing_sends_me_no_list_changed(
         self, roster: tuple[str, Path]

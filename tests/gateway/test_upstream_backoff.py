@@ -838,6 +838,8 @@ def tenant(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 RESET_MARK = b"x-reset-me:"
 """The header whose request ``resetting`` answers with a reset (lower case, as sent upstream)."""
+STALL_MARK = b"x-stall-me:"
+"""The header whose request ``resetting`` never answers (it reads until the gateway gives up)."""
 
 
 async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
@@ -858,7 +860,8 @@ async def resetting(url: str) -> AsyncIterator[str]:
 
     A connection whose first request carries ``X-Reset-Me`` is reset (an RST, nothing
     answered), as a server or a proxy in front of it may reset on a header it will not
-    read (uvicorn on a 200 KB one); every other connection is relayed byte for byte.
+    read (uvicorn on a 200 KB one); one that carries ``X-Stall-Me`` is never answered;
+    every other connection is relayed byte for byte.
     """
     target = httpx2.URL(url)
     opened: list[asyncio.StreamWriter] = []
@@ -871,6 +874,9 @@ async def resetting(url: str) -> AsyncIterator[str]:
             linger = struct.pack("ii", 1, 0)
             writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
             writer.transport.abort()
+            return
+        if STALL_MARK in head.lower():
+            await reader.read()  # never answered: until the gateway gives up and closes it
             return
         upstream_reader, upstream_writer = await asyncio.open_connection(target.host, target.port)
         opened.append(upstream_writer)

@@ -189,9 +189,12 @@ class BackingOff(Exception):
         ```
     """
 
-    def __init__(self, retry_in: float) -> None:
+    def __init__(self, retry_in: float, *, whole: bool = True) -> None:
         super().__init__(f"did not answer lately; asked again {how_soon(retry_in)}")
         self.retry_in = retry_in
+        self.whole = whole
+        """Whether the whole upstream is left alone; False: only this request's scope (its
+        headers' own failure)."""
 
 
 class _BackOff:
@@ -219,6 +222,10 @@ class _BackOff:
         if news != self.news:
             return
         self.news += 1
+        self.record(silence, listings)
+
+    def record(self, silence: Exception | None, listings: Listings) -> None:
+        """Record an outcome whose news the caller has judged new: ends or extends the run."""
         if silence is None:
             self.failure, self.delay, self.retry_at = None, 0.0, None
             return
@@ -300,8 +307,11 @@ class Listings:
         self._pending: dict[tuple[str, str], asyncio.Future[Sequence[Any]]] = {}
         self._generation = dict.fromkeys(KINDS, 0)
         self._upstream = _BackOff()
-        # Each scope's own, once a listing of it failed in a way its headers may have caused.
+        # Each scope's own (its ``news``: the tick of its latest outcome), most recent last.
         self._scoped: OrderedDict[str, _BackOff] = OrderedDict()
+        # Outcomes recorded for any scope so far; the tick of the latest forget and of the
+        # latest scope let go: a listing begun before either cannot tell what its scope heard.
+        self._tick = self._forgot = self._evicted = 0
 
     def current_scope(self) -> str:
         """Whose listings this request's are: ``scope()``, or "" (everyone's) without one."""
@@ -343,7 +353,8 @@ class Listings:
             for backing in self._backoffs():
                 retry_in = backing.retry_in(now)
                 if retry_in is not None:
-                    raise BackingOff(retry_in) from backing.failure
+                    whole = backing is self._upstream
+                    raise BackingOff(retry_in, whole=whole) from backing.failure
             pending = asyncio.ensure_future(self._fetch(key, fetch, give_up_after))
             self._pending[key] = pending
             pending.add_done_callback(partial(self._settled, key))
@@ -358,8 +369,7 @@ class Listings:
     ) -> Sequence[_T]:
         kind, scope = key
         generation, news = self._generation[kind], self._upstream.news
-        scoped = self._scoped.get(scope)
-        scope_news = 0 if scoped is None else scoped.news
+        begun = self._tick
         try:
             async with asyncio.timeout(give_up_after):
                 listed = await fetch()
@@ -367,19 +377,19 @@ class Listings:
             silence = TimeoutError(f"did not answer within {give_up_after:g} s")
             # With a client's headers the stall may be that client's doing: its own back-off.
             if self.forwarded:
-                self._heard(news, None, scope, scope_news, silence)
+                self._heard(news, None, scope, begun, silence)
             else:
-                self._heard(news, silence, scope, scope_news, None)
+                self._heard(news, silence, scope, begun, None)
             raise
         except Exception as error:
             if unanswered(error, forwarded=self.forwarded):
-                self._heard(news, error, scope, scope_news, None)
+                self._heard(news, error, scope, begun, None)
             else:
                 # An answer, or (with a client's headers) a failure they may have caused.
                 mine = error if self.forwarded and unanswered(error) else None
-                self._heard(news, None, scope, scope_news, mine)
+                self._heard(news, None, scope, begun, mine)
             raise
-        self._heard(news, None, scope, scope_news, None)
+        self._heard(news, None, scope, begun, None)
         # A change announced while this listing was on its way makes it stale already.
         if generation == self._generation[kind] and self.seconds > 0:
             self._kept[key] = (self.clock(), listed)
@@ -393,24 +403,31 @@ class Listings:
         news: int,
         silence: Exception | None,
         scope: str,
-        scope_news: int,
+        begun: int,
         scope_silence: Exception | None,
     ) -> None:
         """Record a listing's outcome: for the upstream (``silence``: it did not answer) and,
         with a ``scope`` function, for its scope (``scope_silence``: the scope's own failure).
+
+        A scope's outcome counts only if the scope heard nothing since the listing began
+        (``begun``, a tick): no other outcome, no forget, and it was not let go meanwhile.
         """
         self._upstream.heard(news, silence, self)
         if self.scope is None:
             return
         scoped = self._scoped.get(scope)
+        latest = self._evicted if scoped is None else scoped.news
+        if max(latest, self._forgot) > begun:
+            return
         if scoped is None:
-            if scope_silence is None:
-                return  # nothing to end: no back-off is kept for a scope that never failed
             scoped = self._scoped[scope] = _BackOff()
-            while len(self._scoped) > MOST_KEPT:
-                self._scoped.popitem(last=False)
+        self._tick += 1
+        scoped.news = self._tick
+        scoped.record(scope_silence, self)
         self._scoped.move_to_end(scope)
-        scoped.heard(scope_news, scope_silence, self)
+        while len(self._scoped) > MOST_KEPT:
+            self._scoped.popitem(last=False)
+            self._evicted = self._tick
 
     def _settled(self, key: tuple[str, str], future: asyncio.Future[Sequence[Any]]) -> None:
         if self._pending.get(key) is future:
@@ -437,6 +454,8 @@ class Listings:
         # The upstream spoke (a list_changed): whatever failed, it is worth asking now.
         self._upstream.end()
         self._scoped.clear()
+        self._tick += 1
+        self._forgot = self._tick
 
 
 def _check_times(seconds: float, backoff: float, backoff_max: float) -> None:

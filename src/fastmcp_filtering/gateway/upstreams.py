@@ -135,11 +135,15 @@ class UpstreamHealth:
         self.dropped_tools: dict[tuple[str, str], str] = {}
         """Each (upstream label, tool name) left out of listings, and why."""
 
+    def reason_of(self, error: BaseException) -> str:
+        """The reason ``error`` gives, as anyone may read it (no secret): nothing recorded."""
+        reason = describe_failure(error)
+        # The proxy's own words hold no secret.
+        return reason if isinstance(error, UpstreamTimeout) else self.redact(reason)
+
     def failed(self, label: str, error: BaseException) -> str:
         """Record that ``label`` failed; returns the reason (logged the first time)."""
-        reason = describe_failure(error)
-        if not isinstance(error, UpstreamTimeout):  # the proxy's own words hold no secret
-            reason = self.redact(reason)
+        reason = self.reason_of(error)
         if self.closing:
             return reason
         if self.unavailable.get(label) != reason:
@@ -272,7 +276,7 @@ class UpstreamProvider(ProxyProvider):
         except NotFoundError:
             raise
         except Exception as error:
-            reason = self._reason(error)
+            reason = self._reason(error, what)
             if self.on_error == "raise":
                 shown = False if _bookkeeping() else await self.shown()
                 if shown is False:
@@ -290,10 +294,12 @@ class UpstreamProvider(ProxyProvider):
             self.health.answered(self.label)
         return result
 
-    def _reason(self, error: Exception) -> str:
+    def _reason(self, error: Exception, what: str) -> str:
         """Why the upstream failed, recorded in ``health`` (logged once, not per request)."""
         if isinstance(error, BackingOff):
             # Reported when the back-off began: the same reason, and no line of its own.
+            if not error.whole:  # this client's headers' own failure, never another client's
+                return _own_reason(error, what, self._list_limit, self.health)
             known = self.health.unavailable.get(self.label)
             if known is not None:
                 return known
@@ -447,6 +453,14 @@ class UpstreamProvider(ProxyProvider):
             super().get_resource_template(uri, version), None, "resources/templates/list"
         )
         return self._bounded(template)
+
+
+def _own_reason(backing_off: BackingOff, what: str, limit: float, health: UpstreamHealth) -> str:
+    """The reason a scope's back-off began, in the words its first failure was told."""
+    cause = backing_off.__cause__
+    if isinstance(cause, TimeoutError):
+        return str(UpstreamTimeout(what, limit, "connect_timeout + list_timeout"))
+    return health.reason_of(cause or backing_off)
 
 
 class _Served:
