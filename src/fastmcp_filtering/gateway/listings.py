@@ -250,7 +250,7 @@ class Listings:
 
     Concurrent requests for a listing that is not kept share one request to
     the upstream, which gives up after the ``give_up_after`` seconds each ``get`` is given.
-    One entry per kind, so memory is bounded by what the upstream lists. A
+    One entry per kind (and scope, below), so memory is bounded by what the upstream lists. A
     listing the upstream did not answer (``unanswered``: ``give_up_after``
     passing, a refused or dropped connection, a process gone) starts a back-off
     for the whole upstream: for ``backoff`` seconds a ``get`` that would ask it
@@ -263,16 +263,16 @@ class Listings:
     again on every request. ``clock`` is what ``seconds`` and the back-off are
     measured on. ``forwarded``: a listing carries the asking client's headers
     (an HTTP upstream behind a gateway without ``[auth]``), so only a connection
-    that could not be made starts a back-off (``unanswered``), never
+    that could not be made starts the upstream's back-off (``unanswered``), never
     ``give_up_after`` passing: that client may have made the upstream stall.
     ``scope``: called in each ``get``, it names whose listing this is (a digest
     of the headers the listing will carry); a listing is kept, and shared with
     concurrent callers, within its scope only, the ``MOST_KEPT`` most recently used.
-    With ``forwarded``, a failure no client's headers can cause (a connection
-    that could not be made) backs off the whole upstream; one they may have caused
-    (a reset, a dropped connection, ``give_up_after`` passing) backs off that
-    scope alone, so a client whose headers break the upstream, or each client of
-    an upstream that accepts and then stalls, waits once per back-off.
+    With ``forwarded`` and a ``scope``, a failure the headers may have caused (a
+    reset, a dropped connection, ``give_up_after`` passing) backs off that scope
+    alone (the ``MOST_KEPT`` most recently heard of), so a client whose headers
+    break the upstream, or each client of an upstream that accepts and then
+    stalls, waits once per back-off; the newest news counts there too.
 
     Example:
         ```python
