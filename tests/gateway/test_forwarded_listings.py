@@ -13,7 +13,7 @@ import json
 import os
 import signal
 from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
@@ -317,13 +317,20 @@ mcp.run(transport="http", port=options.port, show_banner=False)
 '''
 
 
+@contextmanager
+def running(tmp_path: Path, script: str, *args: str) -> Iterator[RunningServer]:
+    """``script`` (a server's source) run over HTTP with ``args``; stopped afterwards."""
+    path = tmp_path / f"upstream_{abs(hash(script))}.py"
+    path.write_text(script, encoding="utf-8")
+    with serve_http(path, *args) as upstream:
+        yield upstream
+
+
 @pytest.fixture
 def roster(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A running ``ROSTER`` upstream's URL, and the file it counts its tool listings in."""
-    script = tmp_path / "roster.py"
-    script.write_text(ROSTER, encoding="utf-8")
     count = tmp_path / "count"
-    with serve_http(script, "--count", str(count), "--delay", "0.3") as upstream:
+    with running(tmp_path, ROSTER, "--count", str(count), "--delay", "0.3") as upstream:
         yield upstream.url, count
 
 
@@ -383,11 +390,9 @@ SPEC = {
 @pytest.fixture
 def spec_upstream(tmp_path: Path) -> Iterator[RunningServer]:
     """A running ``SPEC_SERVER`` upstream listing ``SPEC`` by bearer token."""
-    script = tmp_path / "spec_server.py"
-    script.write_text(SPEC_SERVER, encoding="utf-8")
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(SPEC), encoding="utf-8")
-    with serve_http(script, "--spec", str(spec)) as upstream:
+    with running(tmp_path, SPEC_SERVER, "--spec", str(spec)) as upstream:
         yield upstream
 
 
@@ -422,18 +427,56 @@ mcp.run(transport="http", port=options.port, show_banner=False)
 
 @pytest.fixture
 def growing(tmp_path: Path) -> Iterator[RunningServer]:
-    script = tmp_path / "growing.py"
-    script.write_text(GROWING, encoding="utf-8")
-    with serve_http(script) as upstream:
+    """A running ``GROWING`` upstream."""
+    with running(tmp_path, GROWING) as upstream:
         yield upstream
 
 
 @pytest.fixture
 def tenant(tmp_path: Path) -> Iterator[str]:
     """The URL of a running ``TENANT`` upstream (serves only the token 'good')."""
-    script = tmp_path / "tenant.py"
-    script.write_text(TENANT, encoding="utf-8")
-    with serve_http(script) as upstream:
+    with running(tmp_path, TENANT) as upstream:
+        yield upstream.url
+
+
+GREETER = '''"""An HTTP upstream whose instructions greet the bearer of the token it is sent."""
+import argparse
+
+from fastmcp import FastMCP
+from fastmcp.server.dependencies import get_http_headers
+from fastmcp.server.middleware import Middleware
+
+
+def greeting() -> str:
+    header = get_http_headers(include={"authorization"}).get("authorization", "")
+    return f"Notes for {header.removeprefix('Bearer ') or 'nobody'}."
+
+
+class Greets(Middleware):
+    async def on_initialize(self, context, call_next):
+        result = await call_next(context)
+        return None if result is None else result.model_copy(update={"instructions": greeting()})
+
+    async def on_discover(self, context, call_next):
+        result = await call_next(context)
+        if isinstance(result, dict):
+            return {**result, "instructions": greeting()}
+        return result.model_copy(update={"instructions": greeting()})
+
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--http", action="store_true")
+parser.add_argument("--port", type=int)
+mcp = FastMCP("greeter", instructions="Notes.", middleware=[Greets()])
+mcp.tool(lambda: "ok", name="ping")
+mcp.run(transport="http", port=parser.parse_args().port, show_banner=False)
+'''
+
+
+@pytest.fixture
+def greeter(tmp_path: Path) -> Iterator[str]:
+    """The URL of a running ``GREETER`` upstream."""
+    with running(tmp_path, GREETER) as upstream:
         yield upstream.url
 
 
@@ -634,6 +677,15 @@ class TestNothingSharedDependsOnAnotherToken:
                 again = await listing(eve)
                 assert again.startswith(stalled)
                 assert again.endswith("the gateway asks it again in 60 s")
+
+    async def test_each_token_is_given_the_instructions_the_upstream_gives_it(
+        self, era: str, greeter: str
+    ) -> None:
+        async with asgi_server(gateway(greeter)) as proxy:
+            for _ in range(2):  # the second handshake of each reads what was kept for it
+                for who in ("alice", "bob"):
+                    async with proxy.client(auth=who, **ERAS[era]) as client:
+                        assert f"Notes for {who}." in (client.instructions or "")
 
     async def test_another_tokens_first_listing_sends_me_no_list_changed(
         self, roster: tuple[str, Path]

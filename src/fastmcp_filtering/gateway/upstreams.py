@@ -258,7 +258,9 @@ class UpstreamProvider(ProxyProvider):
         self.audience: Audience | None = None
         """Whether this request's client may see any of what the upstream serves (set by
         the proxy); None: every client may."""
-        self._instructions: str | None = _UNREAD
+        # Read once per scope (``listings.scope``): an upstream may say different things to
+        # different headers; the most recently read last.
+        self._instructions: OrderedDict[str, str | None] = OrderedDict()
         self._served = _Served()
 
     @override
@@ -330,30 +332,22 @@ class UpstreamProvider(ProxyProvider):
     async def instructions(self) -> str | None:
         """The upstream's own instructions: read once it answers, then kept; None while down.
 
+        Kept per scope when the upstream gets each client's headers (``listings.scope``).
         Never raises, and never waits for an upstream known to be down, nor
         longer than ``connect_timeout``: a client's handshake succeeds whatever
         the upstreams do.
         """
-        if self._instructions is not _UNREAD:
-            return self._instructions
+        scope = self.listings.current_scope()
+        if scope in self._instructions:
+            return self._instructions[scope]
         if self.label in self.health.unavailable:
             return None  # read once a listing finds it answering again
-        try:
-            async with asyncio.timeout(self.timeouts.connect):
-                made = self.client_factory()
-                client = await made if inspect.isawaitable(made) else made
-                async with client:
-                    text = client.instructions
-        except TimeoutError:
-            timeout = UpstreamTimeout("initialize", self.timeouts.connect, "connect_timeout")
-            self.health.failed(self.label, timeout)
-            return None
-        except Exception as error:
-            self.health.failed(self.label, error)
-            return None
-        self.health.answered(self.label)
-        self._instructions = text
-        return text
+        text = await _read_instructions(self)
+        if text is not _UNREAD:
+            self._instructions[scope] = text
+            while len(self._instructions) > MOST_KEPT:
+                self._instructions.popitem(last=False)
+        return None if text is _UNREAD else text
 
     def _servable(self, tools: Sequence[Tool]) -> list[Tool]:
         """The tools the proxy may serve; each other one is logged (once) and left out."""
@@ -453,6 +447,28 @@ class UpstreamProvider(ProxyProvider):
             super().get_resource_template(uri, version), None, "resources/templates/list"
         )
         return self._bounded(template)
+
+
+async def _read_instructions(provider: UpstreamProvider) -> Any:
+    """The instructions ``provider``'s upstream gives when connected to (``_UNREAD`` when it
+    could not be, recorded in its health)."""
+    connect = provider.timeouts.connect
+    try:
+        async with asyncio.timeout(connect):
+            made = provider.client_factory()
+            client = await made if inspect.isawaitable(made) else made
+            async with client:
+                text = client.instructions
+    except TimeoutError:
+        provider.health.failed(
+            provider.label, UpstreamTimeout("initialize", connect, "connect_timeout")
+        )
+        return _UNREAD
+    except Exception as error:
+        provider.health.failed(provider.label, error)
+        return _UNREAD
+    provider.health.answered(provider.label)
+    return text
 
 
 def _own_reason(backing_off: BackingOff, what: str, limit: float, health: UpstreamHealth) -> str:
