@@ -53,6 +53,7 @@ __all__ = [
     "NoticesChanges",
     "changed_kinds",
     "how_soon",
+    "keep_recent",
     "unanswered",
 ]
 
@@ -99,6 +100,8 @@ _NOT_SENT: tuple[type[BaseException], ...] = (
 _CLOSED = mt.ErrorData(code=mt.CONNECTION_CLOSED, message="Connection closed")
 
 _T = TypeVar("_T")
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 logger = logging.getLogger("fastmcp_filtering")
 
@@ -146,6 +149,25 @@ def unanswered(error: BaseException, *, forwarded: bool = False) -> bool:
     # Over HTTP (the only forwarding kind) a closed connection may follow a reset.
     closed = isinstance(innermost, MCPError) and innermost.error == _CLOSED
     return closed and not forwarded
+
+
+def keep_recent(kept: OrderedDict[_K, _V], key: _K, value: _V, most: int | None = None) -> bool:
+    """Keep ``value`` under ``key`` as the most recently used; let the least recently used go
+    past ``most`` (default ``MOST_KEPT``). Returns whether any went.
+
+    Example:
+        ```python
+        keep_recent(self._kept, ("tool", scope), (now, listed))
+        ```
+    """
+    kept[key] = value
+    kept.move_to_end(key)
+    limit = MOST_KEPT if most is None else most
+    let_go = False
+    while len(kept) > limit:
+        kept.popitem(last=False)
+        let_go = True
+    return let_go
 
 
 def how_soon(seconds: float) -> str:
@@ -392,10 +414,7 @@ class Listings:
         self._heard(news, None, scope, begun, None)
         # A change announced while this listing was on its way makes it stale already.
         if generation == self._generation[kind] and self.seconds > 0:
-            self._kept[key] = (self.clock(), listed)
-            self._kept.move_to_end(key)
-            while len(self._kept) > MOST_KEPT:
-                self._kept.popitem(last=False)
+            keep_recent(self._kept, key, (self.clock(), listed))
         return listed
 
     def _heard(
@@ -419,14 +438,11 @@ class Listings:
         latest = self._evicted if scoped is None else scoped.news
         if max(latest, self._forgot) > begun:
             return
-        if scoped is None:
-            scoped = self._scoped[scope] = _BackOff()
         self._tick += 1
+        scoped = scoped or _BackOff()
         scoped.news = self._tick
         scoped.record(scope_silence, self)
-        self._scoped.move_to_end(scope)
-        while len(self._scoped) > MOST_KEPT:
-            self._scoped.popitem(last=False)
+        if keep_recent(self._scoped, scope, scoped):
             self._evicted = self._tick
 
     def _settled(self, key: tuple[str, str], future: asyncio.Future[Sequence[Any]]) -> None:

@@ -30,7 +30,13 @@ from typing_extensions import override
 from fastmcp_filtering._fastmcp import current_request
 from fastmcp_filtering.core.request import current_scope
 from fastmcp_filtering.gateway.limits import Bound, Timeouts, UpstreamTimeout, bounded, unusable
-from fastmcp_filtering.gateway.listings import MOST_KEPT, BackingOff, Listings, how_soon
+from fastmcp_filtering.gateway.listings import (
+    MOST_KEPT,
+    BackingOff,
+    Listings,
+    how_soon,
+    keep_recent,
+)
 from fastmcp_filtering.gateway.namespacing import served_name
 from fastmcp_filtering.gateway.redact import Redactor
 from fastmcp_filtering.middleware.hooks import Announces
@@ -343,11 +349,10 @@ class UpstreamProvider(ProxyProvider):
         if self.label in self.health.unavailable:
             return None  # read once a listing finds it answering again
         text = await _read_instructions(self)
-        if text is not _UNREAD:
-            self._instructions[scope] = text
-            while len(self._instructions) > MOST_KEPT:
-                self._instructions.popitem(last=False)
-        return None if text is _UNREAD else text
+        if text is _UNREAD:
+            return None
+        keep_recent(self._instructions, scope, text)
+        return cast("str | None", text)
 
     def _servable(self, tools: Sequence[Tool]) -> list[Tool]:
         """The tools the proxy may serve; each other one is logged (once) and left out."""
@@ -491,11 +496,7 @@ class _Served:
         self._kept: OrderedDict[tuple[str, str], tuple[FastMCPComponent, ...]] = OrderedDict()
 
     def keep(self, kind: str, scope: str, components: Sequence[FastMCPComponent]) -> None:
-        key = (kind, scope)
-        self._kept[key] = tuple(components)
-        self._kept.move_to_end(key)
-        while len(self._kept) > 2 * MOST_KEPT:
-            self._kept.popitem(last=False)
+        keep_recent(self._kept, (kind, scope), tuple(components), 2 * MOST_KEPT)
 
     def get(self, scope: str) -> list[FastMCPComponent] | None:
         """What ``scope`` was last served; None when it was never served anything."""
