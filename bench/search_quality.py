@@ -559,7 +559,32 @@ async def _run(
         tools, queries = load_set(folder, queries_file)
         loaded[name] = (tools, sampled(queries, sample))
     loaded.update(joining)
+    gridded = len(loaded) >= 2 and loso
+    with concurrent.futures.ProcessPoolExecutor() as pool:
+        # With --grid-only no served run is timed for the table, so the grid (the longest
+        # part) starts first on every core and BM25's runs go on beside it; otherwise the
+        # served runs are timed on a machine the grid does not load.
+        grid = _start_grid(pool, loaded) if gridded and grid_only else {}
+        served, bm25_each = await _served(loaded, grid_only, served_table, joining)
+        if gridded:
+            grid = grid or _start_grid(pool, loaded)
+            _loso(loaded, served, bm25_each, grid, loso_table, notes, extra)
 
+
+def _start_grid(
+    pool: concurrent.futures.Executor, loaded: Sets
+) -> dict[str, concurrent.futures.Future[list[list[float]]]]:
+    """Each set's grid job, the costliest first (catalog size times requests), so that the
+    biggest set does not start last and leave one core idle at the end."""
+    order = sorted(loaded, key=lambda n: -len(loaded[n][0]) * len(loaded[n][1]))
+    started = {name: pool.submit(_grid_job, (name, *loaded[name])) for name in order}
+    return {name: started[name] for name in loaded}
+
+
+async def _served(
+    loaded: Sets, grid_only: bool, served_table: Table, joining: Sets
+) -> tuple[dict[str, dict[str, list[float]]], dict[str, list[tuple[float, ...]]]]:
+    """The server runs: each set's variants through a real server and client."""
     header = (
         f"{'set':<16} {'method':<24} {'R@1':>6} {'R@5':>6} {'nDCG@10':>8} {'MRR':>6} {'secs':>6}"
     )
@@ -593,15 +618,14 @@ async def _run(
         for ref_method, r1, r5, ndcg in REFERENCE.get(name, []):
             print(f"{name:<16} {'README: ' + ref_method:<24} {r1:>6.1f} {r5:>6.1f} {ndcg:>8.1f}")
         print(f"  ({len(queries)} queries, {len(tools)} tools)\n")
-
-    if len(loaded) >= 2 and loso:
-        _loso(loaded, served, bm25_each, loso_table, notes, extra)
+    return served, bm25_each
 
 
 def _loso(
     loaded: Sets,
     served: dict[str, dict[str, list[float]]],
     bm25_each: dict[str, list[tuple[float, ...]]],
+    started: dict[str, concurrent.futures.Future[list[list[float]]]],
     loso_table: Table,
     notes: list[str],
     extra: Sets,
@@ -623,10 +647,7 @@ def _loso(
         "FastMCP's BM25, the requests each ranks better "
         "(ours / BM25, on R@1, R@5 and nDCG@10) and the two-sided sign test's p over them:"
     )
-    # One process per set, on every core: the grid is the longest part of a run.
-    with concurrent.futures.ProcessPoolExecutor() as pool:
-        jobs = [(name, tools, queries) for name, (tools, queries) in loaded.items()]
-        grid = dict(zip(loaded, pool.map(_grid_job, jobs), strict=True))
+    grid = {name: job.result() for name, job in started.items()}
     header = (
         f"{'held out':<16} {'R@1':>6} {'R@5':>6} {'nDCG':>6} | {'bm25 R@1':>8} {'R@5':>6} "
         f"{'nDCG':>6} | {'dR@1':>6}  requests better (ours/bm25, p)  chosen on the others"
