@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -22,18 +23,29 @@ import httpx2
 import pytest
 from fastmcp import Client, FastMCP
 from fastmcp.utilities.tests import asgi_server
+from inline_snapshot import snapshot
 from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering.client import list_tools
 from fastmcp_filtering.gateway import listings as listings_module
 from fastmcp_filtering.gateway.config import FilteringConfig
-from fastmcp_filtering.gateway.listings import BackingOff, Listings
+from fastmcp_filtering.gateway.limits import UpstreamTimeout
+from fastmcp_filtering.gateway.listings import MOST_KEPT, BackingOff, Listings
 from fastmcp_filtering.gateway.proxy import build_proxy, forwarded_scope
+from fastmcp_filtering.gateway.upstreams import UpstreamHealth
 
 from .._servers import RunningServer, serve_http
 from ..conftest import ERAS
 from ..progressive.test_progressive import Recorder
-from .test_upstream_backoff import TENANT, Clock, Gate, resetting, through_fastmcp
+from .test_upstream_backoff import (
+    TENANT,
+    Clock,
+    Gate,
+    answered_error,
+    gateway_logs,
+    resetting,
+    through_fastmcp,
+)
 
 _ASKING: ContextVar[str] = ContextVar("asking", default="alice")
 
@@ -271,6 +283,123 @@ class TestBackOffPerScope:
 
 
 # -- a real HTTP upstream that lists by the bearer token it is sent ---------------------------
+
+REFUSED = "Server returned an error response"
+
+
+class TestHealthPerScope:
+    """``UpstreamHealth``: what one client's forwarded headers may have caused is that
+    client's news, not the upstream's: the log says it once, nobody else hears of it."""
+
+    @pytest.fixture
+    def logs(self, caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+        caplog.set_level(logging.DEBUG, logger="fastmcp_filtering")
+        return caplog
+
+    def test_an_error_answered_to_one_client_is_that_clients_alone(
+        self, logs: pytest.LogCaptureFixture
+    ) -> None:
+        health = UpstreamHealth()
+        for _ in range(3):
+            assert health.failed("up", answered_error(REFUSED), scope="mallory") == REFUSED
+        assert health.unavailable == {}
+        assert health.failing("up", "mallory")
+        assert not health.failing("up", "alice")
+        assert not health.failing("up")
+        health.answered("up", "alice")
+        assert health.failing("up", "mallory")
+        health.answered("up", "mallory")
+        assert not health.failing("up", "mallory")
+        assert gateway_logs(logs) == snapshot(
+            [
+                "upstream 'up' failed a request carrying one client's forwarded headers: Server "
+                "returned an error response; until it answers them that client is served the "
+                "other upstreams without it (the others are served as before)",
+                "upstream 'up' answers a client's forwarded headers again",
+            ]
+        )
+
+    @pytest.mark.parametrize(
+        "error",
+        [
+            httpx2.ReadError("reset"),
+            UpstreamTimeout("tools/list", 2, "connect_timeout + list_timeout"),
+            answered_error(REFUSED),
+        ],
+        ids=["reset", "stall", "answered"],
+    )
+    def test_what_the_headers_may_have_caused_is_theirs(self, error: Exception) -> None:
+        health = UpstreamHealth(log=False)
+        health.failed("up", through_fastmcp(error), scope="mallory")
+        assert health.unavailable == {}
+        assert health.failing("up", "mallory")
+
+    def test_a_connection_that_cannot_be_made_is_everyones(self) -> None:
+        health = UpstreamHealth(log=False)
+        health.failed("up", through_fastmcp(httpx2.ConnectError("refused")), scope="alice")
+        assert health.unavailable == {"up": "refused"}
+        assert health.failing("up", "bob")
+
+    def test_an_error_the_upstream_answered_says_it_is_up(
+        self, logs: pytest.LogCaptureFixture
+    ) -> None:
+        health = UpstreamHealth(mode="raise")
+        health.failed("up", httpx2.ConnectError("refused"), scope="alice")
+        health.failed("up", answered_error(REFUSED), scope="mallory")
+        assert health.unavailable == {}
+        assert not health.failing("up", "alice")
+        assert gateway_logs(logs) == snapshot(
+            [
+                "upstream 'up' is unavailable: refused; each request that needs "
+                "it fails with an error naming it until it answers",
+                "upstream 'up' answers again",
+                "upstream 'up' failed a request carrying one client's forwarded headers: Server "
+                "returned an error response; until it answers them that client is told so by "
+                "each request that needs it (the others are served as before)",
+            ]
+        )
+
+    def test_a_stall_is_not_an_answer(self) -> None:
+        health = UpstreamHealth(log=False)
+        health.failed("up", httpx2.ConnectError("refused"))
+        health.failed("up", UpstreamTimeout("tools/list", 2, "list_timeout"), scope="eve")
+        assert health.unavailable == {"up": "refused"}
+
+    def test_without_headers_every_failure_is_everyones(self) -> None:
+        health = UpstreamHealth(log=False)
+        health.failed("up", answered_error(REFUSED))
+        assert health.unavailable == {"up": REFUSED}
+
+    def test_new_failing_headers_on_every_request_are_a_line_a_minute(
+        self, logs: pytest.LogCaptureFixture
+    ) -> None:
+        clock = Clock()
+        health = UpstreamHealth(clock=clock)
+        for i in range(5):
+            health.failed("up", answered_error(REFUSED), scope=f"random {i}")
+            clock.now += 10
+        health.failed("other", answered_error(REFUSED), scope="random 0")  # its own minute
+        clock.now += 10
+        health.failed("up", answered_error(REFUSED), scope="random 5")
+        assert [line.split(":")[0] for line in gateway_logs(logs)] == snapshot(
+            [
+                "upstream 'up' failed a request carrying one client's forwarded headers",
+                "upstream 'other' failed a request carrying one client's forwarded headers",
+                "upstream 'up' failed a request carrying one client's forwarded headers",
+            ]
+        )
+        assert gateway_logs(logs)[-1].endswith(
+            "; 4 other clients' headers failed since the last such line"
+        )
+
+    def test_memory_is_bounded_the_oldest_clients_failure_goes(self) -> None:
+        health = UpstreamHealth(log=False)
+        for i in range(MOST_KEPT + 1):
+            health.failed("up", answered_error(REFUSED), scope=f"client {i}")
+        assert not health.failing("up", "client 0")
+        assert health.failing("up", "client 1")
+        assert health.failing("up", f"client {MOST_KEPT}")
+
 
 ROSTER = '''"""An HTTP upstream: `weather` for all, `NAME_notes` for the bearer of token NAME."""
 import argparse, asyncio
@@ -677,6 +806,34 @@ class TestNothingSharedDependsOnAnotherToken:
                 again = await listing(eve)
                 assert again.startswith(stalled)
                 assert again.endswith("the gateway asks it again in 60 s")
+
+    async def test_a_bad_token_is_one_line_and_hides_nothing_from_the_others(
+        self, era: str, tenant: str, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """The upstream answers 401 to one client's token: the log says so once (not that the
+        upstream comes and goes), and another client's handshake still gets its instructions."""
+        caplog.set_level(logging.INFO, logger="fastmcp_filtering")
+        upstreams = [{"name": "tenant", "url": tenant, "list_ttl": 0}]
+        config = {"upstreams": upstreams, "search": {"enabled": False}}
+        bad, good = ({"Authorization": f"Bearer {token}"} for token in ("bad", "good"))
+        async with asgi_server(build_proxy(FilteringConfig.model_validate(config))) as proxy:
+            for _ in range(2):
+                async with proxy.client(headers=bad, **ERAS[era]) as client:
+                    assert "Say it back." not in (client.instructions or "")
+                    with pytest.raises(
+                        MCPError, match=f"^upstream 'tenant' is unavailable: {REFUSED}"
+                    ):
+                        await client.list_tools()
+                async with proxy.client(headers=good, **ERAS[era]) as client:
+                    assert "Say it back." in (client.instructions or "")
+                    assert await tool_names(client) == ["echo"]
+        assert gateway_logs(caplog) == snapshot(
+            [
+                "upstream 'tenant' failed a request carrying one client's forwarded headers: "
+                "Server returned an error response; until it answers them that client is told so "
+                "by each request that needs it (the others are served as before)"
+            ]
+        )
 
     async def test_each_token_is_given_the_instructions_the_upstream_gives_it(
         self, era: str, greeter: str

@@ -811,7 +811,11 @@ import argparse
 from fastmcp import FastMCP
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 
-mcp = FastMCP("tenant", auth=StaticTokenVerifier(tokens={"good": {"client_id": "u", "scopes": []}}))
+mcp = FastMCP(
+    "tenant",
+    instructions="Say it back.",
+    auth=StaticTokenVerifier(tokens={"good": {"client_id": "u", "scopes": []}}),
+)
 
 
 @mcp.tool

@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import math
+import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
@@ -36,6 +38,7 @@ from fastmcp_filtering.gateway.listings import (
     Listings,
     how_soon,
     keep_recent,
+    unanswered,
 )
 from fastmcp_filtering.gateway.namespacing import served_name
 from fastmcp_filtering.gateway.redact import Redactor
@@ -106,13 +109,22 @@ _CONSEQUENCE = {
     "warn": "serving the other upstreams without it",
     "raise": "each request that needs it fails with an error naming it",
 }
+_CLIENT_CONSEQUENCE = {
+    "warn": "served the other upstreams without it",
+    "raise": "told so by each request that needs it",
+}
 
 
 class UpstreamHealth:
     """Which upstreams failed and why; one warning when an upstream fails, a notice when back.
 
     ``unavailable`` maps each failing upstream's label to the reason. The same
-    failure repeated (every listing asks every upstream) is logged once.
+    failure repeated (every listing asks every upstream) is logged once. A failure
+    of a request that carried a client's forwarded headers (its ``scope``) that
+    those headers may have caused (an error the upstream answered, a reset, a
+    stall: anything but a connection that could not be made) is that client's:
+    logged once for those headers, never marking the upstream unavailable to the
+    others; and an error the upstream answered says it is up.
 
     Example:
         ```python
@@ -128,8 +140,10 @@ class UpstreamHealth:
         log: bool = True,
         mode: Literal["raise", "warn"] = "warn",
         redact: Callable[[str], str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.unavailable: dict[str, str] = {}
+        self._clients = _ClientFailures(clock)
         self.log = log
         """False: record failures without logging them (``check`` reports them itself)."""
         self.mode = mode
@@ -147,10 +161,19 @@ class UpstreamHealth:
         # The proxy's own words hold no secret.
         return reason if isinstance(error, UpstreamTimeout) else self.redact(reason)
 
-    def failed(self, label: str, error: BaseException) -> str:
-        """Record that ``label`` failed; returns the reason (logged the first time)."""
+    def failed(self, label: str, error: BaseException, *, scope: str = "") -> str:
+        """Record that ``label`` failed; returns the reason (logged the first time).
+
+        ``scope``: the request carried a client's forwarded headers (``Listings.scope``);
+        a failure they may have caused is then recorded for that scope alone.
+        """
         reason = self.reason_of(error)
         if self.closing:
+            return reason
+        if scope and _theirs(error):
+            if not unanswered(error) and not isinstance(error, UpstreamTimeout):
+                self.answered(label)  # it answered that client: it is up
+            self._scope_failed(label, scope, reason)
             return reason
         if self.unavailable.get(label) != reason:
             self.unavailable[label] = reason
@@ -180,10 +203,81 @@ class UpstreamHealth:
                 self.redact(name)[:130],
             )
 
-    def answered(self, label: str) -> None:
-        """Record that ``label`` answered (logged when it had failed)."""
+    def _scope_failed(self, label: str, scope: str, reason: str) -> None:
+        unlogged = self._clients.failed(label, scope)
+        if not self.log or unlogged is None:
+            return
+        logger.warning(
+            "upstream %r failed a request carrying one client's forwarded headers: %s; "
+            "until it answers them that client is %s (the others are served as before)%s",
+            label,
+            reason,
+            _CLIENT_CONSEQUENCE[self.mode],
+            f"; {unlogged} other clients' headers failed since the last such line"
+            if unlogged
+            else "",
+        )
+
+    def failing(self, label: str, scope: str = "") -> bool:
+        """Whether ``label``'s latest news is a failure, for everyone or for ``scope``."""
+        return label in self.unavailable or self._clients.failing(label, scope)
+
+    def answered(self, label: str, scope: str = "") -> None:
+        """Record that ``label`` answered (``scope``'s request: its headers', when given);
+        logged when it had failed for everyone (for one client's headers: at debug)."""
         if self.unavailable.pop(label, None) is not None and self.log:
             logger.info("upstream %r answers again", label)
+        if scope and self._clients.answered(label, scope) and self.log:
+            logger.debug("upstream %r answers a client's forwarded headers again", label)
+
+
+class _ClientFailures:
+    """Which clients' forwarded headers an upstream failed last (the ``MOST_KEPT`` most
+    recently failed), and when the log last said so: once per run of failures of a set of
+    headers, and at most once a minute per upstream, so that a client sending new failing
+    headers on every request cannot fill the log."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._failing: OrderedDict[tuple[str, str], None] = OrderedDict()
+        # Per upstream: when the log last said a client's headers failed, and how many new
+        # failures it has not said since.
+        self._told: dict[str, tuple[float, int]] = {}
+        self._clock = clock
+
+    def failed(self, label: str, scope: str) -> int | None:
+        """Record ``scope``'s failure; how many went unlogged before it when the log should
+        say it now, else None."""
+        known = (label, scope) in self._failing
+        keep_recent(self._failing, (label, scope), None)
+        if known:
+            return None
+        now = self._clock()
+        told, unlogged = self._told.get(label, (-math.inf, 0))
+        if now - told < _QUIET:
+            self._told[label] = (told, unlogged + 1)
+            return None
+        self._told[label] = (now, 0)
+        return unlogged
+
+    def failing(self, label: str, scope: str) -> bool:
+        return (label, scope) in self._failing
+
+    def answered(self, label: str, scope: str) -> bool:
+        """Forget ``scope``'s failure; whether it had one."""
+        if (label, scope) not in self._failing:
+            return False
+        del self._failing[label, scope]
+        return True
+
+
+_QUIET = 60.0
+"""Seconds after a line about one client's failing headers in which the log says no other."""
+
+
+def _theirs(error: BaseException) -> bool:
+    """Whether the headers a request forwarded may have caused ``error`` (see ``unanswered``):
+    anything but a connection that could not be made."""
+    return isinstance(error, UpstreamTimeout) or not unanswered(error, forwarded=True)
 
 
 def client_factory(
@@ -299,7 +393,7 @@ class UpstreamProvider(ProxyProvider):
                 raise MCPError(code=mt.INTERNAL_ERROR, message=message) from error
             return fallback
         if not self.listings.failing:  # a kept listing answered: no news of the upstream
-            self.health.answered(self.label)
+            self.health.answered(self.label, self.listings.current_scope())
         return result
 
     def _reason(self, error: Exception, what: str) -> str:
@@ -311,7 +405,7 @@ class UpstreamProvider(ProxyProvider):
             known = self.health.unavailable.get(self.label)
             if known is not None:
                 return known
-        return self.health.failed(self.label, error)
+        return self.health.failed(self.label, error, scope=self.listings.current_scope())
 
     async def shown(self) -> bool | None:
         """Whether this request's client may see any tool or prompt the upstream last served,
@@ -346,9 +440,9 @@ class UpstreamProvider(ProxyProvider):
         scope = self.listings.current_scope()
         if scope in self._instructions:
             return self._instructions[scope]
-        if self.label in self.health.unavailable:
+        if self.health.failing(self.label, scope):
             return None  # read once a listing finds it answering again
-        text = await _read_instructions(self)
+        text = await _read_instructions(self, scope)
         if text is _UNREAD:
             return None
         keep_recent(self._instructions, scope, text)
@@ -454,9 +548,9 @@ class UpstreamProvider(ProxyProvider):
         return self._bounded(template)
 
 
-async def _read_instructions(provider: UpstreamProvider) -> Any:
-    """The instructions ``provider``'s upstream gives when connected to (``_UNREAD`` when it
-    could not be, recorded in its health)."""
+async def _read_instructions(provider: UpstreamProvider, scope: str) -> Any:
+    """The instructions ``provider``'s upstream gives ``scope`` when connected to
+    (``_UNREAD`` when it could not be, recorded in its health)."""
     connect = provider.timeouts.connect
     try:
         async with asyncio.timeout(connect):
@@ -465,14 +559,13 @@ async def _read_instructions(provider: UpstreamProvider) -> Any:
             async with client:
                 text = client.instructions
     except TimeoutError:
-        provider.health.failed(
-            provider.label, UpstreamTimeout("initialize", connect, "connect_timeout")
-        )
+        timeout = UpstreamTimeout("initialize", connect, "connect_timeout")
+        provider.health.failed(provider.label, timeout, scope=scope)
         return _UNREAD
     except Exception as error:
-        provider.health.failed(provider.label, error)
+        provider.health.failed(provider.label, error, scope=scope)
         return _UNREAD
-    provider.health.answered(provider.label)
+    provider.health.answered(provider.label, scope)
     return text
 
 
