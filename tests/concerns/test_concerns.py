@@ -18,6 +18,7 @@ from fastmcp import Client, FastMCP
 from fastmcp.client.transports import StdioTransport
 from fastmcp.exceptions import ToolError
 from fastmcp.tools.base import Tool
+from fastmcp.utilities.tests import asgi_server
 from inline_snapshot import snapshot
 from key_value.aio.stores.memory import MemoryStore
 from mcp.client.session import ClientSession
@@ -176,9 +177,11 @@ async def handshake(
     *,
     initialize: dict[str, Any] | None = None,
     initialized: dict[str, Any] | None = None,
+    client: Client[Any] | None = None,
 ) -> AsyncIterator[Client[Any]]:
-    """A 2025-11-25 client whose ``initialize`` and ``initialized`` carry extra params."""
-    client = Client(server, mode="legacy", auto_initialize=False)
+    """A 2025-11-25 client whose ``initialize`` and ``initialized`` carry extra params
+    (``client``: one made with ``mode="legacy", auto_initialize=False``; in memory if None)."""
+    client = client or Client(server, mode="legacy", auto_initialize=False)
     async with client:
         params = {
             "protocolVersion": "2025-11-25",
@@ -580,6 +583,24 @@ class TestHandshakeConfiguration:
             "concern": "security",
             "allowed": ["high", "medium", "low"],
         }
+
+    async def test_initialize_concerns_no_identity_can_keep_are_refused(self) -> None:
+        """A stateless HTTP server issues no session: nothing could keep them."""
+        server, _ = make_server()
+        async with asgi_server(server, stateless_http=True) as running:
+            client = running.client(mode="legacy", auto_initialize=False)
+            initialize = {"concerns": {"security": "high"}}
+            with pytest.raises(MCPError) as refused:
+                async with handshake(server, initialize=initialize, client=client):
+                    pass
+            again = running.client(mode="legacy", auto_initialize=False)
+            async with handshake(server, client=again) as unstated:
+                assert "validate_data" in names(await unstated.list_tools())
+        assert refused.value.error.code == mt.INVALID_REQUEST
+        assert refused.value.error.message.startswith(
+            "cannot store concerns for this client (this client has no session or "
+            "authenticated principal); send them with each request instead"
+        )
 
     async def test_bad_initialized_notification_keeps_the_previous_configuration(
         self, caplog: pytest.LogCaptureFixture

@@ -3,8 +3,12 @@ both spellings of the request override."""
 
 from __future__ import annotations
 
+import asyncio
+
+import mcp_types as mt
 import pytest
 from fastmcp import Context
+from inline_snapshot import snapshot
 from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering.client import list_tools, update_concerns
@@ -14,6 +18,13 @@ from fastmcp_filtering.policy.concerns import STATE_NAMESPACE
 
 from ..concerns.test_concerns import FlakyStore, handshake, make_server, names
 from ..conftest import Connect
+
+# Known gap (docs/known-gaps.md), a strict xfail: it fails the day the gap is closed.
+NOTIFIED_UNSTORED = (
+    "known gap: a notification has no reply, so concerns notifications/initialized states "
+    "while the store is down are logged as not stored and lost: once the store is back the "
+    "client counts as one that stated none"
+)
 
 # Every test here runs on servers set up by install and by mcp.add_middleware alone.
 pytestmark = pytest.mark.usefixtures("setup_way")
@@ -47,29 +58,45 @@ class TestUnreadableStoredConcerns:
 
 
 class TestConcernsStatedWhileTheStoreIsDown:
-    @pytest.mark.xfail(
-        strict=True,
-        reason=(
-            "initialize stores the stated concerns after answering and only logs a failed "
-            "save ('the defaults apply', which apply_defaults='configured' made untrue): once "
-            "the store is back the client counts as one that stated none and sees every "
-            "component, wider than what it asked and than the defaults. Refusing initialize "
-            "(-32603, as concerns/update does) changes the handshake: a judgment call."
-        ),
-    )
-    async def test_concerns_stated_at_initialize_never_widen_once_the_store_is_back(
+    """Concerns a client states in its handshake are kept, or it is told they are not."""
+
+    async def test_initialize_is_refused_and_says_what_to_do_instead(self) -> None:
+        store = FlakyStore()
+        server, _ = make_server(store=store, apply_defaults="configured")
+        store.broken = True
+        with pytest.raises(MCPError) as refused:
+            async with handshake(server, initialize={"concerns": {"security": "high"}}):
+                pass
+        assert refused.value.error.code == mt.INTERNAL_ERROR
+        assert refused.value.error.message == snapshot(
+            "cannot store concerns for this client (the session state store failed: "
+            "ConnectionError); send them with each request instead: "
+            "params._meta['io.github.fastmcp-filtering/concerns'] = {'security': 'high', ...} on "
+            "tools/list, tools/call and the other list and get requests"
+        )
+        store.broken = False
+        async with handshake(server, initialize={"concerns": {"security": "high"}}) as client:
+            assert "dump_plaintext" not in names(await client.list_tools())
+
+    async def test_a_handshake_that_states_none_is_not_refused(self) -> None:
+        store = FlakyStore()
+        server, _ = make_server(store=store, apply_defaults="configured")
+        store.broken = True
+        async with handshake(server) as client:
+            # Unknown while the store is down: every component with concern values hidden.
+            assert names(await client.list_tools()) == ["validate_data"]
+
+    @pytest.mark.xfail(strict=True, reason=NOTIFIED_UNSTORED)
+    async def test_concerns_stated_in_initialized_never_widen_once_the_store_is_back(
         self,
     ) -> None:
         store = FlakyStore()
         server, _ = make_server(store=store, apply_defaults="configured")
         store.broken = True
-        try:
-            async with handshake(server, initialize={"concerns": {"security": "high"}}) as client:
-                store.broken = False
-                listed = names(await client.list_tools())
-        except MCPError:
-            # Refused: the client knows its concerns were not taken.
-            return
+        async with handshake(server, initialized={"concerns": {"security": "high"}}) as client:
+            await asyncio.sleep(0.05)  # the notification is handled
+            store.broken = False
+            listed = names(await client.list_tools())
         assert "dump_plaintext" not in listed
 
 

@@ -251,11 +251,10 @@ class ConcernMiddleware(LayerMiddleware):
             configured, warnings = parse_config(
                 params["concerns"], self._concerns, field="concerns"
             )
-        # The result passes this middleware's on_initialize, which announces the concerns.
-        result = await call_next(context)
         if configured is not None:
-            await self._store_quietly(context.fastmcp_context, configured, warnings, "initialize")
-        return result
+            await _store_stated(context.fastmcp_context, info, configured, warnings)
+        # The result passes this middleware's on_initialize, which announces the concerns.
+        return await call_next(context)
 
     @override
     def announce(self, result: _R) -> _R:
@@ -274,22 +273,8 @@ class ConcernMiddleware(LayerMiddleware):
                     # A notification has no reply: keep the previous configuration, say why.
                     logger.warning("notifications/initialized concerns ignored: %s", exc)
                 else:
-                    await self._store_quietly(
-                        context.fastmcp_context, configured, warnings, "notifications/initialized"
-                    )
+                    await _store_notified(context.fastmcp_context, configured, warnings)
         return await call_next(context)
-
-    async def _store_quietly(
-        self, ctx: Context | None, configured: dict[str, str], warnings: list[str], source: str
-    ) -> None:
-        for warning in warnings:
-            logger.info("%s: %s", source, warning)
-        if ctx is None:
-            return
-        try:
-            await save_state(ctx, STATE_NAMESPACE, configured)
-        except StateUnavailable as exc:
-            logger.warning("%s concerns not stored, the defaults apply: %s", source, exc)
 
     @override
     async def answer(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
@@ -327,7 +312,46 @@ class ConcernMiddleware(LayerMiddleware):
         return custom_result(info, {"concerns": self.effective(configured), "warnings": warnings})
 
 
-# The concern proposal's method names, answered as MCP's slash-separated ones.
+async def _store_stated(
+    ctx: Context | None,
+    info: RequestInfo | None,
+    configured: dict[str, str],
+    warnings: list[str],
+) -> None:
+    """Store the concerns ``initialize`` states, or refuse the handshake.
+
+    Unstored, the client would count as one that stated none: with
+    ``apply_defaults="configured"`` it would see every component, wider than it
+    asked, and think its concerns were taken. Refused, it knows (the error says to
+    send them with each request instead), as ``concerns/update`` says.
+    """
+    for warning in warnings:
+        logger.info("initialize: %s", warning)
+    if ctx is None:
+        raise _cannot_store(info, "no request context")
+    try:
+        await save_state(ctx, STATE_NAMESPACE, configured)
+    except StateUnavailable as exc:
+        raise _cannot_store(info, str(exc), identified=client_key(ctx) is not None) from exc
+
+
+async def _store_notified(
+    ctx: Context | None, configured: dict[str, str], warnings: list[str]
+) -> None:
+    """Store the concerns ``notifications/initialized`` states; a notification has no
+    reply, so a failure is only logged (a known gap: docs/known-gaps.md)."""
+    for warning in warnings:
+        logger.info("notifications/initialized: %s", warning)
+    try:
+        if ctx is None:
+            raise StateUnavailable("no request context")
+        await save_state(ctx, STATE_NAMESPACE, configured)
+    except StateUnavailable as exc:
+        logger.warning(
+            "notifications/initialized concerns not stored (%s); the client counts as one "
+            "that stated none until concerns/update stores some",
+            exc,
+        )
 
 
 def _cannot_store(info: RequestInfo | None, reason: str, *, identified: bool = False) -> MCPError:
