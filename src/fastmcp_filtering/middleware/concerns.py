@@ -251,10 +251,18 @@ class ConcernMiddleware(LayerMiddleware):
             configured, warnings = parse_config(
                 params["concerns"], self._concerns, field="concerns"
             )
-        if configured is not None:
-            await _store_stated(context.fastmcp_context, info, configured, warnings)
-        # The result passes this middleware's on_initialize, which announces the concerns.
-        return await call_next(context)
+        if configured is None:
+            # The result passes this middleware's on_initialize, which announces the concerns.
+            return await call_next(context)
+        # Stored first, as only a refusal before the handshake is answered reaches the client;
+        # a handshake refused further in leaves what was stored before.
+        ctx = context.fastmcp_context
+        previous = await _store_stated(ctx, info, configured, warnings)
+        try:
+            return await call_next(context)
+        except Exception:
+            await _restore(ctx, previous)
+            raise
 
     @override
     def announce(self, result: _R) -> _R:
@@ -317,8 +325,9 @@ async def _store_stated(
     info: RequestInfo | None,
     configured: dict[str, str],
     warnings: list[str],
-) -> None:
-    """Store the concerns ``initialize`` states, or refuse the handshake.
+) -> Any:
+    """Store the concerns ``initialize`` states, or refuse the handshake; returns what was
+    stored before (for ``_restore``).
 
     Unstored, the client would count as one that stated none: with
     ``apply_defaults="configured"`` it would see every component, wider than it
@@ -330,9 +339,21 @@ async def _store_stated(
     if ctx is None:
         raise _cannot_store(info, "no request context")
     try:
+        previous = await load_state(ctx, STATE_NAMESPACE)
         await save_state(ctx, STATE_NAMESPACE, configured)
     except StateUnavailable as exc:
         raise _cannot_store(info, str(exc), identified=client_key(ctx) is not None) from exc
+    return previous
+
+
+async def _restore(ctx: Context | None, previous: Any) -> None:
+    """Put back what was stored before a handshake that was then refused further in."""
+    if ctx is None:
+        return
+    try:
+        await save_state(ctx, STATE_NAMESPACE, previous)
+    except StateUnavailable as exc:
+        logger.warning("initialize refused after storing its concerns, not undone: %s", exc)
 
 
 async def _store_notified(
@@ -348,8 +369,8 @@ async def _store_notified(
         await save_state(ctx, STATE_NAMESPACE, configured)
     except StateUnavailable as exc:
         logger.warning(
-            "notifications/initialized concerns not stored (%s); the client counts as one "
-            "that stated none until concerns/update stores some",
+            "notifications/initialized concerns not stored (%s); the client keeps what it "
+            "stated before (at initialize, or none) until concerns/update stores some",
             exc,
         )
 
