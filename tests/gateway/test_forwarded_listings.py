@@ -29,10 +29,10 @@ from mcp.shared.exceptions import MCPError
 from fastmcp_filtering.client import list_tools
 from fastmcp_filtering.gateway import listings as listings_module
 from fastmcp_filtering.gateway.config import FilteringConfig
+from fastmcp_filtering.gateway.health import UpstreamHealth
 from fastmcp_filtering.gateway.limits import UpstreamTimeout
 from fastmcp_filtering.gateway.listings import MOST_KEPT, BackingOff, Listings
 from fastmcp_filtering.gateway.proxy import build_proxy, forwarded_scope
-from fastmcp_filtering.gateway.upstreams import UpstreamHealth
 
 from .._servers import RunningServer, serve_http
 from ..conftest import ERAS
@@ -222,6 +222,35 @@ class TestBackOffPerScope:
         assert await ask(listings, fetch, "bob") == "BackingOff"
         assert fetch.asked == ["alice"]
 
+    async def test_headers_that_cannot_be_sent_are_no_news_of_the_upstream(self) -> None:
+        """A header value that is not ASCII fails before anything is sent: it neither ends
+        the upstream's back-off (the next refusal still doubles it) nor starts one."""
+        refused = through_fastmcp(httpx2.ConnectError("All connection attempts failed"))
+        unsendable = through_fastmcp(UnicodeEncodeError("ascii", "caf\xe9", 3, 4, "not ASCII"))
+        clock = Clock()
+        listings = forwarding(clock, backoff=1, backoff_max=8)
+        assert await ask(listings, Breaks(refused, "alice"), "alice") == "MCPError"
+        clock.now += 1  # the back-off is over
+        mallorys = Breaks(unsendable, "mallory")
+        assert await ask(listings, mallorys, "mallory") == "MCPError"
+        assert await ask(listings, mallorys, "mallory") == "BackingOff"  # its own headers'
+        assert await ask(listings, Breaks(refused, "alice"), "alice") == "MCPError"
+        assert listings.retry_in() == 2  # doubled: mallory's request was no answer
+        assert mallorys.asked == ["mallory"]
+
+    async def test_no_answer_without_anyones_headers_backs_off_everyone(self) -> None:
+        clock, fetch = Clock(), Breaks(None, "alice")
+        listings = forwarding(clock, backoff=2, backoff_max=8)
+        news = listings.news
+        assert await ask(listings, fetch, "alice") == "MCPError"  # a reset: alice's alone
+        assert await ask(listings, fetch, "bob") == "bob_tool"
+        assert not listings.heard_unasked(news, TimeoutError())  # older than bob's answer
+        assert listings.heard_unasked(listings.news, TimeoutError())
+        assert await ask(listings, fetch, "bob") == "BackingOff"
+        assert listings.retry_in() == 2
+        assert listings.heard_unasked(listings.news, None)  # it answered: over
+        assert await ask(listings, fetch, "bob") == "bob_tool"
+
     async def test_an_answered_error_backs_off_no_one(self) -> None:
         clock, fetch = Clock(), Breaks(MCPError(code=-32603, message="Unauthorized"), "alice")
         listings = forwarding(clock)
@@ -358,6 +387,14 @@ class TestHealthPerScope:
                 "each request that needs it (the others are served as before)",
             ]
         )
+
+    def test_headers_that_cannot_be_sent_are_not_an_answer(self) -> None:
+        health = UpstreamHealth(log=False)
+        health.failed("up", httpx2.ConnectError("refused"))
+        unsendable = UnicodeEncodeError("ascii", "caf\xe9", 3, 4, "not ASCII")
+        health.failed("up", through_fastmcp(unsendable), scope="mallory")
+        assert health.unavailable == {"up": "refused"}
+        assert health.failing("up", "mallory")
 
     def test_a_stall_is_not_an_answer(self) -> None:
         health = UpstreamHealth(log=False)
@@ -835,6 +872,49 @@ class TestNothingSharedDependsOnAnotherToken:
             ]
         )
 
+    async def test_an_upstream_that_answers_no_one_is_down_for_everyone(
+        self, era: str, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """It accepts connections and never answers: the first client's stall is asked again
+        without its headers, and the upstream is then down for everyone (told at once, never
+        connected to again until its back-off ends), not each client's once."""
+        caplog.set_level(logging.INFO, logger="fastmcp_filtering")
+        accepted: list[int] = []
+
+        async def hang(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            accepted.append(1)
+            await reader.read()  # until the gateway gives up and closes it
+
+        hung = await asyncio.start_server(hang, "127.0.0.1", 0)
+        port = hung.sockets[0].getsockname()[1]
+        timeouts = {"connect_timeout": 0.5, "list_timeout": 0.5, "backoff": 60, "backoff_max": 60}
+        upstreams = [{"name": "hung", "url": f"http://127.0.0.1:{port}/mcp", **timeouts}]
+        config = {"upstreams": upstreams, "search": {"enabled": False}}
+        down = "upstream 'hung' is unavailable: did not answer initialize within 0.5 s"
+        async with hung, asgi_server(build_proxy(FilteringConfig.model_validate(config))) as proxy:
+            async with proxy.client(auth="alice", **ERAS[era]) as alice:
+                assert alice.instructions is None or "hung" not in alice.instructions
+            for _ in range(50):  # the probe (0.5 s at most) finds no answer either
+                if any(m.startswith(down) for m in gateway_logs(caplog)):
+                    break
+                await asyncio.sleep(0.05)
+            asked = len(accepted)
+            for who in ("bob", "carol"):
+                async with proxy.client(auth=who, **ERAS[era]) as client:
+                    with pytest.raises(MCPError) as refused:
+                        await client.list_tools()
+                    assert refused.value.error.message.startswith(down)
+                    assert refused.value.error.message.endswith("again in 60 s")
+        assert len(accepted) == asked  # bob and carol never waited for it
+        assert [m.split(";")[0] for m in gateway_logs(caplog)] == snapshot(
+            [
+                "upstream 'hung' failed a request carrying one client's forwarded headers: "
+                "did not answer initialize within 0.5 s (connect_timeout)",
+                "upstream 'hung' is unavailable: did not answer initialize within 0.5 s "
+                "(connect_timeout)",
+            ]
+        )
+
     async def test_each_token_is_given_the_instructions_the_upstream_gives_it(
         self, era: str, greeter: str
     ) -> None:
@@ -886,3 +966,27 @@ async def test_the_scope_is_a_digest_of_who_asks_not_of_the_request() -> None:
         assert alice != await scope_of()
         assert "alice" not in alice
         assert len(alice) == 64
+
+        def bare(**options: Any) -> httpx2.AsyncClient:
+            """An HTTP client that sends only MCP's own headers (no user agent, no token)."""
+            made = running.http_client(**options)
+
+            async def strip(request: httpx2.Request) -> None:
+                for name in list(request.headers):
+                    if name not in _KEPT and not name.startswith("mcp-"):
+                        del request.headers[name]
+
+            made.event_hooks["request"].append(strip)
+            return made
+
+        async def bare_scope() -> str:
+            async with Client(running.transport(httpx_client_factory=bare)) as client:
+                return str((await client.call_tool("scope", {})).data)
+
+        # Over HTTP with nothing that says who asks: a scope of its own, never stdio's "".
+        anonymous = await bare_scope()
+        assert anonymous not in ("", alice)
+        assert anonymous == await bare_scope()
+
+
+_KEPT = {"accept", "content-type", "content-length", "host"}

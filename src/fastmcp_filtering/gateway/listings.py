@@ -95,6 +95,10 @@ _NOT_SENT: tuple[type[BaseException], ...] = (
     httpx2.ConnectError,
     httpx2.ConnectTimeout,
 )
+# Raised while a request is built from its own bytes, before any is sent (a header value
+# that is not ASCII, one h11 will not write): that request's doing, and no news of the
+# upstream, answered or not.
+_UNSENDABLE: tuple[type[BaseException], ...] = (UnicodeError, httpx2.LocalProtocolError)
 # What the SDK raises when the connection closed before the answer came (a stdio upstream's
 # process exited). A peer may send the same code with its own words, so the words count too.
 _CLOSED = mt.ErrorData(code=mt.CONNECTION_CLOSED, message="Connection closed")
@@ -149,6 +153,28 @@ def unanswered(error: BaseException, *, forwarded: bool = False) -> bool:
     # Over HTTP (the only forwarding kind) a closed connection may follow a reset.
     closed = isinstance(innermost, MCPError) and innermost.error == _CLOSED
     return closed and not forwarded
+
+
+def unsendable(error: BaseException) -> bool:
+    """Whether ``error`` says the request could not be made from its own bytes: nothing was
+    sent, so the upstream neither answered nor failed to (follows causes, as ``unanswered``).
+
+    Example:
+        ```python
+        unsendable(UnicodeEncodeError("ascii", "caf\xe9", 3, 4, "not ASCII"))  # True
+        unsendable(httpx2.ConnectError("refused"))  # False
+        ```
+    """
+    link: BaseException | None = error
+    for _ in range(64):  # a cause chain is short; a cycle must not hang a request
+        if link is None:
+            return False
+        if isinstance(link, _UNSENDABLE):
+            return True
+        if isinstance(link, BaseExceptionGroup):
+            return any(unsendable(inner) for inner in link.exceptions)
+        link = link.__cause__
+    return False
 
 
 def keep_recent(kept: OrderedDict[_K, _V], key: _K, value: _V, most: int | None = None) -> bool:
@@ -335,6 +361,21 @@ class Listings:
         # latest scope let go: a listing begun before either cannot tell what its scope heard.
         self._tick = self._forgot = self._evicted = 0
 
+    @property
+    def news(self) -> int:
+        """The upstream's latest news, for ``heard_unasked``."""
+        return self._upstream.news
+
+    def heard_unasked(self, news: int, silence: Exception | None) -> bool:
+        """Record what asking the upstream without any client's headers found, asked when its
+        latest news was ``news``: no answer (``silence``) starts or extends the back-off for
+        everyone, an answer ends it. Returns whether it counted (no newer news came).
+        """
+        if news != self._upstream.news:
+            return False
+        self._upstream.heard(news, silence, self)
+        return True
+
     def current_scope(self) -> str:
         """Whose listings this request's are: ``scope()``, or "" (everyone's) without one."""
         return "" if self.scope is None else self.scope()
@@ -406,6 +447,10 @@ class Listings:
         except Exception as error:
             if unanswered(error, forwarded=self.forwarded):
                 self._heard(news, error, scope, begun, None)
+            elif self.forwarded and unsendable(error):
+                # Never sent: no news of the upstream (nor an end to its back-off); the
+                # headers that cannot be sent back off alone.
+                self._heard(None, None, scope, begun, error)
             else:
                 # An answer, or (with a client's headers) a failure they may have caused.
                 mine = error if self.forwarded and unanswered(error) else None
@@ -419,19 +464,21 @@ class Listings:
 
     def _heard(
         self,
-        news: int,
+        news: int | None,
         silence: Exception | None,
         scope: str,
         begun: int,
         scope_silence: Exception | None,
     ) -> None:
-        """Record a listing's outcome: for the upstream (``silence``: it did not answer) and,
-        with a ``scope`` function, for its scope (``scope_silence``: the scope's own failure).
+        """Record a listing's outcome: for the upstream (``silence``: it did not answer; no
+        ``news``: nothing of it was heard) and, with a ``scope`` function, for its scope
+        (``scope_silence``: the scope's own failure).
 
         A scope's outcome counts only if the scope heard nothing since the listing began
         (``begun``, a tick): no other outcome, no forget, and it was not let go meanwhile.
         """
-        self._upstream.heard(news, silence, self)
+        if news is not None:
+            self._upstream.heard(news, silence, self)
         if self.scope is None:
             return
         scoped = self._scoped.get(scope)

@@ -32,12 +32,12 @@ from fastmcp_filtering.core.concerns import COMPONENT_META_KEY
 from fastmcp_filtering.core.declarations import GROUPS_META_KEY, META_TOOL_KEY
 from fastmcp_filtering.gateway.annotations import risk_of
 from fastmcp_filtering.gateway.audit import logged_audit
+from fastmcp_filtering.gateway.health import UpstreamHealth
 from fastmcp_filtering.gateway.listings import NoticesChanges
 from fastmcp_filtering.gateway.namespacing import OwnNamespace
 from fastmcp_filtering.gateway.redact import Redactor
 from fastmcp_filtering.gateway.upstreams import (
     UPSTREAM_MARK,
-    UpstreamHealth,
     UpstreamInstructions,
     UpstreamProvider,
     client_factory,
@@ -167,8 +167,8 @@ def forwarded_scope() -> str:
     leaves out today: more headers only split listings further, fewer could
     share one client's with another), less MCP's own per-connection headers and
     tracing ids (Sentry's ``baggage`` members too). "" without an HTTP request
-    (stdio, ``check``, start-up). A digest, so the kept listings' keys hold no
-    token.
+    (stdio, ``check``, start-up) only: an HTTP request that forwards none of these
+    has a scope of its own. A digest, so the kept listings' keys hold no token.
 
     Example:
         ```python
@@ -180,17 +180,19 @@ def forwarded_scope() -> str:
     except RuntimeError:
         request = None  # no HTTP request (stdio, start-up, a background task)
     # Asked once per component a listing holds: computed once per HTTP request.
-    known = getattr(request.state, _SCOPE_STATE, None) if request is not None else None
+    if request is None:
+        return ""
+    known = getattr(request.state, _SCOPE_STATE, None)
     if isinstance(known, str):
         return known
     scope = _digest(get_http_headers(include={"authorization", "cookie", "proxy-authorization"}))
-    if request is not None:
-        setattr(request.state, _SCOPE_STATE, scope)
+    setattr(request.state, _SCOPE_STATE, scope)
     return scope
 
 
 def _digest(headers: dict[str, str]) -> str:
-    """A SHA-256 digest of what in ``headers`` says who asks; "" when nothing does."""
+    """A SHA-256 digest of what in ``headers`` says who asks (never "": an HTTP request that
+    says nothing is still a client over HTTP, whose failures are its own)."""
     if "baggage" in headers:
         members = [member.strip() for member in headers.pop("baggage").split(",")]
         kept = ",".join(m for m in members if not m.startswith("sentry-"))
@@ -204,7 +206,7 @@ def _digest(headers: dict[str, str]) -> str:
         and name not in _PER_REQUEST_HEADERS
         and not name.startswith("x-b3-")
     )
-    return hashlib.sha256(json.dumps(carried).encode()).hexdigest() if carried else ""
+    return hashlib.sha256(json.dumps(carried).encode()).hexdigest()
 
 
 def upstream_transport(

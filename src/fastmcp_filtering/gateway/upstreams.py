@@ -14,10 +14,10 @@ result, under the upstream's name when there are several.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import logging
 import math
-import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
@@ -31,6 +31,7 @@ from typing_extensions import override
 
 from fastmcp_filtering._fastmcp import current_request
 from fastmcp_filtering.core.request import current_scope
+from fastmcp_filtering.gateway.health import answer, theirs
 from fastmcp_filtering.gateway.limits import Bound, Timeouts, UpstreamTimeout, bounded, unusable
 from fastmcp_filtering.gateway.listings import (
     MOST_KEPT,
@@ -38,10 +39,9 @@ from fastmcp_filtering.gateway.listings import (
     Listings,
     how_soon,
     keep_recent,
-    unanswered,
+    unsendable,
 )
 from fastmcp_filtering.gateway.namespacing import served_name
-from fastmcp_filtering.gateway.redact import Redactor
 from fastmcp_filtering.middleware.hooks import Announces
 
 if TYPE_CHECKING:
@@ -57,15 +57,11 @@ if TYPE_CHECKING:
     from fastmcp.utilities.components import FastMCPComponent
     from fastmcp.utilities.versions import VersionSpec
 
+    from fastmcp_filtering.gateway.health import UpstreamHealth
+
     Audience = Callable[[Sequence[FastMCPComponent] | None], Awaitable[bool | None]]
 
-__all__ = [
-    "UPSTREAM_MARK",
-    "UpstreamHealth",
-    "UpstreamInstructions",
-    "UpstreamProvider",
-    "describe_failure",
-]
+__all__ = ["UPSTREAM_MARK", "UpstreamInstructions", "UpstreamProvider"]
 
 logger = logging.getLogger("fastmcp_filtering")
 
@@ -79,205 +75,6 @@ _DEFAULT_TIMEOUTS = Timeouts(connect=30.0, list=30.0, call=300.0)
 # Seconds a request waits beyond its listing's own bound, so that bound (which records the
 # failure and starts the back-off) always fires first.
 _GRACE = 1.0
-# FastMCP's wrappers around a transport failure, which repeat the root cause's text.
-_WRAPPER_PREFIXES = ("Client failed to connect: ",)
-
-
-def describe_failure(error: BaseException) -> str:
-    """The reason an upstream failed, one line: the root cause, not its wrappers.
-
-    Example:
-        ```python
-        describe_failure(RuntimeError("Client failed to connect: [Errno 2] ..."))
-        ```
-    """
-    root = error
-    while root.__cause__ is not None:
-        root = root.__cause__
-    if isinstance(root, BaseExceptionGroup) and len(root.exceptions) == 1:
-        return describe_failure(root.exceptions[0])
-    text = str(root).strip()
-    while text.startswith(_WRAPPER_PREFIXES):
-        text = text.split(": ", 1)[1]
-    return (text.splitlines()[0] if text else type(root).__name__)[:300]
-
-
-_MAX_DROPS_REMEMBERED = 1000
-
-# What clients get while an upstream is down, by ``on_upstream_error``.
-_CONSEQUENCE = {
-    "warn": "serving the other upstreams without it",
-    "raise": "each request that needs it fails with an error naming it",
-}
-_CLIENT_CONSEQUENCE = {
-    "warn": "served the other upstreams without it",
-    "raise": "told so by each request that needs it",
-}
-
-
-class UpstreamHealth:
-    """Which upstreams failed and why; one warning when an upstream fails, a notice when back.
-
-    ``unavailable`` maps each failing upstream's label to the reason. The same
-    failure repeated (every listing asks every upstream) is logged once. A failure
-    of a request that carried a client's forwarded headers (its ``scope``) that
-    those headers may have caused (an error the upstream answered, a reset, a
-    stall: anything but a connection that could not be made) is that client's:
-    logged once for those headers, never marking the upstream unavailable to the
-    others; and an error the upstream answered says it is up.
-
-    Example:
-        ```python
-        health = UpstreamHealth()
-        health.failed("github", OSError("connection refused"))
-        assert health.unavailable == {"github": "connection refused"}
-        ```
-    """
-
-    def __init__(
-        self,
-        *,
-        log: bool = True,
-        mode: Literal["raise", "warn"] = "warn",
-        redact: Callable[[str], str] | None = None,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.unavailable: dict[str, str] = {}
-        self._clients = _ClientFailures(clock)
-        self.log = log
-        """False: record failures without logging them (``check`` reports them itself)."""
-        self.mode = mode
-        """What the proxy does with a failing upstream: the log says it as it is."""
-        self.redact = redact or Redactor()
-        """What a reason goes through before anyone reads it: no secret, no internal path."""
-        self.closing = False
-        """Set when the proxy stops its upstreams: requests still in flight then fail unlogged."""
-        self.dropped_tools: dict[tuple[str, str], str] = {}
-        """Each (upstream label, tool name) left out of listings, and why."""
-
-    def reason_of(self, error: BaseException) -> str:
-        """The reason ``error`` gives, as anyone may read it (no secret): nothing recorded."""
-        reason = describe_failure(error)
-        # The proxy's own words hold no secret.
-        return reason if isinstance(error, UpstreamTimeout) else self.redact(reason)
-
-    def failed(self, label: str, error: BaseException, *, scope: str = "") -> str:
-        """Record that ``label`` failed; returns the reason (logged the first time).
-
-        ``scope``: the request carried a client's forwarded headers (``Listings.scope``);
-        a failure they may have caused is then recorded for that scope alone.
-        """
-        reason = self.reason_of(error)
-        if self.closing:
-            return reason
-        if scope and _theirs(error):
-            if not unanswered(error) and not isinstance(error, UpstreamTimeout):
-                self.answered(label)  # it answered that client: it is up
-            self._scope_failed(label, scope, reason)
-            return reason
-        if self.unavailable.get(label) != reason:
-            self.unavailable[label] = reason
-            if not self.log:
-                return reason
-            logger.warning(
-                "upstream %r is unavailable: %s; %s until it answers",
-                label,
-                reason,
-                _CONSEQUENCE[self.mode],
-            )
-        return reason
-
-    def dropped(self, label: str, name: str, reason: str) -> None:
-        """Log (once per tool) that upstream ``label``'s tool ``name`` is not served, and why."""
-        if (label, name) in self.dropped_tools:
-            return
-        # Bounded: an upstream renaming its bad tools on every listing cannot grow this.
-        if len(self.dropped_tools) >= _MAX_DROPS_REMEMBERED:
-            self.dropped_tools.clear()
-        self.dropped_tools[label, name] = reason
-        if self.log:
-            logger.warning(
-                "upstream %r lists a tool the proxy does not serve: %s (%r)",
-                label,
-                reason,
-                self.redact(name)[:130],
-            )
-
-    def _scope_failed(self, label: str, scope: str, reason: str) -> None:
-        unlogged = self._clients.failed(label, scope)
-        if not self.log or unlogged is None:
-            return
-        logger.warning(
-            "upstream %r failed a request carrying one client's forwarded headers: %s; "
-            "until it answers them that client is %s (the others are served as before)%s",
-            label,
-            reason,
-            _CLIENT_CONSEQUENCE[self.mode],
-            f"; {unlogged} other clients' headers failed since the last such line"
-            if unlogged
-            else "",
-        )
-
-    def failing(self, label: str, scope: str = "") -> bool:
-        """Whether ``label``'s latest news is a failure, for everyone or for ``scope``."""
-        return label in self.unavailable or self._clients.failing(label, scope)
-
-    def answered(self, label: str, scope: str = "") -> None:
-        """Record that ``label`` answered (``scope``'s request: its headers', when given);
-        logged when it had failed for everyone (for one client's headers: at debug)."""
-        if self.unavailable.pop(label, None) is not None and self.log:
-            logger.info("upstream %r answers again", label)
-        if scope and self._clients.answered(label, scope) and self.log:
-            logger.debug("upstream %r answers a client's forwarded headers again", label)
-
-
-class _ClientFailures:
-    """Which clients' forwarded headers an upstream failed last (the ``MOST_KEPT`` most
-    recently failed), and when the log last said so: once per run of failures of a set of
-    headers, and at most once a minute per upstream, so that a client sending new failing
-    headers on every request cannot fill the log."""
-
-    def __init__(self, clock: Callable[[], float]) -> None:
-        self._failing: OrderedDict[tuple[str, str], None] = OrderedDict()
-        # Per upstream: when the log last said a client's headers failed, and how many new
-        # failures it has not said since.
-        self._told: dict[str, tuple[float, int]] = {}
-        self._clock = clock
-
-    def failed(self, label: str, scope: str) -> int | None:
-        """Record ``scope``'s failure; how many went unlogged before it when the log should
-        say it now, else None."""
-        known = (label, scope) in self._failing
-        keep_recent(self._failing, (label, scope), None)
-        if known:
-            return None
-        now = self._clock()
-        told, unlogged = self._told.get(label, (-math.inf, 0))
-        if now - told < _QUIET:
-            self._told[label] = (told, unlogged + 1)
-            return None
-        self._told[label] = (now, 0)
-        return unlogged
-
-    def failing(self, label: str, scope: str) -> bool:
-        return (label, scope) in self._failing
-
-    def answered(self, label: str, scope: str) -> bool:
-        """Forget ``scope``'s failure; whether it had one."""
-        if (label, scope) not in self._failing:
-            return False
-        del self._failing[label, scope]
-        return True
-
-
-_QUIET = 60.0
-"""Seconds after a line about one client's failing headers in which the log says no other."""
-
-
-def _theirs(error: BaseException) -> bool:
-    """Whether the headers a request forwarded may have caused ``error`` (see ``unanswered``):
-    anything but a connection that could not be made."""
-    return isinstance(error, UpstreamTimeout) or not unanswered(error, forwarded=True)
 
 
 def client_factory(
@@ -362,6 +159,7 @@ class UpstreamProvider(ProxyProvider):
         # different headers; the most recently read last.
         self._instructions: OrderedDict[str, str | None] = OrderedDict()
         self._served = _Served()
+        self._probe = _Probe()
 
     @override
     def __repr__(self) -> str:
@@ -405,7 +203,15 @@ class UpstreamProvider(ProxyProvider):
             known = self.health.unavailable.get(self.label)
             if known is not None:
                 return known
-        return self.health.failed(self.label, error, scope=self.listings.current_scope())
+        scope = self.listings.current_scope()
+        self._doubt(error, scope)
+        return self.health.failed(self.label, error, scope=scope)
+
+    def _doubt(self, error: BaseException, scope: str) -> None:
+        """A request with ``scope``'s headers was not answered (a stall, a reset): whether its
+        headers or the upstream is to blame, ``_Probe`` asks the upstream without them."""
+        if scope and theirs(error) and not answer(error) and not unsendable(error):
+            self._probe.start(self)
 
     async def shown(self) -> bool | None:
         """Whether this request's client may see any tool or prompt the upstream last served,
@@ -551,22 +357,71 @@ class UpstreamProvider(ProxyProvider):
 async def _read_instructions(provider: UpstreamProvider, scope: str) -> Any:
     """The instructions ``provider``'s upstream gives ``scope`` when connected to
     (``_UNREAD`` when it could not be, recorded in its health)."""
+    text, failure = await _initialize(provider)
+    if failure is not None:
+        provider._doubt(failure, scope)
+        provider.health.failed(provider.label, failure, scope=scope)
+        return _UNREAD
+    provider.health.answered(provider.label, scope)
+    return text
+
+
+async def _initialize(provider: UpstreamProvider) -> tuple[str | None, Exception | None]:
+    """Connect to ``provider``'s upstream (with this request's headers, if any) within
+    ``connect_timeout``: its instructions, or why it could not be connected to."""
     connect = provider.timeouts.connect
     try:
         async with asyncio.timeout(connect):
             made = provider.client_factory()
             client = await made if inspect.isawaitable(made) else made
             async with client:
-                text = client.instructions
+                return client.instructions, None
     except TimeoutError:
-        timeout = UpstreamTimeout("initialize", connect, "connect_timeout")
-        provider.health.failed(provider.label, timeout, scope=scope)
-        return _UNREAD
+        return None, UpstreamTimeout("initialize", connect, "connect_timeout")
     except Exception as error:
-        provider.health.failed(provider.label, error, scope=scope)
-        return _UNREAD
-    provider.health.answered(provider.label, scope)
-    return text
+        return None, error
+
+
+class _Probe:
+    """Asks an upstream, with no client's headers, whether it answers anyone.
+
+    A request that carried a client's headers and was reset or never answered may be that
+    client's doing (a header the upstream will not read) or the upstream's (down for
+    everyone). Connected to in a context of its own (no client request, so no client's
+    headers forwarded), in the background, one at a time and at most every
+    ``_PROBE_EVERY`` seconds: no answer there is the upstream's, recorded for everyone
+    (its back-off, ``unavailable`` in the log and for every handshake); an answer leaves
+    the failure the client's.
+    """
+
+    def __init__(self) -> None:
+        self._running: asyncio.Task[None] | None = None
+        self._last = -math.inf
+
+    def start(self, provider: UpstreamProvider) -> None:
+        now = provider.listings.clock()
+        if now - self._last < _PROBE_EVERY or provider.health.closing:
+            return
+        self._last = now
+        # A new context: FastMCP's proxy forwards the headers of the request in its context.
+        self._running = asyncio.get_running_loop().create_task(
+            self._run(provider), context=contextvars.Context()
+        )
+
+    async def _run(self, provider: UpstreamProvider) -> None:
+        news = provider.listings.news
+        _text, failure = await _initialize(provider)
+        silence = failure if failure is not None and not answer(failure) else None
+        if provider.health.closing or not provider.listings.heard_unasked(news, silence):
+            return  # stopping, or newer news of the upstream came meanwhile
+        if silence is None:
+            provider.health.answered(provider.label)
+        else:
+            provider.health.failed(provider.label, silence)
+
+
+_PROBE_EVERY = 10.0
+"""Seconds between two probes of one upstream, at least."""
 
 
 def _own_reason(backing_off: BackingOff, what: str, limit: float, health: UpstreamHealth) -> str:

@@ -1,0 +1,245 @@
+"""An upstream's health: which upstreams failed, for everyone or for one client's headers.
+
+``UpstreamHealth`` logs a failing upstream once and its return once; a failure that one
+client's forwarded headers may have caused is that client's (``Listings.scope``), logged
+once for those headers and never the others' news.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Literal
+
+from fastmcp_filtering.gateway.limits import UpstreamTimeout
+from fastmcp_filtering.gateway.listings import keep_recent, unanswered, unsendable
+from fastmcp_filtering.gateway.redact import Redactor
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["UpstreamHealth", "answer", "describe_failure", "theirs"]
+
+logger = logging.getLogger("fastmcp_filtering")
+
+# FastMCP's wrappers around a transport failure, which repeat the root cause's text.
+_WRAPPER_PREFIXES = ("Client failed to connect: ",)
+
+
+def describe_failure(error: BaseException) -> str:
+    """The reason an upstream failed, one line: the root cause, not its wrappers.
+
+    Example:
+        ```python
+        describe_failure(RuntimeError("Client failed to connect: [Errno 2] ..."))
+        ```
+    """
+    root = error
+    while root.__cause__ is not None:
+        root = root.__cause__
+    if isinstance(root, BaseExceptionGroup) and len(root.exceptions) == 1:
+        return describe_failure(root.exceptions[0])
+    text = str(root).strip()
+    while text.startswith(_WRAPPER_PREFIXES):
+        text = text.split(": ", 1)[1]
+    return (text.splitlines()[0] if text else type(root).__name__)[:300]
+
+
+_MAX_DROPS_REMEMBERED = 1000
+
+# What clients get while an upstream is down, by ``on_upstream_error``.
+_CONSEQUENCE = {
+    "warn": "serving the other upstreams without it",
+    "raise": "each request that needs it fails with an error naming it",
+}
+_CLIENT_CONSEQUENCE = {
+    "warn": "served the other upstreams without it",
+    "raise": "told so by each request that needs it",
+}
+
+
+class UpstreamHealth:
+    """Which upstreams failed and why; one warning when an upstream fails, a notice when back.
+
+    ``unavailable`` maps each failing upstream's label to the reason. The same
+    failure repeated (every listing asks every upstream) is logged once. A failure
+    of a request that carried a client's forwarded headers (its ``scope``) that
+    those headers may have caused (an error the upstream answered, a reset, a
+    stall: anything but a connection that could not be made) is that client's:
+    logged once for those headers, never marking the upstream unavailable to the
+    others; and an error the upstream answered says it is up.
+
+    Example:
+        ```python
+        health = UpstreamHealth()
+        health.failed("github", OSError("connection refused"))
+        assert health.unavailable == {"github": "connection refused"}
+        ```
+    """
+
+    def __init__(
+        self,
+        *,
+        log: bool = True,
+        mode: Literal["raise", "warn"] = "warn",
+        redact: Callable[[str], str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.unavailable: dict[str, str] = {}
+        self._clients = _ClientFailures(clock)
+        self.log = log
+        """False: record failures without logging them (``check`` reports them itself)."""
+        self.mode = mode
+        """What the proxy does with a failing upstream: the log says it as it is."""
+        self.redact = redact or Redactor()
+        """What a reason goes through before anyone reads it: no secret, no internal path."""
+        self.closing = False
+        """Set when the proxy stops its upstreams: requests still in flight then fail unlogged."""
+        self.dropped_tools: dict[tuple[str, str], str] = {}
+        """Each (upstream label, tool name) left out of listings, and why."""
+
+    def reason_of(self, error: BaseException) -> str:
+        """The reason ``error`` gives, as anyone may read it (no secret): nothing recorded."""
+        reason = describe_failure(error)
+        # The proxy's own words hold no secret.
+        return reason if isinstance(error, UpstreamTimeout) else self.redact(reason)
+
+    def failed(self, label: str, error: BaseException, *, scope: str = "") -> str:
+        """Record that ``label`` failed; returns the reason (logged the first time).
+
+        ``scope``: the request carried a client's forwarded headers (``Listings.scope``);
+        a failure they may have caused is then recorded for that scope alone.
+        """
+        reason = self.reason_of(error)
+        if self.closing:
+            return reason
+        if scope and theirs(error):
+            if answer(error):
+                self.answered(label)  # it answered that client: it is up
+            self._scope_failed(label, scope, reason)
+            return reason
+        if self.unavailable.get(label) != reason:
+            self.unavailable[label] = reason
+            if not self.log:
+                return reason
+            logger.warning(
+                "upstream %r is unavailable: %s; %s until it answers",
+                label,
+                reason,
+                _CONSEQUENCE[self.mode],
+            )
+        return reason
+
+    def dropped(self, label: str, name: str, reason: str) -> None:
+        """Log (once per tool) that upstream ``label``'s tool ``name`` is not served, and why."""
+        if (label, name) in self.dropped_tools:
+            return
+        # Bounded: an upstream renaming its bad tools on every listing cannot grow this.
+        if len(self.dropped_tools) >= _MAX_DROPS_REMEMBERED:
+            self.dropped_tools.clear()
+        self.dropped_tools[label, name] = reason
+        if self.log:
+            logger.warning(
+                "upstream %r lists a tool the proxy does not serve: %s (%r)",
+                label,
+                reason,
+                self.redact(name)[:130],
+            )
+
+    def _scope_failed(self, label: str, scope: str, reason: str) -> None:
+        unlogged = self._clients.failed(label, scope)
+        if not self.log or unlogged is None:
+            return
+        logger.warning(
+            "upstream %r failed a request carrying one client's forwarded headers: %s; "
+            "until it answers them that client is %s (the others are served as before)%s",
+            label,
+            reason,
+            _CLIENT_CONSEQUENCE[self.mode],
+            f"; {unlogged} other clients' headers failed since the last such line"
+            if unlogged
+            else "",
+        )
+
+    def failing(self, label: str, scope: str = "") -> bool:
+        """Whether ``label``'s latest news is a failure, for everyone or for ``scope``."""
+        return label in self.unavailable or self._clients.failing(label, scope)
+
+    def answered(self, label: str, scope: str = "") -> None:
+        """Record that ``label`` answered (``scope``'s request: its headers', when given);
+        logged when it had failed for everyone (for one client's headers: at debug)."""
+        if self.unavailable.pop(label, None) is not None and self.log:
+            logger.info("upstream %r answers again", label)
+        if scope and self._clients.answered(label, scope) and self.log:
+            logger.debug("upstream %r answers a client's forwarded headers again", label)
+
+
+class _ClientFailures:
+    """Which clients' forwarded headers an upstream failed last (the ``MOST_KEPT`` most
+    recently failed), and when the log last said so: once per run of failures of a set of
+    headers, and at most once a minute per upstream, so that a client sending new failing
+    headers on every request cannot fill the log."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._failing: OrderedDict[tuple[str, str], None] = OrderedDict()
+        # Per upstream: when the log last said a client's headers failed, and how many new
+        # failures it has not said since.
+        self._told: dict[str, tuple[float, int]] = {}
+        self._clock = clock
+
+    def failed(self, label: str, scope: str) -> int | None:
+        """Record ``scope``'s failure; how many went unlogged before it when the log should
+        say it now, else None."""
+        known = (label, scope) in self._failing
+        keep_recent(self._failing, (label, scope), None)
+        if known:
+            return None
+        now = self._clock()
+        told, unlogged = self._told.get(label, (-math.inf, 0))
+        if now - told < _QUIET:
+            self._told[label] = (told, unlogged + 1)
+            return None
+        self._told[label] = (now, 0)
+        return unlogged
+
+    def failing(self, label: str, scope: str) -> bool:
+        return (label, scope) in self._failing
+
+    def answered(self, label: str, scope: str) -> bool:
+        """Forget ``scope``'s failure; whether it had one."""
+        if (label, scope) not in self._failing:
+            return False
+        del self._failing[label, scope]
+        return True
+
+
+_QUIET = 60.0
+"""Seconds after a line about one client's failing headers in which the log says no other."""
+
+
+def answer(error: BaseException) -> bool:
+    """Whether ``error`` is the upstream's answer (an error status, a JSON-RPC error): not a
+    stall, a reset, nor a request that could not be sent.
+
+    Example:
+        ```python
+        answer(MCPError(code=-32603, message="Server returned an error response"))  # True
+        answer(httpx2.ReadError("reset"))  # False
+        ```
+    """
+    return not (isinstance(error, UpstreamTimeout) or unanswered(error) or unsendable(error))
+
+
+def theirs(error: BaseException) -> bool:
+    """Whether the headers a request forwarded may have caused ``error`` (see ``unanswered``):
+    anything but a connection that could not be made.
+
+    Example:
+        ```python
+        theirs(httpx2.ReadError("reset"))  # True: the upstream may reset on a header
+        theirs(httpx2.ConnectError("refused"))  # False: nothing was sent
+        ```
+    """
+    return isinstance(error, UpstreamTimeout) or not unanswered(error, forwarded=True)
