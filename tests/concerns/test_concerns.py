@@ -601,6 +601,9 @@ class TestHandshakeConfiguration:
             "cannot store concerns for this client (this client has no session or "
             "authenticated principal); send them with each request instead"
         )
+        assert refused.value.error.message.endswith(
+            "; a stateless connection keeps state only for an authenticated client"
+        )
 
     async def test_bad_initialized_notification_keeps_the_previous_configuration(
         self, caplog: pytest.LogCaptureFixture

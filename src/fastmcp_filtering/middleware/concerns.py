@@ -381,7 +381,7 @@ def _cannot_store(info: RequestInfo | None, reason: str, *, identified: bool = F
         f"instead: params._meta[{REQUEST_META_KEY!r}] = {{'security': 'high', ...}} on "
         "tools/list, tools/call and the other list and get requests"
     )
-    if not identified and info is not None and info.modern:
+    if not identified:
         hint += "; a stateless connection keeps state only for an authenticated client"
     return MCPError(
         code=mt.INTERNAL_ERROR if identified else mt.INVALID_REQUEST,
