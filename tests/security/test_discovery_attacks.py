@@ -193,6 +193,7 @@ class TestOtherConcealment:
 
     @pytest.mark.xfail(
         strict=True,
+        raises=AssertionError,
         reason=MOUNTED_SEARCH,
     )
     async def test_a_mounted_servers_search_tools_does_not_name_what_the_parent_conceals(
@@ -486,6 +487,7 @@ class TestFilterAndVersions:
 
     @pytest.mark.xfail(
         strict=True,
+        raises=AssertionError,
         reason=MOUNTED_META,
     )
     async def test_meta_tools_of_a_mounted_server_are_not_ranked(self, connect: Connect) -> None:
@@ -671,6 +673,7 @@ class TestAdviceWorks:
 class TestCounts:
     @pytest.mark.xfail(
         strict=True,
+        raises=AssertionError,
         reason=COUNTS_ALL,
     )
     @pytest.mark.parametrize("max_tools", [2, 4])
