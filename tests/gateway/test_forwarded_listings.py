@@ -33,6 +33,7 @@ from fastmcp_filtering.gateway.health import UpstreamHealth
 from fastmcp_filtering.gateway.limits import UpstreamTimeout
 from fastmcp_filtering.gateway.listings import MOST_KEPT, BackingOff, Listings
 from fastmcp_filtering.gateway.proxy import build_proxy, forwarded_scope
+from fastmcp_filtering.gateway.upstreams import Probe, UpstreamProvider, _doubt
 
 from .._servers import RunningServer, serve_http
 from ..conftest import ERAS
@@ -222,6 +223,25 @@ class TestBackOffPerScope:
         assert await ask(listings, fetch, "bob") == "BackingOff"
         assert fetch.asked == ["alice"]
 
+    @pytest.mark.parametrize(
+        "failure",
+        [httpx2.ReadError("reset"), httpx2.ReadTimeout("stalled")],
+        ids=["reset", "read timeout"],
+    )
+    async def test_a_clients_unanswered_request_is_no_news_of_the_upstream(
+        self, failure: Exception
+    ) -> None:
+        """Only a probe without the client's headers tells (``heard_unasked``): a reset does
+        not end the upstream's back-off, whose next refusal doubles it."""
+        refused = through_fastmcp(httpx2.ConnectError("All connection attempts failed"))
+        clock = Clock()
+        listings = forwarding(clock, backoff=1, backoff_max=8)
+        assert await ask(listings, Breaks(refused, "alice"), "alice") == "MCPError"
+        clock.now += 1
+        assert await ask(listings, Breaks(through_fastmcp(failure), "eve"), "eve") == "MCPError"
+        assert await ask(listings, Breaks(refused, "alice"), "alice") == "MCPError"
+        assert listings.retry_in() == 2
+
     async def test_headers_that_cannot_be_sent_are_no_news_of_the_upstream(self) -> None:
         """A header value that is not ASCII fails before anything is sent: it neither ends
         the upstream's back-off (the next refusal still doubles it) nor starts one."""
@@ -396,6 +416,14 @@ class TestHealthPerScope:
         assert health.unavailable == {"up": "refused"}
         assert health.failing("up", "mallory")
 
+    def test_a_back_off_is_not_an_answer(self) -> None:
+        backing_off = BackingOff(5.0)
+        backing_off.__cause__ = UpstreamTimeout("initialize", 1, "connect_timeout")
+        health = UpstreamHealth(log=False)
+        health.failed("up", httpx2.ConnectError("refused"))
+        health.failed("up", backing_off, scope="eve")
+        assert health.unavailable == {"up": "refused"}
+
     def test_a_stall_is_not_an_answer(self) -> None:
         health = UpstreamHealth(log=False)
         health.failed("up", httpx2.ConnectError("refused"))
@@ -436,6 +464,135 @@ class TestHealthPerScope:
         assert not health.failing("up", "client 0")
         assert health.failing("up", "client 1")
         assert health.failing("up", f"client {MOST_KEPT}")
+
+
+class Upstream:
+    """What a probe connects to: ``answering`` (or not: a stall), counting the connections."""
+
+    def __init__(self) -> None:
+        self.answering = False
+        self.released = asyncio.Event()  # a stall ends (as a timeout would) once set
+        self.connections = 0
+        self.headers: list[str] = []
+
+    def __call__(self) -> Upstream:  # the client factory
+        return self
+
+    @property
+    def instructions(self) -> str:
+        return "hi"
+
+    async def __aenter__(self) -> Upstream:
+        self.connections += 1
+        self.headers.append(_ASKING.get())
+        if not self.answering:
+            await self.released.wait()
+            raise through_fastmcp(httpx2.ReadTimeout("no answer"))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+def probed(clock: Clock) -> tuple[UpstreamProvider, Upstream]:
+    """A provider of an upstream that gets each client's headers, and its probe's upstream."""
+    upstream = Upstream()
+    provider = UpstreamProvider(
+        upstream, label="up", health=UpstreamHealth(log=False), backoff=2, backoff_max=8
+    )
+    provider.listings = forwarding(clock, backoff=2, backoff_max=8)
+    provider.probe = Probe(upstream)
+    return provider, upstream
+
+
+async def connected(upstream: Upstream, connections: int, seconds: float = 1.0) -> None:
+    """Until the probe has connected ``connections`` times in all (``seconds`` at most)."""
+    for _ in range(int(seconds / 0.005)):
+        if upstream.connections >= connections:
+            break
+        await asyncio.sleep(0.005)
+
+
+async def settled(upstream: Upstream, connections: int, seconds: float = 1.0) -> None:
+    """Until the probe has connected ``connections`` times in all, and every stall ended."""
+    await connected(upstream, connections, seconds)
+    upstream.released.set()
+    for _ in range(10):
+        await asyncio.sleep(0)
+    upstream.released.clear()
+
+
+STALLED = UpstreamTimeout("tools/list", 2, "connect_timeout + list_timeout")
+
+
+class TestProbe:
+    """``Probe``: a client's unanswered request asks the upstream without its headers."""
+
+    async def test_no_answer_there_either_backs_off_everyone(self) -> None:
+        clock = Clock()
+        provider, upstream = probed(clock)
+        _ASKING.set("carol")
+        _doubt(provider, STALLED, "carol")
+        await settled(upstream, 1)
+        assert upstream.headers == ["alice"]  # _ASKING's default: none of the request's context
+        assert provider.health.unavailable == {"up": "no answer"}
+        assert await ask(provider.listings, Breaks(), "bob") == "BackingOff"
+        clock.now += 2  # the back-off is over: the next unanswered request asks again
+        _doubt(provider, STALLED, "dave")
+        await settled(upstream, 2)
+        assert provider.listings.retry_in() == 4  # doubled
+
+    async def test_an_answer_leaves_the_failure_the_clients_and_quiets_probes(self) -> None:
+        clock = Clock()
+        provider, upstream = probed(clock)
+        upstream.answering = True
+        _doubt(provider, STALLED, "mallory")
+        await settled(upstream, 1)
+        assert provider.health.unavailable == {}
+        assert await ask(provider.listings, Breaks(), "bob") == "bob_tool"
+        clock.now += 9
+        _doubt(provider, STALLED, "mallory")  # one client cannot make it ask more often
+        await settled(upstream, 2, seconds=0.05)
+        clock.now += 1
+        _doubt(provider, STALLED, "mallory")
+        await settled(upstream, 2)
+        assert upstream.connections == 2
+
+    async def test_one_at_a_time(self) -> None:
+        provider, upstream = probed(Clock())
+        for who in ("alice", "bob", "carol"):
+            _doubt(provider, STALLED, who)
+        await settled(upstream, 3, seconds=0.05)
+        assert upstream.connections == 1
+
+    async def test_newer_news_wins_over_a_probe_begun_before_it(self) -> None:
+        provider, upstream = probed(Clock())
+        _doubt(provider, STALLED, "alice")
+        await connected(upstream, 1)  # the probe is on its way
+        upstream.answering = True  # and a handshake reads the instructions meanwhile
+        _ASKING.set("bob")
+        assert await provider.instructions() == "hi"
+        await settled(upstream, 1)
+        assert provider.health.unavailable == {}
+        assert await ask(provider.listings, Breaks(), "bob") == "bob_tool"
+
+    @pytest.mark.parametrize(
+        ("error", "scope"),
+        [
+            (answered_error(REFUSED), "mallory"),  # an answer: no doubt
+            (through_fastmcp(UnicodeEncodeError("ascii", "\xe9", 0, 1, "no")), "mallory"),
+            (httpx2.ConnectError("refused"), "mallory"),  # everyone's already
+            (STALLED, ""),  # no client's headers: the upstream's already
+        ],
+        ids=["answered", "unsendable", "refused", "no-headers"],
+    )
+    async def test_only_a_clients_unanswered_request_asks(
+        self, error: Exception, scope: str
+    ) -> None:
+        provider, upstream = probed(Clock())
+        _doubt(provider, error, scope)
+        await settled(upstream, 1, seconds=0.05)
+        assert upstream.connections == 0
 
 
 ROSTER = '''"""An HTTP upstream: `weather` for all, `NAME_notes` for the bearer of token NAME."""
@@ -644,6 +801,47 @@ def greeter(tmp_path: Path) -> Iterator[str]:
     """The URL of a running ``GREETER`` upstream."""
     with running(tmp_path, GREETER) as upstream:
         yield upstream.url
+
+
+WELCOMER = '''"""An HTTP upstream that logs to each client in its handshake and records the
+Authorization header of every HTTP request it gets (one line each, "-" for none)."""
+import argparse
+
+from fastmcp import FastMCP
+from fastmcp.server.middleware import Middleware
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--http", action="store_true")
+parser.add_argument("--port", type=int)
+parser.add_argument("--record")
+options = parser.parse_args()
+
+
+class Welcomes(Middleware):
+    async def on_initialize(self, context, call_next):
+        result = await call_next(context)
+        if context.fastmcp_context is not None:
+            await context.fastmcp_context.info("welcome")
+        return result
+
+
+mcp = FastMCP("welcomer", instructions="Welcome.", middleware=[Welcomes()])
+mcp.tool(lambda: "sunny", name="weather")
+inner = mcp.http_app()
+
+
+async def app(scope, receive, send):
+    if scope["type"] == "http":
+        headers = dict(scope["headers"])
+        with open(options.record, "a") as record:
+            record.write(headers.get(b"authorization", b"-").decode() + "\\n")
+    await inner(scope, receive, send)
+
+
+import uvicorn
+
+uvicorn.run(app, host="127.0.0.1", port=options.port, log_level="warning", lifespan="on")
+'''
 
 
 def listed_for(count: Path) -> list[str]:
@@ -914,6 +1112,38 @@ class TestNothingSharedDependsOnAnotherToken:
                 "(connect_timeout)",
             ]
         )
+
+    async def test_the_probe_carries_no_clients_headers_and_relays_nothing(
+        self, era: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """Mallory's header makes the connection reset: the upstream is asked again without
+        her token, and the log message it sends in that handshake reaches no one."""
+        caplog.set_level(logging.DEBUG)
+        record = tmp_path / "record"
+        with running(tmp_path, WELCOMER, "--record", str(record)) as upstream:
+            async with resetting(upstream.url) as url:
+                # A 2025-11-25 session: its handshake is where the upstream logs.
+                timeouts = {"connect_timeout": 1, "list_timeout": 1}
+                upstreams = [{"name": "up", "url": url, "mode": "legacy", **timeouts}]
+                config = {"upstreams": upstreams, "search": {"enabled": False}}
+                async with asgi_server(
+                    build_proxy(FilteringConfig.model_validate(config))
+                ) as proxy:
+                    reset = {"X-Reset-Me": "1"}
+                    async with proxy.client(auth="mallory", headers=reset, **ERAS[era]):
+                        pass
+                    for _ in range(100):  # the probe's requests reach the upstream
+                        if "-" in record.read_text():
+                            break
+                        await asyncio.sleep(0.02)
+                    await asyncio.sleep(0.2)  # and its handshake's log message is handled
+                    async with proxy.client(auth="bob", **ERAS[era]) as bob:
+                        assert await tool_names(bob) == ["weather"]
+        asked = record.read_text().split()
+        assert "-" in asked  # the probe: no Authorization at all
+        assert "Bearer mallory" not in asked  # her reset requests never reached it
+        assert not [r.getMessage() for r in caplog.records if r.exc_info]
+        assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
 
     async def test_each_token_is_given_the_instructions_the_upstream_gives_it(
         self, era: str, greeter: str

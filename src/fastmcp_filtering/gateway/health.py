@@ -14,7 +14,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Literal
 
 from fastmcp_filtering.gateway.limits import UpstreamTimeout
-from fastmcp_filtering.gateway.listings import keep_recent, unanswered, unsendable
+from fastmcp_filtering.gateway.listings import BackingOff, keep_recent, unanswered, unsendable
 from fastmcp_filtering.gateway.redact import Redactor
 
 if TYPE_CHECKING:
@@ -229,7 +229,9 @@ def answer(error: BaseException) -> bool:
         answer(httpx2.ReadError("reset"))  # False
         ```
     """
-    return not (isinstance(error, UpstreamTimeout) or unanswered(error) or unsendable(error))
+    if isinstance(error, UpstreamTimeout | BackingOff):
+        return False
+    return not (unanswered(error) or unsendable(error))
 
 
 def theirs(error: BaseException) -> bool:

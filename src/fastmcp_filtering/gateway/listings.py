@@ -366,6 +366,12 @@ class Listings:
         """The upstream's latest news, for ``heard_unasked``."""
         return self._upstream.news
 
+    def heard_outside(self, silence: Exception | None) -> None:
+        """Record what a request other than a listing heard of the upstream (a handshake),
+        as the newest news: no answer (``silence``) starts or extends the back-off, an answer
+        ends it."""
+        self._upstream.heard(self._upstream.news, silence, self)
+
     def heard_unasked(self, news: int, silence: Exception | None) -> bool:
         """Record what asking the upstream without any client's headers found, asked when its
         latest news was ``news``: no answer (``silence``) starts or extends the back-off for
@@ -438,23 +444,22 @@ class Listings:
                 listed = await fetch()
         except TimeoutError:
             silence = TimeoutError(f"did not answer within {give_up_after:g} s")
-            # With a client's headers the stall may be that client's doing: its own back-off.
+            # With a client's headers the stall may be that client's doing: its own back-off,
+            # and no news of the upstream (asked without them: ``heard_unasked``).
             if self.forwarded:
-                self._heard(news, None, scope, begun, silence)
+                self._heard(None, None, scope, begun, silence)
             else:
                 self._heard(news, silence, scope, begun, None)
             raise
         except Exception as error:
             if unanswered(error, forwarded=self.forwarded):
                 self._heard(news, error, scope, begun, None)
-            elif self.forwarded and unsendable(error):
-                # Never sent: no news of the upstream (nor an end to its back-off); the
-                # headers that cannot be sent back off alone.
+            elif self.forwarded and (unsendable(error) or unanswered(error)):
+                # Never sent, or reset after a client's headers: that client's headers back
+                # off alone, and whether the upstream answers is not known from this.
                 self._heard(None, None, scope, begun, error)
             else:
-                # An answer, or (with a client's headers) a failure they may have caused.
-                mine = error if self.forwarded and unanswered(error) else None
-                self._heard(news, None, scope, begun, mine)
+                self._heard(news, None, scope, begun, None)  # an answer, error or not
             raise
         self._heard(news, None, scope, begun, None)
         # A change announced while this listing was on its way makes it stale already.

@@ -38,6 +38,7 @@ from fastmcp_filtering.gateway.namespacing import OwnNamespace
 from fastmcp_filtering.gateway.redact import Redactor
 from fastmcp_filtering.gateway.upstreams import (
     UPSTREAM_MARK,
+    Probe,
     UpstreamInstructions,
     UpstreamProvider,
     client_factory,
@@ -288,6 +289,13 @@ class _Proxy(NamedTuple):
         await _close_all(self.transports)
 
 
+def _stop_probes(providers: Sequence[UpstreamProvider]) -> None:
+    """Cancel the upstreams' probes on their way: the proxy stops, their outcome is no news."""
+    for provider in providers:
+        if provider.probe is not None:
+            provider.probe.stop()
+
+
 async def _close_all(transports: Sequence[ClientTransport]) -> None:
     # In parallel: the SDK gives each stdio upstream up to 2 s to exit after its stdin closes.
     await asyncio.gather(*(t.close() for t in transports))  # type: ignore[no-untyped-call]
@@ -330,6 +338,7 @@ def _build(
                 yield {}
         finally:
             health.closing = True
+            _stop_probes(providers)
             await _close_all(transports)
 
     # Who each HTTP request is ([auth]) and where its state lives ([state]).
@@ -406,6 +415,8 @@ def _add_upstreams(
             provider.listings.forwarded = True
             # What one client's headers list (an upstream may list by token) is its own.
             provider.listings.scope = forwarded_scope
+            # Whether a client's unanswered request was its own doing: asked without them.
+            provider.probe = Probe(client_factory(transport, _MODES[upstream.mode], relay=False))
         if isinstance(transport, NoticesChanges):
             # The upstream's list_changed drops its kept listing for every client at once.
             transport.changed = provider.listings.forget

@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
     Audience = Callable[[Sequence[FastMCPComponent] | None], Awaitable[bool | None]]
 
-__all__ = ["UPSTREAM_MARK", "UpstreamInstructions", "UpstreamProvider"]
+__all__ = ["UPSTREAM_MARK", "Probe", "UpstreamInstructions", "UpstreamProvider"]
 
 logger = logging.getLogger("fastmcp_filtering")
 
@@ -84,22 +84,27 @@ def client_factory(
 
     ``create_proxy`` builds it (the public way; the factory that mirrors each
     request's era is FastMCP's own); the proxy server it comes with is dropped.
-    With ``relay=False`` the upstream's notifications are passed to no client:
-    ``check`` lists the upstreams outside any client's request, where FastMCP
-    4.2's proxy, relaying an upstream's ``list_changed``, finds no session and
-    logs a traceback for each.
+    With ``relay=False`` the upstream's notifications and log messages are passed to
+    no client, and no client's headers are forwarded: ``check`` and ``Probe`` connect
+    outside any client's request, where FastMCP's proxy, relaying an upstream's
+    ``list_changed`` or log message, finds no session and logs a traceback for each.
     """
     if relay:
         return create_proxy(transport, mode=mode).client_factory
-    options: dict[str, Any] = {"message_handler": _relay_nothing}
+    options: dict[str, Any] = {
+        "message_handler": _relay_nothing,
+        "log_handler": _relay_nothing,
+        "progress_handler": _relay_nothing,
+        "forward_incoming_headers": False,
+    }
     if mode is not None:
         options["mode"] = mode
     backend = ProxyClient(transport, **options)
     return create_proxy(backend).client_factory
 
 
-async def _relay_nothing(message: Any) -> None:
-    """A proxy client's message handler with no client to relay to."""
+async def _relay_nothing(*_message: Any) -> None:
+    """A proxy client's handler (messages, logs, progress) with no client to relay to."""
 
 
 class UpstreamProvider(ProxyProvider):
@@ -159,7 +164,9 @@ class UpstreamProvider(ProxyProvider):
         # different headers; the most recently read last.
         self._instructions: OrderedDict[str, str | None] = OrderedDict()
         self._served = _Served()
-        self._probe = _Probe()
+        self.probe: Probe | None = None
+        """What asks the upstream without any client's headers when one client's were not
+        answered (set by the proxy for an upstream that gets them); None: never asked."""
 
     @override
     def __repr__(self) -> str:
@@ -204,14 +211,8 @@ class UpstreamProvider(ProxyProvider):
             if known is not None:
                 return known
         scope = self.listings.current_scope()
-        self._doubt(error, scope)
+        _doubt(self, error, scope)
         return self.health.failed(self.label, error, scope=scope)
-
-    def _doubt(self, error: BaseException, scope: str) -> None:
-        """A request with ``scope``'s headers was not answered (a stall, a reset): whether its
-        headers or the upstream is to blame, ``_Probe`` asks the upstream without them."""
-        if scope and theirs(error) and not answer(error) and not unsendable(error):
-            self._probe.start(self)
 
     async def shown(self) -> bool | None:
         """Whether this request's client may see any tool or prompt the upstream last served,
@@ -354,25 +355,38 @@ class UpstreamProvider(ProxyProvider):
         return self._bounded(template)
 
 
+def _doubt(provider: UpstreamProvider, error: BaseException, scope: str) -> None:
+    """A request with ``scope``'s headers was not answered (a stall, a reset): whether its
+    headers or the upstream is to blame, ``provider.probe`` asks the upstream without them."""
+    unanswered_for_them = theirs(error) and not answer(error) and not unsendable(error)
+    if provider.probe is not None and scope and unanswered_for_them:
+        provider.probe.start(provider)
+
+
 async def _read_instructions(provider: UpstreamProvider, scope: str) -> Any:
     """The instructions ``provider``'s upstream gives ``scope`` when connected to
-    (``_UNREAD`` when it could not be, recorded in its health)."""
-    text, failure = await _initialize(provider)
+    (``_UNREAD`` when it could not be, recorded in its health and listings' news)."""
+    text, failure = await _initialize(provider.client_factory, provider.timeouts.connect)
+    if failure is None or answer(failure):
+        provider.listings.heard_outside(None)  # it answered: news a probe begun before lacks
+    elif not (scope and theirs(failure)):
+        provider.listings.heard_outside(failure)
     if failure is not None:
-        provider._doubt(failure, scope)
+        _doubt(provider, failure, scope)
         provider.health.failed(provider.label, failure, scope=scope)
         return _UNREAD
     provider.health.answered(provider.label, scope)
     return text
 
 
-async def _initialize(provider: UpstreamProvider) -> tuple[str | None, Exception | None]:
-    """Connect to ``provider``'s upstream (with this request's headers, if any) within
-    ``connect_timeout``: its instructions, or why it could not be connected to."""
-    connect = provider.timeouts.connect
+async def _initialize(
+    factory: ClientFactoryT, connect: float
+) -> tuple[str | None, Exception | None]:
+    """Connect to an upstream through ``factory`` (with this request's headers, if any)
+    within ``connect`` seconds: its instructions, or why it could not be connected to."""
     try:
         async with asyncio.timeout(connect):
-            made = provider.client_factory()
+            made = factory()
             client = await made if inspect.isawaitable(made) else made
             async with client:
                 return client.instructions, None
@@ -382,36 +396,56 @@ async def _initialize(provider: UpstreamProvider) -> tuple[str | None, Exception
         return None, error
 
 
-class _Probe:
+class Probe:
     """Asks an upstream, with no client's headers, whether it answers anyone.
 
-    A request that carried a client's headers and was reset or never answered may be that
-    client's doing (a header the upstream will not read) or the upstream's (down for
-    everyone). Connected to in a context of its own (no client request, so no client's
-    headers forwarded), in the background, one at a time and at most every
-    ``_PROBE_EVERY`` seconds: no answer there is the upstream's, recorded for everyone
-    (its back-off, ``unavailable`` in the log and for every handshake); an answer leaves
-    the failure the client's.
+    A request that carried a client's headers and was reset or never answered may be
+    that client's doing (a header the upstream will not read) or the upstream's (down
+    for everyone). ``factory`` connects in a context of its own (no client request, so
+    no client's headers forwarded; relaying nothing to any client), in the background,
+    one at a time: no answer there is the upstream's, recorded for everyone (its back-off,
+    ``unavailable`` in the log and for every handshake), and the next client's unanswered
+    request once that back-off ends asks again; an answer ends a back-off, and no client's
+    request starts a probe for ``_QUIET_AFTER_AN_ANSWER`` seconds after it (one client cannot
+    make the gateway ask a healthy upstream more often). Only the newest news counts.
+
+    Example:
+        ```python
+        provider.probe = Probe(client_factory(transport, None, relay=False))
+        ```
     """
 
-    def __init__(self) -> None:
+    def __init__(self, factory: ClientFactoryT) -> None:
+        self.factory = factory
         self._running: asyncio.Task[None] | None = None
-        self._last = -math.inf
+        # Until when a client's unanswered request is its own doing without asking: the last
+        # probe was answered. One that was not leaves the upstream backed off, and a failure
+        # after that back-off is worth a probe again (the back-off paces them).
+        self._quiet_until = -math.inf
 
     def start(self, provider: UpstreamProvider) -> None:
-        now = provider.listings.clock()
-        if now - self._last < _PROBE_EVERY or provider.health.closing:
+        """Ask ``provider``'s upstream in the background, unless a probe runs, or the last
+        one was answered lately."""
+        if self._running is not None and not self._running.done():
             return
-        self._last = now
+        if provider.listings.clock() < self._quiet_until or provider.health.closing:
+            return
         # A new context: FastMCP's proxy forwards the headers of the request in its context.
         self._running = asyncio.get_running_loop().create_task(
             self._run(provider), context=contextvars.Context()
         )
 
+    def stop(self) -> None:
+        """Cancel a probe on its way (the proxy stops): its outcome is no news."""
+        if self._running is not None:
+            self._running.cancel()
+
     async def _run(self, provider: UpstreamProvider) -> None:
         news = provider.listings.news
-        _text, failure = await _initialize(provider)
+        _text, failure = await _initialize(self.factory, provider.timeouts.connect)
         silence = failure if failure is not None and not answer(failure) else None
+        if silence is None:
+            self._quiet_until = provider.listings.clock() + _QUIET_AFTER_AN_ANSWER
         if provider.health.closing or not provider.listings.heard_unasked(news, silence):
             return  # stopping, or newer news of the upstream came meanwhile
         if silence is None:
@@ -420,8 +454,8 @@ class _Probe:
             provider.health.failed(provider.label, silence)
 
 
-_PROBE_EVERY = 10.0
-"""Seconds between two probes of one upstream, at least."""
+_QUIET_AFTER_AN_ANSWER = 10.0
+"""Seconds after a probe was answered in which clients' unanswered requests start none."""
 
 
 def _own_reason(backing_off: BackingOff, what: str, limit: float, health: UpstreamHealth) -> str:
