@@ -470,13 +470,15 @@ class Rules:
     list_weight: float = 0.5
     """Weight of ``list`` added to a request for many things of a kind ("show me my
     apps" wants ``apps_list``, not ``app_get``); 0: off."""
-    near_matches: Literal["all", "best", "own_and_best"] = "own_and_best"
+    near_matches: Literal["all", "best", "own_and_best"] = "best"
     """How the other words a query word matches count (typos, longer forms, related
     verbs): ``all`` of them; one match per word, the ``best`` of the word itself and
     the others; or the word itself plus the best of the others (``own_and_best``:
     ``page`` also matching ``pagesize``, ``pageid`` and ``pager`` is one near match,
-    not three). ``own_and_best``, the default: what every catalog of
-    bench/search_quality.py together chooses."""
+    not three). ``best``, the default: what the fourteen catalogs of
+    bench/search_quality.py (its seven request files and train/'s seven sources,
+    ``--grid-also train/data``) choose together; a word that also matches a related
+    verb or a longer form counts once, by the best of them."""
     quoted_weight: float = 1.0
     """Weight of a word the request only says inside quotes or backticks: a value it
     passes ("title it \"Weekly report\""), not what it asks to do; 1: off, the default,
