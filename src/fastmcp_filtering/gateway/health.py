@@ -20,7 +20,7 @@ from fastmcp_filtering.gateway.redact import Redactor
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["UpstreamHealth", "answer", "describe_failure", "theirs"]
+__all__ = ["Heard", "UpstreamHealth", "describe_failure", "heard"]
 
 logger = logging.getLogger("fastmcp_filtering")
 
@@ -115,8 +115,9 @@ class UpstreamHealth:
         reason = self.reason_of(error)
         if self.closing:
             return reason
-        if scope and theirs(error):
-            if answer(error):
+        told = heard(error, scope)
+        if scope and told != "silence":
+            if told == "answer":
                 self.answered(label)  # it answered that client: it is up
             self._scope_failed(label, scope, reason)
             return reason
@@ -219,29 +220,29 @@ _QUIET = 60.0
 """Seconds after a line about one client's failing headers in which the log says no other."""
 
 
-def answer(error: BaseException) -> bool:
-    """Whether ``error`` is the upstream's answer (an error status, a JSON-RPC error): not a
-    stall, a reset, nor a request that could not be sent.
+Heard = Literal["silence", "unsent", "unanswered", "answer"]
+
+
+def heard(error: BaseException, scope: str = "") -> Heard:
+    """What a failed request tells of its upstream, asked with ``scope``'s forwarded headers
+    (none: "").
+
+    ``silence``: it did not answer, and no client's headers can have caused that (with
+    headers: a connection never made). ``unsent``: a request carrying a client's headers
+    could not be made from them. ``unanswered``: one carrying them was sent, then reset or
+    never answered, their doing or the upstream's (``Probe`` asks without them). ``answer``:
+    an error status or a JSON-RPC error: the upstream is up.
 
     Example:
         ```python
-        answer(MCPError(code=-32603, message="Server returned an error response"))  # True
-        answer(httpx2.ReadError("reset"))  # False
+        heard(httpx2.ConnectError("refused"), "alice")  # "silence"
+        heard(httpx2.ReadError("reset"), "alice")  # "unanswered"
+        heard(MCPError(code=-32603, message="Server returned an error response"))  # "answer"
         ```
     """
-    if isinstance(error, UpstreamTimeout | BackingOff):
-        return False
-    return not (unanswered(error) or unsendable(error))
-
-
-def theirs(error: BaseException) -> bool:
-    """Whether the headers a request forwarded may have caused ``error`` (see ``unanswered``):
-    anything but a connection that could not be made.
-
-    Example:
-        ```python
-        theirs(httpx2.ReadError("reset"))  # True: the upstream may reset on a header
-        theirs(httpx2.ConnectError("refused"))  # False: nothing was sent
-        ```
-    """
-    return isinstance(error, UpstreamTimeout) or not unanswered(error, forwarded=True)
+    if isinstance(error, UpstreamTimeout | BackingOff) or unanswered(error):
+        silent = not scope or unanswered(error, forwarded=True)
+        return "silence" if silent else "unanswered"
+    if unsendable(error):
+        return "unsent" if scope else "silence"
+    return "answer"

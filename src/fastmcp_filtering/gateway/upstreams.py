@@ -31,7 +31,7 @@ from typing_extensions import override
 
 from fastmcp_filtering._fastmcp import current_request
 from fastmcp_filtering.core.request import current_scope
-from fastmcp_filtering.gateway.health import answer, theirs
+from fastmcp_filtering.gateway.health import heard
 from fastmcp_filtering.gateway.limits import Bound, Timeouts, UpstreamTimeout, bounded, unusable
 from fastmcp_filtering.gateway.listings import (
     MOST_KEPT,
@@ -39,7 +39,6 @@ from fastmcp_filtering.gateway.listings import (
     Listings,
     how_soon,
     keep_recent,
-    unsendable,
 )
 from fastmcp_filtering.gateway.namespacing import served_name
 from fastmcp_filtering.middleware.hooks import Announces
@@ -358,8 +357,7 @@ class UpstreamProvider(ProxyProvider):
 def _doubt(provider: UpstreamProvider, error: BaseException, scope: str) -> None:
     """A request with ``scope``'s headers was not answered (a stall, a reset): whether its
     headers or the upstream is to blame, ``provider.probe`` asks the upstream without them."""
-    unanswered_for_them = theirs(error) and not answer(error) and not unsendable(error)
-    if provider.probe is not None and scope and unanswered_for_them:
+    if provider.probe is not None and heard(error, scope) == "unanswered":
         provider.probe.start(provider)
 
 
@@ -367,9 +365,10 @@ async def _read_instructions(provider: UpstreamProvider, scope: str) -> Any:
     """The instructions ``provider``'s upstream gives ``scope`` when connected to
     (``_UNREAD`` when it could not be, recorded in its health and listings' news)."""
     text, failure = await _initialize(provider.client_factory, provider.timeouts.connect)
-    if failure is None or answer(failure):
+    told = "answer" if failure is None else heard(failure, scope)
+    if told == "answer":
         provider.listings.heard_outside(None)  # it answered: news a probe begun before lacks
-    elif not (scope and theirs(failure)):
+    elif told == "silence":
         provider.listings.heard_outside(failure)
     if failure is not None:
         _doubt(provider, failure, scope)
@@ -443,7 +442,7 @@ class Probe:
     async def _run(self, provider: UpstreamProvider) -> None:
         news = provider.listings.news
         _text, failure = await _initialize(self.factory, provider.timeouts.connect)
-        silence = failure if failure is not None and not answer(failure) else None
+        silence = failure if failure is not None and heard(failure) != "answer" else None
         if silence is None:
             self._quiet_until = provider.listings.clock() + _QUIET_AFTER_AN_ANSWER
         if provider.health.closing or not provider.listings.heard_unasked(news, silence):
