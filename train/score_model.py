@@ -15,6 +15,9 @@ short synthetic ones) on 2 threads with the shipped and the exported files.
 Results go to ``train/results/finetuned-<fold>.json`` (``finetuned-<fold>--<file>.json``
 for another ``--file``: only its fine-tuned rows are shown); ``--markdown PATH`` writes every
 fold's results found there as one page (``docs/benchmarks/finetuned_retrieval.md``).
+``--rescore`` scores a fold's sets again with the model its result was made with;
+``--rescore --baselines-only`` only its lexical and BM25 rows (no model needed: the blends'
+lexical share keeps ``BLENDED_RULES`` when the lexical defaults change).
 """
 
 from __future__ import annotations
@@ -175,6 +178,27 @@ def rescore(fold: str, model: str, sample: int | None, file: str) -> Path:
     return out
 
 
+def rescore_baselines(fold: str, sample: int | None, file: str) -> Path:
+    """Score the lexical and BM25 rows of a fold's result again; keep the model's rows.
+
+    For when only the lexical defaults change: the blends' lexical share keeps
+    ``BLENDED_RULES``, so no model row moves and no fold model is needed. The result records
+    the date of the new rows (``baselines_scored``), which the page states.
+    """
+    out = result_path(fold, file)
+    result = json.loads(out.read_text())
+    shipped = Run(sample, "minilm")
+    for base in shipped.sets(fold):
+        label = f"{base.name} ({len(base.requests)})"
+        rows = baselines(shipped, fold, base)
+        for method, m in rows.items():
+            print(f"  {label:<26} {method:<32} " + " ".join(f"{x:6.1f}" for x in m), flush=True)
+        result["sets"][label].update(rows)
+    result["baselines_scored"] = time.strftime("%Y-%m-%d", time.gmtime())
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    return out
+
+
 def _from_package(path: Path, sha256: str) -> None:
     """Copy the installed shipped model (and its tokenizer) to ``path`` if it is ``sha256``."""
     from fastmcp_filtering_model import SHA256, model_path
@@ -242,6 +266,12 @@ def page(path: Path) -> None:
             f"{result['training']['train_seconds'] / 60:.0f} min on {settings['threads']} "
             f"threads; `{result['file']}` sha256 `{result['sha256'][:16]}...`, least cosine to "
             f"the torch model {result['least_cosine_to_torch']}."
+            + (
+                f" Lexical and BM25 rows scored again on {result['baselines_scored']} "
+                "(`--rescore --baselines-only`), the model's rows kept."
+                if "baselines_scored" in result
+                else ""
+            )
         )
     markdown.write(path, [summary, reworded, full, speeds], notes)
 
@@ -276,12 +306,21 @@ def main() -> None:
         action="store_true",
         help="score the sets again with the model the fold's result was made with; keep the rest",
     )
+    parser.add_argument(
+        "--baselines-only",
+        action="store_true",
+        help="with --rescore: only the lexical and BM25 rows (no model needed)",
+    )
     parser.add_argument("--markdown", type=Path, metavar="PATH")
     args = parser.parse_args()
+    if args.baselines_only and not (args.fold and args.rescore):
+        parser.error("--baselines-only needs --fold and --rescore")
     if args.fold:
         model = args.model or args.fold
         out = (
-            rescore(args.fold, model, args.sample or None, args.file)
+            rescore_baselines(args.fold, args.sample or None, args.file)
+            if args.baselines_only
+            else rescore(args.fold, model, args.sample or None, args.file)
             if args.rescore
             else score(
                 args.fold, model, args.sample or None, args.file, args.tools, args.speed_texts
