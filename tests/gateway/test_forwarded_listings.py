@@ -22,6 +22,8 @@ from typing import Any
 import httpx2
 import pytest
 from fastmcp import Client, FastMCP
+from fastmcp.client.transports import FastMCPTransport
+from fastmcp.exceptions import ToolError
 from fastmcp.utilities.tests import asgi_server
 from inline_snapshot import snapshot
 from mcp.shared.exceptions import MCPError
@@ -33,7 +35,7 @@ from fastmcp_filtering.gateway.health import UpstreamHealth
 from fastmcp_filtering.gateway.limits import UpstreamTimeout
 from fastmcp_filtering.gateway.listings import MOST_KEPT, BackingOff, Listings
 from fastmcp_filtering.gateway.proxy import build_proxy, forwarded_scope
-from fastmcp_filtering.gateway.upstreams import Probe, UpstreamProvider, _doubt
+from fastmcp_filtering.gateway.upstreams import Probe, UpstreamProvider, _doubt, client_factory
 
 from .._servers import RunningServer, serve_http
 from ..conftest import ERAS
@@ -525,6 +527,30 @@ async def settled(upstream: Upstream, connections: int, seconds: float = 1.0) ->
 STALLED = UpstreamTimeout("tools/list", 2, "connect_timeout + list_timeout")
 
 
+def calling(clock: Clock) -> tuple[FastMCP, UpstreamProvider, Upstream]:
+    """A gateway whose provider's calls reach a real (in-memory) upstream, the provider, and
+    its probe's stalling upstream."""
+    echo = FastMCP("echo")
+
+    @echo.tool(name="echo")
+    def echo_text(text: str) -> str:
+        if text == "fail":
+            raise ValueError("no echo today")
+        return text
+
+    factory = client_factory(FastMCPTransport(echo), None, relay=False)
+    provider = UpstreamProvider(factory, label="up", health=UpstreamHealth(log=False), backoff=2)
+    # Kept for ten minutes: once listed, a call asks nothing but the call itself.
+    provider.listings = Listings(
+        seconds=600, clock=clock, forwarded=True, scope=_ASKING.get, backoff=2, backoff_max=8
+    )
+    stalling = Upstream()
+    provider.probe = Probe(stalling)
+    gateway = FastMCP("gateway")
+    gateway.add_provider(provider)
+    return gateway, provider, stalling
+
+
 class TestProbe:
     """``Probe``: a client's unanswered request asks the upstream without its headers."""
 
@@ -575,6 +601,33 @@ class TestProbe:
         await settled(upstream, 1)
         assert provider.health.unavailable == {}
         assert await ask(provider.listings, Breaks(), "bob") == "bob_tool"
+
+    @pytest.mark.parametrize("answer", ["result", "error"])
+    async def test_a_call_answered_meanwhile_outweighs_the_probes_silence(
+        self, answer: str, era: str
+    ) -> None:
+        gateway, provider, stalling = calling(Clock())
+        async with Client(gateway, **ERAS[era]) as client:
+            assert [t.name for t in await client.list_tools()] == ["echo"]
+            _doubt(provider, STALLED, "carol")
+            await connected(stalling, 1)  # the probe is on its way, and hears nothing
+            if answer == "result":
+                assert (await client.call_tool("echo", {"text": "hi"})).data == "hi"
+            else:  # an error the upstream sends is an answer too
+                with pytest.raises(ToolError, match="no echo today"):
+                    await client.call_tool("echo", {"text": "fail"})
+            await settled(stalling, 1)
+            assert provider.health.unavailable == {}
+            assert [t.name for t in await client.list_tools()] == ["echo"]  # not backed off
+
+    async def test_without_a_call_the_probes_silence_backs_off(self, era: str) -> None:
+        gateway, provider, stalling = calling(Clock())
+        async with Client(gateway, **ERAS[era]) as client:
+            assert [t.name for t in await client.list_tools()] == ["echo"]
+            _doubt(provider, STALLED, "carol")
+            await settled(stalling, 1)
+            assert provider.health.unavailable == {"up": "no answer"}
+            assert provider.listings.retry_in() == 2  # the whole upstream backs off
 
     @pytest.mark.parametrize(
         ("error", "scope"),

@@ -150,6 +150,8 @@ class Bound(NamedTuple):
     ``seconds`` is its ``call_timeout``; ``shown`` says whether this request's
     client may see the upstream (``UpstreamProvider.shown``; None: every client
     may): only such a client is told the name of an upstream that did not answer.
+    ``answered`` hears of every request the upstream answered (a result, or an
+    error of its own), for the upstream's health (``Probe.answered``).
 
     Example:
         ```python
@@ -160,21 +162,28 @@ class Bound(NamedTuple):
     label: str
     seconds: float
     shown: Callable[[], Awaitable[bool | None]] | None = None
+    answered: Callable[[], None] | None = None
 
 
 # What a bounded component holds until ``bounded`` gives it its upstream's bound.
 _UNBOUND = Bound("", 0.0)
 
 
-async def _answered(pending: Awaitable[_T], seconds: float) -> _T:
-    """``pending``'s result; ``TimeoutError`` after ``seconds`` or on the SDK's own timeout."""
+async def _answered(pending: Awaitable[_T], bound: Bound) -> _T:
+    """``pending``'s result; ``TimeoutError`` after ``bound.seconds`` or on the SDK's own
+    timeout. ``bound.answered`` hears of a result and of an error the upstream sent."""
     try:
-        async with asyncio.timeout(seconds):
-            return await pending
+        async with asyncio.timeout(bound.seconds):
+            result = await pending
     except MCPError as error:
-        if error.error.code != mt.REQUEST_TIMEOUT:
-            raise
-        raise TimeoutError from None
+        if error.error.code == mt.REQUEST_TIMEOUT:
+            raise TimeoutError from None
+        if error.error.code != mt.CONNECTION_CLOSED and bound.answered is not None:
+            bound.answered()
+        raise
+    if bound.answered is not None:
+        bound.answered()
+    return result
 
 
 class BoundedProxyTool(ProxyTool):
@@ -199,7 +208,7 @@ class BoundedProxyTool(ProxyTool):
     async def run(self, arguments: dict[str, Any], context: Context | None = None) -> ToolResult:
         label, seconds = self._bound.label, self._bound.seconds
         try:
-            return await _answered(super().run(arguments, context), seconds)
+            return await _answered(super().run(arguments, context), self._bound)
         except TimeoutError:
             problem = str(UpstreamTimeout("tools/call", seconds, "call_timeout"))
         except MCPError as error:
@@ -228,7 +237,7 @@ async def _read_within(
     names it always.
     """
     try:
-        return await _answered(pending, bound.seconds)
+        return await _answered(pending, bound)
     except TimeoutError:
         problem = str(UpstreamTimeout(what, bound.seconds, "call_timeout"))
         unnamed = f"a server behind this gateway did not answer {what} in time"

@@ -312,7 +312,8 @@ class UpstreamProvider(ProxyProvider):
         """``component``, giving up after call_timeout (naming the upstream to who may see it)."""
         if component is None:
             return None
-        bound = Bound(self.label, self.timeouts.call, self.shown)
+        answered = None if self.probe is None else self.probe.answered
+        bound = Bound(self.label, self.timeouts.call, self.shown, answered)
         # FastMCP 4.1's proxy has no identity (its results carry the proxy's).
         return bounded(
             component, self.client_factory, bound, identity=getattr(self, "identity", "proxy")
@@ -406,7 +407,9 @@ class Probe:
     ``unavailable`` in the log and for every handshake), and the next client's unanswered
     request once that back-off ends asks again; an answer ends a back-off, and no client's
     request starts a probe for ``_QUIET_AFTER_AN_ANSWER`` seconds after it (one client cannot
-    make the gateway ask a healthy upstream more often). Only the newest news counts.
+    make the gateway ask a healthy upstream more often). Only the newest news counts, and a
+    call, prompt get or resource read the upstream answered while the probe was on its way
+    is news that its silence yields to (the upstream answers someone).
 
     Example:
         ```python
@@ -421,6 +424,13 @@ class Probe:
         # probe was answered. One that was not leaves the upstream backed off, and a failure
         # after that back-off is worth a probe again (the back-off paces them).
         self._quiet_until = -math.inf
+        # Requests the upstream answered a client (calls, gets, reads): a probe that heard
+        # nothing while this moved says nothing of the upstream.
+        self._answers = 0
+
+    def answered(self) -> None:
+        """The upstream answered a client's call, prompt get or resource read."""
+        self._answers += 1
 
     def start(self, provider: UpstreamProvider) -> None:
         """Ask ``provider``'s upstream in the background, unless a probe runs, or the last
@@ -440,9 +450,11 @@ class Probe:
             self._running.cancel()
 
     async def _run(self, provider: UpstreamProvider) -> None:
-        news = provider.listings.news
+        news, answers = provider.listings.news, self._answers
         _text, failure = await _initialize(self.factory, provider.timeouts.connect)
         silence = failure if failure is not None and heard(failure) != "answer" else None
+        if silence is not None and self._answers != answers:
+            return  # the upstream answered a client meanwhile: this silence is no news
         if silence is None:
             self._quiet_until = provider.listings.clock() + _QUIET_AFTER_AN_ANSWER
         if provider.health.closing or not provider.listings.heard_unasked(news, silence):
