@@ -24,6 +24,9 @@ import pytest
 from fastmcp import Client, FastMCP
 from fastmcp.client.transports import FastMCPTransport
 from fastmcp.exceptions import ToolError
+from fastmcp.server.middleware import Middleware
+from fastmcp.server.middleware.error_handling import ErrorHandlingMiddleware
+from fastmcp.server.middleware.rate_limiting import RateLimitError
 from fastmcp.utilities.tests import asgi_server
 from inline_snapshot import snapshot
 from mcp.shared.exceptions import MCPError
@@ -527,15 +530,28 @@ async def settled(upstream: Upstream, connections: int, seconds: float = 1.0) ->
 STALLED = UpstreamTimeout("tools/list", 2, "connect_timeout + list_timeout")
 
 
+class Throttling(Middleware):
+    """Refuses a call to echo "throttle" as FastMCP's ``RateLimitingMiddleware`` does (-32000)."""
+
+    async def on_call_tool(self, context: Any, call_next: Any) -> Any:
+        if context.message.arguments == {"text": "throttle"}:
+            raise RateLimitError("Rate limit exceeded for this client")
+        return await call_next(context)
+
+
 def calling(clock: Clock) -> tuple[FastMCP, UpstreamProvider, Upstream]:
     """A gateway whose provider's calls reach a real (in-memory) upstream, the provider, and
     its probe's stalling upstream."""
     echo = FastMCP("echo")
+    echo.add_middleware(ErrorHandlingMiddleware())  # a KeyError answers -32001 "Not found"
+    echo.add_middleware(Throttling())
 
     @echo.tool(name="echo")
     def echo_text(text: str) -> str:
         if text == "fail":
             raise ValueError("no echo today")
+        if text == "missing":
+            raise KeyError(text)
         return text
 
     factory = client_factory(FastMCPTransport(echo), None, relay=False)
@@ -602,20 +618,31 @@ class TestProbe:
         assert provider.health.unavailable == {}
         assert await ask(provider.listings, Breaks(), "bob") == "bob_tool"
 
-    @pytest.mark.parametrize("answer", ["result", "error"])
+    @pytest.mark.parametrize(
+        ("text", "told"),
+        [
+            ("hi", None),
+            ("fail", "no echo today"),  # an error the upstream sends is an answer too
+            # Its own errors with the codes the SDK gives its own failures (-32000, -32001)
+            # too, passed on in its words: not "connection closed" nor "did not answer".
+            ("throttle", "Rate limit exceeded"),
+            ("missing", "Not found"),
+        ],
+    )
     async def test_a_call_answered_meanwhile_outweighs_the_probes_silence(
-        self, answer: str, era: str
+        self, text: str, told: str | None, era: str
     ) -> None:
         gateway, provider, stalling = calling(Clock())
         async with Client(gateway, **ERAS[era]) as client:
             assert [t.name for t in await client.list_tools()] == ["echo"]
             _doubt(provider, STALLED, "carol")
             await connected(stalling, 1)  # the probe is on its way, and hears nothing
-            if answer == "result":
-                assert (await client.call_tool("echo", {"text": "hi"})).data == "hi"
-            else:  # an error the upstream sends is an answer too
-                with pytest.raises(ToolError, match="no echo today"):
-                    await client.call_tool("echo", {"text": "fail"})
+            if told is None:
+                assert (await client.call_tool("echo", {"text": text})).data == text
+            else:
+                with pytest.raises(ToolError, match=told) as error:
+                    await client.call_tool("echo", {"text": text})
+                assert "upstream 'up'" not in str(error.value)
             await settled(stalling, 1)
             assert provider.health.unavailable == {}
             assert [t.name for t in await client.list_tools()] == ["echo"]  # not backed off

@@ -21,12 +21,12 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
-import mcp_types as mt
 from fastmcp.exceptions import FastMCPError, PromptError, ResourceError, ToolError
 from fastmcp.server.providers.proxy import ProxyPrompt, ProxyResource, ProxyTemplate, ProxyTool
 from mcp.shared.exceptions import MCPError
 from typing_extensions import override
 
+from fastmcp_filtering.gateway.listings import sdk_closed, sdk_timed_out
 from fastmcp_filtering.gateway.namespacing import served_name
 
 if TYPE_CHECKING:
@@ -176,9 +176,11 @@ async def _answered(pending: Awaitable[_T], bound: Bound) -> _T:
         async with asyncio.timeout(bound.seconds):
             result = await pending
     except MCPError as error:
-        if error.error.code == mt.REQUEST_TIMEOUT:
+        if sdk_timed_out(error):
             raise TimeoutError from None
-        if error.error.code != mt.CONNECTION_CLOSED and bound.answered is not None:
+        # Anything but the SDK's own "closed" is the upstream's answer, whatever its code
+        # (FastMCP's rate limit sends -32000, its "Not found" -32001).
+        if not sdk_closed(error) and bound.answered is not None:
             bound.answered()
         raise
     if bound.answered is not None:
@@ -212,8 +214,8 @@ class BoundedProxyTool(ProxyTool):
         except TimeoutError:
             problem = str(UpstreamTimeout("tools/call", seconds, "call_timeout"))
         except MCPError as error:
-            if error.error.code != mt.CONNECTION_CLOSED:
-                raise
+            if not sdk_closed(error):
+                raise  # the upstream's own answer, whatever its code
             # The SDK's word for an upstream that exited or dropped the connection mid-call.
             problem = "failed the call (its connection closed before a result)"
         except Exception as error:
@@ -242,8 +244,8 @@ async def _read_within(
         problem = str(UpstreamTimeout(what, bound.seconds, "call_timeout"))
         unnamed = f"a server behind this gateway did not answer {what} in time"
     except MCPError as error:
-        if error.error.code != mt.CONNECTION_CLOSED:
-            raise  # the upstream's own answer: passed on as it is
+        if not sdk_closed(error):
+            raise  # the upstream's own answer, whatever its code: passed on as it is
         # The SDK's word for an upstream that exited or dropped the connection mid-read.
         problem = f"failed {what} (its connection closed before an answer)"
         unnamed = f"a server behind this gateway failed {what}"

@@ -155,6 +155,37 @@ def unanswered(error: BaseException, *, forwarded: bool = False) -> bool:
     return closed and not forwarded
 
 
+def sdk_closed(error: MCPError) -> bool:
+    """Whether ``error`` is the MCP SDK's own word for a connection that closed before the
+    answer (code and words): the same code with other words is the peer's own answer.
+
+    Example:
+        ```python
+        sdk_closed(MCPError(code=-32000, message="Connection closed"))  # True
+        sdk_closed(MCPError(code=-32000, message="Rate limit exceeded"))  # False
+        ```
+    """
+    return error.error == _CLOSED
+
+
+def sdk_timed_out(error: MCPError) -> bool:
+    """Whether ``error`` is the MCP SDK's own request timeout (``Request 'METHOD' timed
+    out``), not a peer's error that happens to carry its code (FastMCP's ``Not found``).
+
+    Example:
+        ```python
+        sdk_timed_out(MCPError(code=-32001, message="Request 'tools/call' timed out"))  # True
+        sdk_timed_out(MCPError(code=-32001, message="Not found: 'nope'"))  # False
+        ```
+    """
+    message = error.error.message
+    return (
+        error.error.code == mt.REQUEST_TIMEOUT
+        and message.startswith("Request ")
+        and message.endswith(" timed out")
+    )
+
+
 def unsendable(error: BaseException) -> bool:
     """Whether ``error`` says the request could not be made from its own bytes: nothing was
     sent, so the upstream neither answered nor failed to (follows causes, as ``unanswered``).
