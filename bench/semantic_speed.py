@@ -30,6 +30,7 @@ import argparse
 import asyncio
 import itertools
 import json
+import math
 import os
 import statistics
 import sys
@@ -131,15 +132,16 @@ async def measure(kind: str, size: int, repeat: int) -> Result:
                 during.append(await ss.once(lambda q: list_tools(client, query=q), query))
             wall = time.perf_counter() - started
             embedded = json.loads(report.read_text())
-            _, steady = await ss.timed(lambda q: list_tools(client, query=q), repeat)
+            _, steady = await ss.timed(lambda q: list_tools(client, query=q), repeat, ss.QUERIES)
     return Result(
         kind,
         size,
         embedded["texts"],
         embedded["seconds"],
         wall,
-        statistics.median(during),
-        max(during),
+        # A catalog embedded before the first search leaves nothing to say of searches meanwhile.
+        statistics.median(during) if during else math.nan,
+        max(during, default=math.nan),
         len(during),
         steady,
     )
@@ -147,7 +149,8 @@ async def measure(kind: str, size: int, repeat: int) -> Result:
 
 async def run(size: int, kinds: list[str], repeat: int, markdown: Path | None) -> None:
     baseline = {
-        v: await ss.measure("stdio", size, v, repeat) for v in ("ours, query", "fastmcp bm25")
+        v: await ss.measure("stdio", size, v, repeat, ss.QUERIES)
+        for v in ("ours, query", "fastmcp bm25")
     }
     results = [await measure(kind, size, repeat) for kind in kinds]
     numbers = ["embed s", "wall s", "searches meanwhile", "median ms", "max ms", "steady ms"]
