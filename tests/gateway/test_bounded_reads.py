@@ -75,8 +75,8 @@ def hung_upstream(*, prompt: bool = True, closes: bool = False) -> FastMCP:
     return server
 
 
-def gateway(monkeypatch: pytest.MonkeyPatch, **extra: Any) -> FastMCP:
-    """A gateway in front of ``hung_upstream`` ("slow", call_timeout 0.2 s) and "steady"."""
+def gateway(monkeypatch: pytest.MonkeyPatch, *, call_timeout: float = 0.2, **extra: Any) -> FastMCP:
+    """A gateway in front of ``hung_upstream`` ("slow", ``call_timeout`` 0.2 s) and "steady"."""
     steady = FastMCP("steady")
 
     @steady.tool
@@ -88,7 +88,7 @@ def gateway(monkeypatch: pytest.MonkeyPatch, **extra: Any) -> FastMCP:
     config = FilteringConfig.model_validate(
         {
             "upstreams": [
-                {"name": "slow", "namespace": "s", "command": "x", "call_timeout": 0.2},
+                {"name": "slow", "namespace": "s", "command": "x", "call_timeout": call_timeout},
                 {"name": "steady", "namespace": "ok", "command": "x"},
             ],
             "search": {"enabled": False},
@@ -161,7 +161,10 @@ class TestHiddenMeansHidden:
         admin_only = {"name": "admin", "tools": ["s_*"], "access": {"scopes": ["github:admin"]}}
         # No prompt: a prompt is in no group, so every client would see the upstream.
         upstream = {"prompt": False, "closes": closes}
-        proxy = gateway(monkeypatch, groups=[admin_only], upstream=upstream)
+        # A connection that closes fails at once: a long bound keeps a loaded machine's slow
+        # read from timing out first (the timed-out case needs the short one).
+        bound = 10.0 if closes else 0.2
+        proxy = gateway(monkeypatch, groups=[admin_only], upstream=upstream, call_timeout=bound)
         # Outermost, before the filtering stack: stands in for the verifier [auth] configures.
         proxy.middleware.insert(0, PrincipalByClientName())
         async with (
