@@ -81,10 +81,15 @@ def score_sets(fold: str, model: str, sample: int | None, file: str) -> dict[str
             rows[ADAPTER] = adapter
         rows["fine-tuned alone"] = measure(mine, None, None)
         rows["fine-tuned (served blend, 0.2)"] = measure(mine, None, SHIPPED_WEIGHT)
-        for method, m in rows.items():
-            print(f"  {label:<26} {method:<32} " + " ".join(f"{x:6.1f}" for x in m), flush=True)
+        show(label, rows)
         sets[label] = rows
     return sets
+
+
+def show(label: str, rows: dict[str, list[float]]) -> None:
+    """Print each of a set's rows as it is scored."""
+    for method, m in rows.items():
+        print(f"  {label:<26} {method:<32} " + " ".join(f"{x:6.1f}" for x in m), flush=True)
 
 
 def reference_check(fold: str, file: str) -> float:
@@ -191,8 +196,7 @@ def rescore_baselines(fold: str, sample: int | None, file: str) -> Path:
     for base in shipped.sets(fold):
         label = f"{base.name} ({len(base.requests)})"
         rows = baselines(shipped, fold, base)
-        for method, m in rows.items():
-            print(f"  {label:<26} {method:<32} " + " ".join(f"{x:6.1f}" for x in m), flush=True)
+        show(label, rows)
         result["sets"][label].update(rows)
     result["baselines_scored"] = time.strftime("%Y-%m-%d", time.gmtime())
     out.write_text(json.dumps(result, indent=2) + "\n")

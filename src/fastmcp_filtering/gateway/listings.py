@@ -151,7 +151,7 @@ def unanswered(error: BaseException, *, forwarded: bool = False) -> bool:
             return all(unanswered(inner, forwarded=forwarded) for inner in link.exceptions)
         innermost, link = link, link.__cause__
     # Over HTTP (the only forwarding kind) a closed connection may follow a reset.
-    closed = isinstance(innermost, MCPError) and innermost.error == _CLOSED
+    closed = isinstance(innermost, MCPError) and sdk_closed(innermost)
     return closed and not forwarded
 
 
