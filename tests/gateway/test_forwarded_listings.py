@@ -636,7 +636,7 @@ class TestProbe:
         async with Client(gateway, **ERAS[era]) as client:
             assert [t.name for t in await client.list_tools()] == ["echo"]
             _doubt(provider, STALLED, "carol")
-            await connected(stalling, 1)  # the probe is on its way, and hears nothing
+            await connected(stalling, 1, seconds=10)  # the probe is on its way, and hears nothing
             if told is None:
                 assert (await client.call_tool("echo", {"text": text})).data == text
             else:
