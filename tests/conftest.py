@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from fastmcp import Client, FastMCP
 
-from fastmcp_filtering import install
+from fastmcp_filtering import ConcernMiddleware, ProgressiveDisclosureMiddleware, install
 from fastmcp_filtering.middleware.hooks import ListHooks
 
 SEMANTIC_MODULES = ("numpy", "onnxruntime", "tokenizers", "fastmcp_filtering_model")
@@ -54,6 +54,26 @@ Connect = Callable[..., Any]
 @pytest.fixture(params=list(ERAS), ids=list(ERAS))
 def era(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+@pytest.fixture(autouse=True)
+def _side_effect_lists(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test marked ``side_effect_lists`` runs, on 2026-07-28, with that opt-in on by default.
+
+    Such a test checks lists that change by the client's own calls (``enable_tools``,
+    ``concerns/update``): 2025-11-25 behaviour, which 2026-07-28 keeps only with
+    ``side_effect_lists=True``. Fixed 2026-07-28 lists have tests of their own
+    (``tests/progressive/test_fixed_lists.py``, ``tests/concerns/test_per_request.py``).
+    """
+    if request.node.get_closest_marker("side_effect_lists") is None:
+        return
+    callspec = getattr(request.node, "callspec", None)
+    era = callspec.params.get("era") if callspec is not None else None
+    if era == "legacy":
+        return
+    for cls in (ProgressiveDisclosureMiddleware, ConcernMiddleware):
+        defaults = {**(cls.__init__.__kwdefaults__ or {}), "side_effect_lists": True}
+        monkeypatch.setattr(cls.__init__, "__kwdefaults__", defaults)
 
 
 @pytest.fixture

@@ -23,7 +23,12 @@ from fastmcp_filtering.core.declarations import GROUPS_META_KEY, Group, Tag, in_
 from fastmcp_filtering.core.request import unrestricted
 from fastmcp_filtering.gateway.suggest import SuggestedConfig, suggest_config
 from fastmcp_filtering.middleware.access import AccessPolicy, GroupAccessMiddleware
-from fastmcp_filtering.middleware.concerns import Concern, ConcernMiddleware, concerns
+from fastmcp_filtering.middleware.concerns import (
+    Concern,
+    ConcernMiddleware,
+    ConcernsFromToken,
+    concerns,
+)
 from fastmcp_filtering.middleware.filter import FilterMiddleware
 from fastmcp_filtering.middleware.layers import LayerMiddleware
 from fastmcp_filtering.middleware.progressive import (
@@ -55,6 +60,7 @@ __all__ = [
     "ClientRequest",
     "Concern",
     "ConcernMiddleware",
+    "ConcernsFromToken",
     "DisableToolsResult",
     "EnableToolsResult",
     "FilterMiddleware",

@@ -275,6 +275,7 @@ class TestNoExistenceOracle:
             assert result.tools[0].name == "delete_repo"
 
 
+@pytest.mark.side_effect_lists
 class TestProgressive:
     async def test_enable_tools_answers_a_denied_group_as_unknown(self, connect: Connect) -> None:
         server = make_server(progressive=True)

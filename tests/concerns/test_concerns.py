@@ -278,6 +278,7 @@ class TestDeclaration:
             assert updated["concerns"]["cost"] == "high"
 
 
+@pytest.mark.side_effect_lists
 class TestFilteringRule:
     async def test_a_client_that_states_no_concern_is_not_filtered(self, connect: Connect) -> None:
         # The proposal: clients that ignore concerns receive the full set of primitives.
@@ -382,6 +383,7 @@ class TestFilteringRule:
         assert await server.list_tools(run_middleware=False) == []
 
 
+@pytest.mark.side_effect_lists
 class TestOrdered:
     async def test_a_looser_value_also_gets_stricter_components(self, connect: Connect) -> None:
         server, _ = make_server(ordered=True)
@@ -460,6 +462,7 @@ class TestValuesOnTheWire:
         assert tool.meta[GROUPS_META_KEY] == ["crypto"]
 
 
+@pytest.mark.side_effect_lists
 class TestRequestOverride:
     async def test_the_former_reserved_key_is_an_alias(self, connect: Connect) -> None:
         server, _ = make_server()
@@ -620,6 +623,7 @@ class TestHandshakeConfiguration:
         assert "notifications/initialized concerns ignored" in caplog.text
 
 
+@pytest.mark.side_effect_lists
 class TestListChanged:
     async def test_sent_only_when_the_visible_set_changes(self, connect: Connect) -> None:
         server, _ = make_server()
@@ -656,6 +660,7 @@ class TestListChanged:
             assert received == ["ToolListChangedNotification"]
 
 
+@pytest.mark.side_effect_lists
 class TestRefusal:
     async def test_call_to_an_excluded_tool_names_the_concern(self, connect: Connect) -> None:
         server, _ = make_server()
@@ -685,6 +690,7 @@ class TestRefusal:
                 await client.read_resource("logs://monday")
 
 
+@pytest.mark.side_effect_lists
 class TestBadInput:
     async def test_unknown_names_are_ignored_with_a_warning(self, connect: Connect) -> None:
         server, _ = make_server()
@@ -796,6 +802,7 @@ class TestIsolation:
                 assert names(await c.list_tools()) == DEFAULT_VIEW["tools"]
 
 
+@pytest.mark.side_effect_lists
 class TestStateFailure:
     async def test_an_outage_is_logged_once_and_its_end_once(
         self, connect: Connect, caplog: pytest.LogCaptureFixture

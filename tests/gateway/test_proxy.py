@@ -79,6 +79,7 @@ def standin_http(label: str = "standin", port: int | None = None) -> Iterator[st
         stop(process)
 
 
+@pytest.mark.side_effect_lists
 class TestExampleOverStdio:
     """examples/server-github.toml: the proxy starts the stand-in as a stdio subprocess."""
 

@@ -112,12 +112,17 @@ class TestCapabilities:
                             "tags": {"listChanged": True},
                         },
                         "groups": {"listChanged": True},
+                        "io.modelcontextprotocol/grouping": {"listChanged": True},
                     }
                 )
             else:
                 # A stateless client is never sent list_changed: none is promised.
                 assert capabilities.experimental == snapshot(
-                    {"filtering": {"groups": {}, "tags": {}}, "groups": {}}
+                    {
+                        "filtering": {"groups": {}, "tags": {}},
+                        "groups": {},
+                        "io.modelcontextprotocol/grouping": {},
+                    }
                 )
 
 

@@ -88,6 +88,7 @@ async def error_of(client: Any, name: str) -> str:
     return str(refused.value).replace(name, "NAME")
 
 
+@pytest.mark.side_effect_lists
 class TestCallUnlisted:
     async def test_a_tool_not_enabled_runs_by_name_and_stays_unlisted(
         self, connect: Connect
@@ -158,6 +159,7 @@ class TestValidation:
             ProgressiveDisclosureMiddleware(call_unlisted="yes")  # type: ignore[arg-type]
 
 
+@pytest.mark.side_effect_lists
 class TestReachEdges:
     async def test_a_call_by_name_runs_the_highest_version_it_may_reach(
         self, connect: Connect

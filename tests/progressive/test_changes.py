@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
 from fastmcp import FastMCP
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from typing_extensions import override
@@ -46,6 +47,7 @@ class ListSpy(Middleware):
         return await call_next(context)
 
 
+@pytest.mark.side_effect_lists
 class TestOneListing:
     async def test_enable_and_disable_list_the_tools_once(self, connect: Connect) -> None:
         mcp, _ = make_server(initial_groups=[])
@@ -106,6 +108,7 @@ def make_parent() -> FastMCP:
     return parent
 
 
+@pytest.mark.side_effect_lists
 class TestNotificationsFollowWhatTheClientSees:
     async def test_a_mounted_servers_hidden_prompt_announces_nothing(
         self, connect: Connect

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from fastmcp import FastMCP
 from inline_snapshot import snapshot
 
@@ -53,6 +54,7 @@ EMPTY_CLOCK = (
 )
 
 
+@pytest.mark.side_effect_lists
 async def test_an_empty_group_is_an_error_and_is_not_enabled(connect: Connect) -> None:
     async with connect(make_server()) as client:
         reply = await call(client, "enable_tools", groups=["clock"])
@@ -70,6 +72,7 @@ async def test_an_empty_group_is_an_error_and_is_not_enabled(connect: Connect) -
         assert await names(client) == ["disable_tools", "enable_tools", "now"]
 
 
+@pytest.mark.side_effect_lists
 async def test_the_others_named_with_it_are_enabled(connect: Connect) -> None:
     async with connect(make_server()) as client:
         reply = await call(client, "enable_tools", groups=["clock", "code", "repos", "reviews"])
@@ -98,6 +101,7 @@ async def test_under_max_tools_too(connect: Connect) -> None:
         assert reply["errors"] == [EMPTY_CLOCK]
 
 
+@pytest.mark.side_effect_lists
 async def test_its_tools_added_later_enable_it(connect: Connect) -> None:
     mcp = make_server()
     async with connect(mcp) as client:

@@ -185,10 +185,12 @@ class TestConstruction:
         assert repr(middleware) == snapshot(
             "ProgressiveDisclosureMiddleware(catalog=Catalog(groups=['issues', 'code'], tags=[]), "
             "initial_groups=['issues'], max_tools=5, hide_ungrouped=False, call_unlisted=False, "
-            "offer_enable=True, meta_tools=['call_tool', 'disable_tools', 'enable_tools'])"
+            "offer_enable=True, side_effect_lists=False, "
+            "meta_tools=['call_tool', 'disable_tools', 'enable_tools'])"
         )
 
 
+@pytest.mark.side_effect_lists
 class TestListing:
     async def test_initial_view(self, connect: Connect) -> None:
         mcp, _ = make_server()
@@ -310,6 +312,7 @@ class TestListing:
                 await client.call_tool("typo", {})
 
 
+@pytest.mark.side_effect_lists
 class TestEnable:
     async def test_enable_reply_and_listing(self, connect: Connect) -> None:
         mcp, _ = make_server()
@@ -475,6 +478,7 @@ class TestEnable:
             assert "tools" in tools["enable_tools"].output_schema["properties"]
 
 
+@pytest.mark.side_effect_lists
 class TestMaxTools:
     async def test_refused_whole_with_what_to_disable(self, connect: Connect) -> None:
         mcp, _ = make_server(max_tools=5)
@@ -518,6 +522,7 @@ class TestMaxTools:
             assert reply["enabled"] == ["code"]
 
 
+@pytest.mark.side_effect_lists
 class TestHints:
     async def test_call_before_any_listing_names_the_path(self, connect: Connect) -> None:
         mcp, _ = make_server()
@@ -615,6 +620,7 @@ class TestHints:
         assert without.data == "[]"
 
 
+@pytest.mark.side_effect_lists
 class TestNotifications:
     async def test_sent_to_the_caller_when_lists_change(self, connect: Connect) -> None:
         mcp, _ = make_server(initial_groups=[])
@@ -658,6 +664,7 @@ class TestNotifications:
             assert second.methods == []
 
 
+@pytest.mark.side_effect_lists
 class TestState:
     async def test_two_sessions_never_share(self) -> None:
         """2025-11-25: state per session, even with requests interleaved."""
@@ -746,6 +753,7 @@ class BrokenStore(MemoryStore):
         await super().put(key, value, collection=collection, ttl=ttl)
 
 
+@pytest.mark.side_effect_lists
 class TestFailClosed:
     async def test_an_outage_is_logged_once_and_its_end_once(
         self, connect: Connect, caplog: pytest.LogCaptureFixture
@@ -847,6 +855,7 @@ class TestOtherLayers:
                 await client.call_tool("call_tool", {"name": "delete_branch"})
 
 
+@pytest.mark.side_effect_lists
 class TestTheProposalsExample:
     """wags' documented example, replayed: the reply is the one its documentation shows."""
 

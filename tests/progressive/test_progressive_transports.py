@@ -147,6 +147,7 @@ def searchable_server(*, auth: bool = False) -> FastMCP:
     return mcp
 
 
+@pytest.mark.side_effect_lists
 class TestClientsWithoutState:
     """Unauthenticated stateless HTTP: the meta-tools that could only fail do not exist."""
 

@@ -17,7 +17,7 @@ from fastmcp_filtering import (
     add_filtering,
     in_group,
 )
-from fastmcp_filtering.client import call_method
+from fastmcp_filtering.client import call_method, concerns_meta
 
 from .._principals import PrincipalByClientName, as_principal
 from ..conftest import ERAS, Connect
@@ -105,11 +105,16 @@ class TestSearchFirst:
         async with connect(search_first_server(), **as_principal("admin")) as admin:
             assert (await admin.call_tool("wipe_vault", {})).data == "wiped"
 
-    async def test_concerns_still_refuse(self, connect: Connect) -> None:
+    async def test_concerns_still_refuse(self, connect: Connect, era: str) -> None:
         async with connect(search_first_server()) as client:
-            await call_method(client, "concerns/update", {"concerns": {"risk": "safe"}})
+            if era == "legacy":
+                await call_method(client, "concerns/update", {"concerns": {"risk": "safe"}})
+                meta = None
+            else:
+                # 2026-07-28: concerns travel with the request; nothing is stored.
+                meta = concerns_meta({"risk": "safe"})
             with pytest.raises(ToolError, match="risk"):
-                await client.call_tool("delete_repo", {"name": "x"})
+                await client.call_tool("delete_repo", {"name": "x"}, meta=meta)
 
     async def test_no_enable_tools(self, connect: Connect) -> None:
         async with connect(search_first_server()) as client:

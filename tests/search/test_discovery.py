@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from fastmcp import FastMCP
 from fastmcp.tools import Tool
 from fastmcp.tools.base import ToolResult
@@ -84,6 +85,7 @@ def brief(found: list[dict[str, Any]]) -> list[tuple[str, Any]]:
     return [(t["name"], t.get("available_after", "callable")) for t in found]
 
 
+@pytest.mark.side_effect_lists
 class TestSearchToolsDiscovers:
     async def test_a_tool_of_a_group_not_enabled_is_offered_with_the_call(
         self, connect: Connect
@@ -154,6 +156,7 @@ class TestSearchToolsDiscovers:
                 assert await search(client, query) == await search(reference, query)
 
 
+@pytest.mark.side_effect_lists
 class TestListQueryDiscovers:
     async def test_only_callable_tools_and_the_groups_with_better_matches(
         self, connect: Connect
@@ -254,6 +257,7 @@ class TestOnlyWhatEnablingCanShow:
             assert cannot.enable == ()
 
 
+@pytest.mark.side_effect_lists
 class TestHintsFollowMaxTools:
     async def test_a_hidden_tools_hint_says_what_to_disable_first(self, connect: Connect) -> None:
         # read has 2 tools, write 3: with max_tools=3 write fits only once read is disabled.

@@ -33,6 +33,7 @@ STORE_DOWN = "the session state store failed: ConnectionError"
 pytestmark = pytest.mark.usefixtures("setup_way")
 
 
+@pytest.mark.side_effect_lists
 class TestUnreadableStoredConcerns:
     """A stored configuration that is no configuration is unknown, not "stated none"."""
 

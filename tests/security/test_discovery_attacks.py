@@ -273,6 +273,7 @@ def concern_server(*, rocket: bool = True) -> FastMCP:
     return mcp
 
 
+@pytest.mark.side_effect_lists
 class TestConcerns:
     async def test_concerns_update_hides_from_search_and_list_meta(self, connect: Connect) -> None:
         async with (
@@ -401,6 +402,7 @@ class TestCannotEnable:
 # -- filters, versions, meta-tool names ---------------------------------------------------------
 
 
+@pytest.mark.side_effect_lists
 class TestFilterAndVersions:
     async def test_a_filter_bounds_the_better_matches(self, connect: Connect) -> None:
         async with connect(server()) as client:
@@ -505,6 +507,7 @@ class TestFilterAndVersions:
 # -- one client's state in another's answer -----------------------------------------------------
 
 
+@pytest.mark.side_effect_lists
 class TestTwoClients:
     async def test_concurrent_clients_with_different_groups_stay_apart(self) -> None:
         mcp = server()
@@ -606,6 +609,7 @@ def deep_server(*, max_tools: int | None = None, initial: tuple[str, ...] = ()) 
     return mcp
 
 
+@pytest.mark.side_effect_lists
 class TestAdviceWorks:
     @pytest.mark.parametrize(
         ("max_tools", "initial"),
@@ -670,6 +674,7 @@ class TestAdviceWorks:
 # -- counting what the client may not learn of --------------------------------------------------
 
 
+@pytest.mark.side_effect_lists
 class TestCounts:
     @pytest.mark.xfail(
         strict=True,

@@ -128,6 +128,7 @@ async def answer(connect: Connect, mcp: FastMCP, hide: str, who: str) -> dict[st
     return {"reply": reply.model_dump(), "notified": heard.methods, "listed": listed}
 
 
+@pytest.mark.side_effect_lists
 class TestHiddenMembersAnswerAsNone:
     @pytest.mark.parametrize("hide", HIDES)
     async def test_the_same_answer_as_a_group_with_no_member(

@@ -76,6 +76,7 @@ class NoPromptsForAgents(Middleware):
         raise AuthorizationError("prompts are for human operators only")
 
 
+@pytest.mark.side_effect_lists
 class TestARefusedListing:
     async def test_counts_as_holding_nothing_and_says_nothing_of_the_refusal(
         self, connect: Connect
@@ -279,6 +280,7 @@ def unlogged(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.exc_info]
 
 
+@pytest.mark.side_effect_lists
 class TestARefusedToolsListing:
     @pytest.mark.parametrize("groups", [["clock"], ["code"], ["code", "clock"], []])
     async def test_refuses_the_call_and_changes_nothing(

@@ -164,6 +164,7 @@ def injected_server(**options: Any) -> FastMCP:
     return mcp
 
 
+@pytest.mark.side_effect_lists
 class TestInjectedToolsAreJudged:
     async def test_an_injection_added_after_the_stack_is_judged_too(self, era: str) -> None:
         mcp = FastMCP("late")

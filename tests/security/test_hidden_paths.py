@@ -62,6 +62,7 @@ async def names(client: Client[Any], **kwargs: Any) -> list[str]:
     return sorted(t.name for t in (await list_tools(client, **kwargs)).tools)
 
 
+@pytest.mark.side_effect_lists
 class TestHashedNames:
     """1. A FastMCPApp tool called by its hashed name resolves through the policy too."""
 
@@ -123,6 +124,7 @@ def versioned_server() -> FastMCP:
     return mcp
 
 
+@pytest.mark.side_effect_lists
 class TestVersions:
     """2. Nested calls run the highest version the client may see, not a hidden higher one."""
 
@@ -170,6 +172,7 @@ def capped_server() -> FastMCP:
     return mcp
 
 
+@pytest.mark.side_effect_lists
 class TestMaxTools:
     """3. max_tools counts a group's tools whatever another layer's per-request view hides."""
 
@@ -274,6 +277,7 @@ class TestFailedLookup:
                 assert "ran" not in str(result.content)
 
 
+@pytest.mark.side_effect_lists
 class TestMountedServersFirstRequest:
     """A mounted server's policy holds on the parent's first request, however each is set up."""
 
@@ -448,6 +452,7 @@ def template_server() -> FastMCP:
     return mcp
 
 
+@pytest.mark.side_effect_lists
 class TestCompletions:
     """9. A hidden template's completion is refused for the template and any URI it matches."""
 
@@ -493,6 +498,7 @@ class TestConcealmentWinsInAnyOrder:
                 assert str(refused.value) == f"Unknown tool: {name!r}"
 
 
+@pytest.mark.side_effect_lists
 class TestBestVisibleMatch:
     """When FastMCP's best match is hidden, a lookup gets the best match the client sees."""
 
@@ -601,6 +607,7 @@ class TestFilterNamesInAnyOrder:
                 await names(client, tags=["nope"], query="read")
 
 
+@pytest.mark.side_effect_lists
 class TestHintCodes:
     async def test_prompt_and_resource_hints_are_invalid_params(self, connect: Connect) -> None:
         mcp = FastMCP("codes")
@@ -667,6 +674,7 @@ async def refusals(client: Client[Any], uris: Sequence[str]) -> set[tuple[int, s
     return answers
 
 
+@pytest.mark.side_effect_lists
 class TestPrefabRenderers:
     """FastMCP's synthesized renderer resources follow the visibility of their tools."""
 

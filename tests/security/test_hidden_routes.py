@@ -120,6 +120,7 @@ def server() -> Any:
     return mcp
 
 
+@pytest.mark.side_effect_lists
 @pytest.mark.parametrize("name", sorted(HIDDEN))
 class TestHiddenTool:
     async def test_listed_nowhere(self, connect: Connect, name: str) -> None:
@@ -226,6 +227,7 @@ CONTENT = {
     HIDDEN_READS,
     ids=[f"{m}:{p.get('name') or p.get('uri')}" for m, p, _, _ in HIDDEN_READS],
 )
+@pytest.mark.side_effect_lists
 class TestHiddenPromptsAndResources:
     async def test_refused_until_the_state_allows_it(
         self,
@@ -291,6 +293,7 @@ class TestIsolation:
             await asyncio.gather(check(opened, wide), check(closed, narrow))
 
 
+@pytest.mark.side_effect_lists
 class TestCompletions:
     @pytest.mark.parametrize(
         "ref",
@@ -323,6 +326,7 @@ class TestCompletions:
         assert "leaked-value" not in result["completion"]["values"]
 
 
+@pytest.mark.side_effect_lists
 class TestHiddenTags:
     """delete_branch alone carries the tag "danger", and its group is not enabled."""
 

@@ -204,6 +204,7 @@ async def _walk(client: Client[Any], name: str) -> str:
 _NAMES = ("secret_tool", "secret_prompt", "secret://doc", "secret://{id}/doc", "mounted_secret")
 
 
+@pytest.mark.side_effect_lists
 class TestEveryPath:
     @pytest.mark.parametrize("path", list(PATHS))
     async def test_hidden_components_do_not_come_back(self, connect: Connect, path: str) -> None:

@@ -28,6 +28,7 @@ class HideSecrets(Middleware):
         return [t for t in await call_next(context) if "secret" not in t.name]
 
 
+@pytest.mark.side_effect_lists
 class TestVersions:
     async def test_a_hidden_version_is_refused(self, connect: Connect) -> None:
         mcp = FastMCP("versions")

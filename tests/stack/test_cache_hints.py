@@ -17,8 +17,11 @@ from fastmcp.utilities.tests import asgi_server
 from inline_snapshot import snapshot
 
 from fastmcp_filtering import (
+    Catalog,
     Concern,
+    ConcernMiddleware,
     Group,
+    ProgressiveDisclosureMiddleware,
     add_filtering,
     concerns,
     filtering_stack,
@@ -45,6 +48,9 @@ REQUESTS: list[tuple[str, dict[str, Any]]] = [
     ("resources/read", {"uri": "data://note"}),
     ("groups/list", {}),
 ]
+
+
+RISK = Concern("risk", values=["safe", "destructive"])
 
 
 def cached_server(**stack: Any) -> FastMCP:
@@ -103,28 +109,44 @@ TRANSPORTS = {"memory": in_memory, "http": over_http}
 
 @pytest.mark.parametrize("transport", list(TRANSPORTS))
 class TestEveryCacheableAnswer:
-    async def test_progressive_disclosure_makes_them_private_and_unkept(
+    async def test_progressive_disclosure_makes_them_private_with_the_servers_lifetime(
         self, transport: str
     ) -> None:
+        # No call of the client's changes a 2026-07-28 list: a private cache may keep it.
         async with TRANSPORTS[transport](
             cached_server(progressive={"initial_groups": ["basic"]})
         ) as client:
             assert await hints(client) == snapshot(
                 {
-                    "server/discover": (0, "private"),
-                    "tools/list": (0, "private"),
-                    "tools/list query": (0, "private"),
-                    "tools/list filter": (0, "private"),
-                    "prompts/list": (0, "private"),
-                    "resources/list": (0, "private"),
-                    "resources/templates/list": (0, "private"),
-                    "resources/read uri": (0, "private"),
+                    "server/discover": (300000, "private"),
+                    "tools/list": (300000, "private"),
+                    "tools/list query": (300000, "private"),
+                    "tools/list filter": (300000, "private"),
+                    "prompts/list": (300000, "private"),
+                    "resources/list": (300000, "private"),
+                    "resources/templates/list": (300000, "private"),
+                    "resources/read uri": (300000, "private"),
                     "groups/list": (None, None),
                 }
             )
 
-    async def test_concerns_make_them_private_and_unkept(self, transport: str) -> None:
-        server = cached_server(concerns=[Concern("risk", values=["safe", "destructive"])])
+    async def test_concerns_make_them_private_with_the_servers_lifetime(
+        self, transport: str
+    ) -> None:
+        async with TRANSPORTS[transport](cached_server(concerns=[RISK])) as client:
+            assert set((await hints(client)).values()) == {(300_000, "private"), (None, None)}
+
+    @pytest.mark.parametrize("layer", ["progressive", "concerns"])
+    async def test_lists_that_calls_change_are_unkept(self, transport: str, layer: str) -> None:
+        # The opt-in that lets enable_tools or concerns/update change later lists: no client
+        # could tell a kept answer went stale (2026-07-28 sends no list_changed).
+        if layer == "progressive":
+            server = cached_server(
+                progressive={"initial_groups": ["basic"], "side_effect_lists": True}
+            )
+        else:
+            server = cached_server()
+            install(server, ConcernMiddleware(concerns=[RISK], side_effect_lists=True))
         async with TRANSPORTS[transport](server) as client:
             assert set((await hints(client)).values()) == {(0, "private"), (None, None)}
 
@@ -140,14 +162,16 @@ class TestEveryCacheableAnswer:
 
 class TestMountedServers:
     @pytest.mark.parametrize("how", ["install", "add_middleware"])
+    @pytest.mark.parametrize("side_effect_lists", [False, True])
     async def test_a_parent_without_layers_holds_a_mounted_servers_shaped_answers(
-        self, how: str
+        self, how: str, side_effect_lists: bool
     ) -> None:
         child = FastMCP("child")
         child.add_tool(in_group("basic")(_tool("hello")))
         child.add_tool(in_group("admin")(_tool("wipe")))
         stack = filtering_stack(
-            groups=[Group("basic"), Group("admin")], progressive={"initial_groups": ["basic"]}
+            groups=[Group("basic"), Group("admin")],
+            progressive={"initial_groups": ["basic"], "side_effect_lists": side_effect_lists},
         )
         if how == "install":
             install(child, *stack)
@@ -159,7 +183,8 @@ class TestMountedServers:
         async with Client(parent) as client:
             listed = await call_method(client, "tools/list")
         assert "c_wipe" not in [t["name"] for t in listed["tools"]]
-        assert (listed["ttlMs"], listed["cacheScope"]) == (0, "private")
+        ttl = 0 if side_effect_lists else 300_000
+        assert (listed["ttlMs"], listed["cacheScope"]) == (ttl, "private")
 
 
 class TestAccessControl:
@@ -210,10 +235,21 @@ class TestTheGateway:
 
 
 def test_a_layer_says_whether_the_clients_own_calls_change_it() -> None:
-    from fastmcp_filtering.policy.access import AccessLayer
-    from fastmcp_filtering.policy.concerns import ConcernLayer
-    from fastmcp_filtering.policy.progressive import ProgressiveLayer
+    from fastmcp_filtering.policy.access import AccessLayer, access_of
 
-    assert AccessLayer.changes_with_client is False
-    assert ConcernLayer.changes_with_client is True
-    assert ProgressiveLayer.changes_with_client is True
+    access = AccessLayer(access_of(Catalog(groups=[Group("basic")])))
+    fixed = ProgressiveDisclosureMiddleware(groups=[Group("basic")]).policy_layer
+    opted = ProgressiveDisclosureMiddleware(
+        groups=[Group("basic")], side_effect_lists=True
+    ).policy_layer
+    concerns_fixed = ConcernMiddleware(concerns=[RISK]).policy_layer
+    concerns_opted = ConcernMiddleware(concerns=[RISK], side_effect_lists=True).policy_layer
+    layers = [access, fixed, opted, concerns_fixed, concerns_opted]
+    assert [layer.changes_with(modern=True) for layer in layers] == [
+        False,
+        False,
+        True,
+        False,
+        True,
+    ]
+    assert [layer.changes_with(modern=False) for layer in layers] == [False, True, True, True, True]

@@ -169,6 +169,7 @@ async def assert_recovered(client: Client[Any], state: ClientState) -> None:
     assert await listing(client, "tool") == allowed("tool", state)
 
 
+@pytest.mark.side_effect_lists
 class TestStoreRaises:
     async def test_our_keys_failing_fails_closed_and_recovers(self, connect: Connect) -> None:
         store = FaultyStore()

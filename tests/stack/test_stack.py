@@ -152,6 +152,7 @@ def orders(kinds: tuple[str, ...]) -> list[tuple[str, ...]]:
 PAIRS = list(itertools.combinations(KINDS, 2))
 
 
+@pytest.mark.side_effect_lists
 class TestOrderDoesNotChangeAnswers:
     @pytest.mark.parametrize("era", list(ERAS))
     @pytest.mark.parametrize("pair", PAIRS, ids=["+".join(p) for p in PAIRS])

@@ -26,6 +26,7 @@ __all__ = [
     "REQUEST_META_ALIAS",
     "REQUEST_META_KEY",
     "Concern",
+    "ConcernsFromToken",
     "component_keys",
     "declared_values_of",
     "label",
@@ -145,6 +146,74 @@ class Concern:
         if self.ordered:
             wire["ordered"] = True
         return wire
+
+
+@dataclass(frozen=True, slots=True)
+class ConcernsFromToken:
+    """The concern configuration a caller's token states: by its scopes, or from a claim.
+
+    The 2026-07-28 way to configure concerns per user: a list varies by "the
+    authorization presented on the request", never by another request. A token's
+    ``claim`` (an object such as ``{"security": "high"}``) comes first; then each
+    scope in ``scopes`` the token holds, in the order given, fills the concerns not
+    yet configured. Checked against the declared concerns when the middleware is
+    built; a claim entry the declarations do not allow is ignored and logged.
+
+    Example:
+        ```python
+        ConcernMiddleware(
+            concerns=[Concern("risk", values=["safe", "any"])],
+            authorization=ConcernsFromToken(scopes={"interns": {"risk": "safe"}}),
+        )
+        ```
+    """
+
+    _: KW_ONLY
+    scopes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Scope name to the concern values a token holding it configures."""
+    claim: str | None = None
+    """A token claim holding ``{concern: value}``; None reads no claim."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.scopes, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, Mapping) for k, v in self.scopes.items()
+        ):
+            raise ValueError(
+                f"scopes must map scope names to concern values, like "
+                f"{{'interns': {{'security': 'high'}}}}, got {_short(self.scopes)}"
+            )
+        if self.claim is not None and (not isinstance(self.claim, str) or not self.claim):
+            raise ValueError(f"claim must be a claim name or None, got {_short(self.claim)}")
+        if not self.scopes and self.claim is None:
+            raise ValueError("ConcernsFromToken needs scopes={...} or claim='...'")
+
+    def configured(
+        self, scopes: Sequence[str], claims: Mapping[str, Any], declared: Mapping[str, Concern]
+    ) -> tuple[dict[str, str] | None, list[str]]:
+        """The configuration a token with ``scopes`` and ``claims`` states, and what was ignored.
+
+        None when the token states nothing (no claim, no listed scope): the client
+        then counts as one that stated no concern.
+        """
+        config: dict[str, str] = {}
+        ignored: list[str] = []
+        raw = claims.get(self.claim) if self.claim is not None else None
+        if isinstance(raw, Mapping):
+            for name, value in raw.items():
+                concern = declared.get(name) if isinstance(name, str) else None
+                if concern is None or not isinstance(value, str) or value not in concern.rank:
+                    ignored.append(f"claim {self.claim!r}: {_short(name)}={_short(value)}")
+                else:
+                    config[name] = value
+        elif raw is not None:
+            ignored.append(f"claim {self.claim!r} is not an object")
+        stated = bool(config) or raw is not None
+        for scope, values in self.scopes.items():
+            if scope in scopes:
+                stated = True
+                for name, value in values.items():
+                    config.setdefault(name, value)
+        return (config if stated else None), ignored
 
 
 def parse_config(

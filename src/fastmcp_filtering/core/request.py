@@ -16,7 +16,7 @@ import unicodedata
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import mcp_types as mt
 from fastmcp.server.dependencies import extract_version_spec
@@ -231,35 +231,41 @@ class _DiscoverResult(mt.DiscoverResult):
     capabilities: OpenServerCapabilities
 
 
-def add_capabilities(result: _ResultT, additions: Mapping[str, Any]) -> _ResultT:
+def add_capabilities(
+    result: _ResultT,
+    additions: Mapping[str, Any],
+    *,
+    extensions: Mapping[str, dict[str, Any]] | None = None,
+) -> _ResultT:
     """Return ``result`` (an initialize or discover result) with extra capabilities.
 
     Each addition lands at the top level of ``capabilities`` (where the proposals
     put it) and, because typed clients drop undeclared keys, again under
     ``capabilities.experimental`` with the same name (a value that is not an
     object is wrapped as ``{name: value}``, since experimental entries are
-    objects). The result keeps its type, so other middlewares still see a typed
-    result.
+    objects). Each of ``extensions`` (SEP-2133 ids) joins
+    ``capabilities.extensions``, and ``experimental`` as well. The result keeps its
+    type, so other middlewares still see a typed result.
     """
     mirrored = {k: v if isinstance(v, dict) else {k: v} for k, v in additions.items()}
+    mirrored.update(extensions or {})
     if isinstance(result, Mapping):
-        merged = dict(result)
-        raw = dict(merged.get("capabilities") or {})
-        experimental = {**(raw.get("experimental") or {}), **mirrored}
-        merged["capabilities"] = {**raw, **additions, "experimental": experimental}
-        return merged  # type: ignore[return-value]
-    if not isinstance(result, mt.InitializeResult | mt.DiscoverResult):
+        raw = dict(result.get("capabilities") or {})
+    elif isinstance(result, mt.InitializeResult | mt.DiscoverResult):
+        raw = result.capabilities.model_dump(by_alias=True, mode="json", exclude_none=True)
+    else:
         return result
-    dumped = result.capabilities.model_dump(by_alias=True, mode="json", exclude_none=True)
-    experimental = {**(dumped.get("experimental") or {}), **mirrored}
-    capabilities = OpenServerCapabilities.model_validate(
-        {**dumped, **additions, "experimental": experimental}
-    )
-    open_cls = _InitializeResult if isinstance(result, mt.InitializeResult) else _DiscoverResult
-    fields: dict[str, Any] = {name: getattr(result, name) for name in type(result).model_fields}
-    fields["capabilities"] = capabilities
+    merged = {**raw, **additions, "experimental": {**(raw.get("experimental") or {}), **mirrored}}
+    if extensions:
+        merged["extensions"] = {**(raw.get("extensions") or {}), **extensions}
+    if isinstance(result, Mapping):
+        return {**result, "capabilities": merged}  # type: ignore[return-value]
+    typed = cast("mt.InitializeResult | mt.DiscoverResult", result)
+    open_cls = _InitializeResult if isinstance(typed, mt.InitializeResult) else _DiscoverResult
+    fields: dict[str, Any] = {name: getattr(typed, name) for name in type(typed).model_fields}
+    fields["capabilities"] = OpenServerCapabilities.model_validate(merged)
     return open_cls.model_construct(  # type: ignore[return-value]
-        _fields_set=result.model_fields_set | {"capabilities"}, **fields
+        _fields_set=typed.model_fields_set | {"capabilities"}, **fields
     )
 
 

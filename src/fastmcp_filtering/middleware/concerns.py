@@ -15,6 +15,7 @@ from fastmcp_filtering.core.concerns import (
     REQUEST_META_ALIAS,
     REQUEST_META_KEY,
     Concern,
+    ConcernsFromToken,
     component_keys,
     declare_on,
     merge_values,
@@ -56,6 +57,7 @@ __all__ = [
     "ApplyDefaults",
     "Concern",
     "ConcernMiddleware",
+    "ConcernsFromToken",
     "concerns",
 ]
 
@@ -138,9 +140,15 @@ class ConcernMiddleware(LayerMiddleware):
         concerns: Iterable[Concern],
         mapping: Mapping[str, Mapping[str, str]] | None = None,
         apply_defaults: ApplyDefaults = "configured",
+        authorization: ConcernsFromToken | None = None,
+        side_effect_lists: bool = False,
     ) -> None:
         self.policy_layer = self._layer = ConcernLayer(
-            concerns, mapping, apply_defaults=apply_defaults
+            concerns,
+            mapping,
+            apply_defaults=apply_defaults,
+            authorization=authorization,
+            side_effect_lists=side_effect_lists,
         )
         self._concerns = self._layer.concerns
         self._marks = Marks(self._concern_marks)
@@ -305,6 +313,8 @@ class ConcernMiddleware(LayerMiddleware):
                 field="concerns",
             )
         configured, warnings = parse_config(params["concerns"], self._concerns, field="concerns")
+        if info is not None and self._layer.fixed(modern=info.modern):
+            return custom_result(info, self._per_request(configured, warnings))
         ctx = context.fastmcp_context
         if ctx is None:
             raise _cannot_store(info, "no request context")
@@ -318,6 +328,25 @@ class ConcernMiddleware(LayerMiddleware):
             raise _cannot_store(info, str(exc), identified=client_key(ctx) is not None) from exc
         await notify_changes(ctx, before, await reach.seen())
         return custom_result(info, {"concerns": self.effective(configured), "warnings": warnings})
+
+    def _per_request(self, configured: dict[str, str], warnings: list[str]) -> dict[str, Any]:
+        """``concerns/update`` on 2026-07-28: the configuration to send, nothing stored.
+
+        A list there "MUST NOT vary ... as a side effect of other requests", so the
+        update changes none: the reply says so and gives the ``_meta`` to send with
+        each request, where the configuration applies.
+        """
+        return {
+            "concerns": self.effective(configured),
+            "warnings": warnings,
+            "stored": False,
+            "requestMeta": {REQUEST_META_KEY: configured},
+            "message": (
+                "nothing was stored: on protocol 2026-07-28 a list never changes as a side "
+                "effect of another request. Send requestMeta as params._meta on each "
+                "tools/list, tools/call and other list or get request to apply these concerns"
+            ),
+        }
 
 
 async def _store_stated(

@@ -39,7 +39,11 @@ if TYPE_CHECKING:
     from fastmcp_filtering.core.catalog import GroupTree
     from fastmcp_filtering.middleware.hooks import ListRequest
 
-__all__ = ["FilterMiddleware"]
+__all__ = ["GROUPING_EXTENSION", "FilterMiddleware"]
+
+GROUPING_EXTENSION = "io.modelcontextprotocol/grouping"
+"""The grouping interest group's extension id (SEP-2133): ``groups/list`` and group
+membership under ``_meta["io.modelcontextprotocol/groups"]``."""
 
 _C = TypeVar("_C", bound="FastMCPComponent")
 _R = TypeVar("_R")
@@ -102,8 +106,14 @@ class FilterMiddleware(ListHooks):
 
     @override
     def announce(self, result: _R) -> _R:
+        sessions = isinstance(result, InitializeResult)
+        # The grouping extension (SEP-2133) in capabilities.extensions, added to the
+        # handshake's answer rather than registered with mcp.add_extension: FastMCP refuses
+        # an extension once serving started, which is when mcp.add_middleware sets this up.
         return add_capabilities(
-            result, self._capabilities(sessions=isinstance(result, InitializeResult))
+            result,
+            self._capabilities(sessions=sessions),
+            extensions={GROUPING_EXTENSION: {"listChanged": True} if sessions else {}},
         )
 
     def _capabilities(self, *, sessions: bool) -> dict[str, dict[str, Any]]:
@@ -113,6 +123,9 @@ class FilterMiddleware(ListHooks):
         return {
             "filtering": {"groups": dict(changes), "tags": dict(changes)},
             "groups": dict(changes),
+            # Where the grouping extension's TypeScript add-on reads it, until SDKs carry
+            # capabilities.extensions (FastMCP advertises it there to 2026-07-28 clients).
+            GROUPING_EXTENSION: dict(changes),
         }
 
     # -- groups/list and tags/list ------------------------------------------------------

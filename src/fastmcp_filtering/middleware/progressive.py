@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from fastmcp.server.context import Context  # noqa: TC002 - meta-tool signatures resolve it
 from fastmcp.tools.base import Tool, ToolResult
 from typing_extensions import override
 
 from fastmcp_filtering.core.catalog import Catalog, mark_meta_tool
-from fastmcp_filtering.core.request import client_key, holds_state
+from fastmcp_filtering.core.request import client_key, current_info
 from fastmcp_filtering.middleware.access import enforce_access
 from fastmcp_filtering.middleware.layers import LayerMiddleware
 from fastmcp_filtering.middleware.progressive_tools import (
@@ -37,6 +37,9 @@ _R = TypeVar("_R")
 # MCP tool names (SEP-986): what every client accepts.
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 _GLOB = re.compile(r"[*?\[]")
+
+# The proxy offered where lists are fixed (2026-07-28) when ``call_tool_name`` names none.
+_FIXED_CALL_TOOL = "call_tool"
 
 _GROUPS_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -134,6 +137,7 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
         state_namespace: str = "progressive",
         call_unlisted: bool = False,
         offer_enable: bool = True,
+        side_effect_lists: bool = False,
     ) -> None:
         self.catalog = Catalog.shared(catalog, groups)
         _check_options(
@@ -141,7 +145,9 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
             available_groups=available_groups,
             call_unlisted=call_unlisted,
             offer_enable=offer_enable,
+            side_effect_lists=side_effect_lists,
         )
+        self.side_effect_lists = side_effect_lists
         self.max_tools = max_tools
         self.hide_ungrouped = bool(hide_ungrouped)
         self.include_schemas = bool(include_schemas)
@@ -158,19 +164,10 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
         )
         _check_state_namespace(state_namespace)
         self.state_namespace = state_namespace
-        self.initial_groups = self._validate_initial(initial_groups)
-        store = EnabledStore(self.catalog, self.initial_groups, state_namespace)
-        self.policy_layer = ProgressiveLayer(
-            store,
-            hide_ungrouped=self.hide_ungrouped,
-            enable_tool=enable_tool_name,
-            disable_tool=disable_tool_name,
-            max_tools=max_tools,
-            call_unlisted=call_unlisted,
-            offer_enable=offer_enable,
-        )
+        self.initial_groups = _validated_initial(self.catalog, initial_groups, max_tools)
+        self.policy_layer = self._layer = self._new_layer()
         self._bodies = MetaToolBodies(
-            self.policy_layer,
+            self._layer,
             enable_tool=enable_tool_name,
             disable_tool=disable_tool_name,
             call_tool=call_tool_name,
@@ -179,50 +176,26 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
             offer_roots=available_groups == "all",
         )
 
-    def _validate_initial(self, initial_groups: Iterable[str]) -> tuple[str, ...]:
-        if isinstance(initial_groups, str):
-            raise ValueError(
-                f"initial_groups={initial_groups!r} is a string; pass a list: "
-                f"initial_groups=[{initial_groups!r}]"
-            )
-        initial = tuple(dict.fromkeys(initial_groups))
-        declared = [g.name for g in self.catalog.groups]
-        for name in initial:
-            if self.catalog.group(name) is None:
-                raise ValueError(
-                    f"initial_groups names unknown group {name!r}; declare Group({name!r}) "
-                    f"or fix the name (declared: {declared})"
-                )
-        reachable = closed(self.catalog, initial)
-        missing = [n for n in initial if n not in reachable]
-        if missing:
-            name = missing[0]
-            path = path_to(self.catalog, name, reachable)
-            raise ValueError(
-                f"initial group {name!r} is a child whose parent is not initially enabled; "
-                f"use initial_groups={[*(n for n in path if n not in initial), *initial]}"
-            )
-        if self.max_tools is not None:
-            # Literal names in Group(tools=[...]) are members we can count before any server.
-            literal = {
-                pattern
-                for name in initial
-                for pattern in self.catalog.group(name).tools  # type: ignore[union-attr]
-                if not _GLOB.search(pattern)
-            }
-            if len(literal) > self.max_tools:
-                raise ValueError(
-                    f"initial_groups {list(initial)} hold at least {len(literal)} tools, over "
-                    f"max_tools={self.max_tools}; raise max_tools or enable fewer groups"
-                )
-        return initial
+    def _new_layer(self) -> ProgressiveLayer:
+        """The policy layer these options describe, with its per-client store."""
+        store = EnabledStore(self.catalog, self.initial_groups, self.state_namespace)
+        return ProgressiveLayer(
+            store,
+            hide_ungrouped=self.hide_ungrouped,
+            enable_tool=self.enable_tool_name,
+            disable_tool=self.disable_tool_name,
+            max_tools=self.max_tools,
+            call_unlisted=self.call_unlisted,
+            offer_enable=self.offer_enable,
+            side_effect_lists=self.side_effect_lists,
+        )
 
     def __repr__(self) -> str:
         return (
             f"ProgressiveDisclosureMiddleware(catalog={self.catalog!r}, "
             f"initial_groups={list(self.initial_groups)!r}, max_tools={self.max_tools!r}, "
             f"hide_ungrouped={self.hide_ungrouped!r}, call_unlisted={self.call_unlisted!r}, "
-            f"offer_enable={self.offer_enable!r}, "
+            f"offer_enable={self.offer_enable!r}, side_effect_lists={self.side_effect_lists!r}, "
             f"meta_tools={sorted(self._meta_names)!r})"
         )
 
@@ -260,7 +233,9 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
         bodies = self._bodies
 
         async def enable_tools(ctx: Context, groups: Any = None) -> EnableToolsResult:
-            return await bodies.enable(ctx, groups)
+            # A ToolResult on a fixed list (2026-07-28), which FastMCP passes on as it is:
+            # the annotation keeps one outputSchema for both eras.
+            return cast("EnableToolsResult", await bodies.enable(ctx, groups))
 
         async def disable_tools(ctx: Context, groups: Any = None) -> DisableToolsResult:
             return await bodies.disable(ctx, groups)
@@ -280,28 +255,40 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
         # FastMCP checks a component's own auth wherever it lists or looks one up (the
         # list, a call by name, a background task): the one place that hides them all.
         tools = [
-            t.model_copy(update={"parameters": _GROUPS_SCHEMA, "auth": holds_state})
+            t.model_copy(
+                update={"parameters": _GROUPS_SCHEMA, "auth": self._layer.offers_state_tools}
+            )
             for t in tools
             if self.offer_enable
         ]
-        if self.call_tool_name is not None:
+        if self.call_tool_name is not None or self.offer_enable:
 
             async def call_tool(name: str, ctx: Context, arguments: Any = None) -> ToolResult:
                 return await bodies.proxy(ctx, name, arguments)
 
             proxy = Tool.from_function(
                 call_tool,
-                name=self.call_tool_name,
+                name=self.call_tool_name or _FIXED_CALL_TOOL,
                 description=bodies.call_description(),
                 output_schema=None,
             )
-            tools.append(proxy.model_copy(update={"parameters": _CALL_SCHEMA}))
+            update: dict[str, Any] = {"parameters": _CALL_SCHEMA}
+            if self.call_tool_name is None:
+                # Only where lists are fixed: a host that calls listed names alone reaches
+                # what enable_tools hands out through it (2025-11-25 lists grow instead).
+                update["auth"] = self._layer.lists_fixed
+            tools.append(proxy.model_copy(update=update))
         return {t.name: mark_meta_tool(t) for t in tools}
 
     @override
     def unknown_tool_hint(self, context: MiddlewareContext[Any], name: str) -> str | None:
         ctx = context.fastmcp_context
-        if name in self._state_tools and ctx is not None and client_key(ctx) is None:
+        if (
+            name in self._state_tools
+            and ctx is not None
+            and client_key(ctx) is None
+            and not self._layer.fixed(current_info())
+        ):
             # Hidden from this client, which may know the name from the docs: say why.
             return f"Unknown tool: {name!r}; {self._bodies.no_state()}"
         return None
@@ -312,6 +299,8 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
         ctx = context.fastmcp_context
         if ctx is None or client_key(ctx) is not None or not hasattr(result, "instructions"):
             return result
+        if self._layer.fixed(current_info()):
+            return result  # a fixed list needs no state: enable_tools works for everyone
         if not self.offer_enable:
             return result  # no group is enabled by anyone: nothing is missing without state
         paragraph = self._bodies.no_state_instructions()
@@ -321,7 +310,12 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
 
 
 def _check_options(
-    *, max_tools: object, available_groups: object, call_unlisted: object, offer_enable: object
+    *,
+    max_tools: object,
+    available_groups: object,
+    call_unlisted: object,
+    offer_enable: object,
+    side_effect_lists: object,
 ) -> None:
     """Raise ``ValueError`` naming the first option out of range and what to pass instead."""
     if max_tools is not None and (
@@ -341,11 +335,58 @@ def _check_options(
         )
     if offer_enable is not True and offer_enable is not False:
         raise ValueError(f"offer_enable must be True or False, got {offer_enable!r}")
+    if not isinstance(side_effect_lists, bool):
+        raise ValueError(
+            f"side_effect_lists must be True or False, got {side_effect_lists!r}: True lets "
+            "enable_tools change later 2026-07-28 lists, which the specification forbids"
+        )
     if offer_enable is False and call_unlisted is not True:
         raise ValueError(
             "offer_enable=False needs call_unlisted=True: without enable_tools a tool of a "
             "group not enabled could never be reached"
         )
+
+
+def _validated_initial(
+    catalog: Catalog, initial_groups: Iterable[str], max_tools: int | None
+) -> tuple[str, ...]:
+    """``initial_groups`` checked: declared, parents first, within ``max_tools``."""
+    if isinstance(initial_groups, str):
+        raise ValueError(
+            f"initial_groups={initial_groups!r} is a string; pass a list: "
+            f"initial_groups=[{initial_groups!r}]"
+        )
+    initial = tuple(dict.fromkeys(initial_groups))
+    declared = [g.name for g in catalog.groups]
+    for name in initial:
+        if catalog.group(name) is None:
+            raise ValueError(
+                f"initial_groups names unknown group {name!r}; declare Group({name!r}) "
+                f"or fix the name (declared: {declared})"
+            )
+    reachable = closed(catalog, initial)
+    missing = [n for n in initial if n not in reachable]
+    if missing:
+        name = missing[0]
+        path = path_to(catalog, name, reachable)
+        raise ValueError(
+            f"initial group {name!r} is a child whose parent is not initially enabled; "
+            f"use initial_groups={[*(n for n in path if n not in initial), *initial]}"
+        )
+    if max_tools is not None:
+        # Literal names in Group(tools=[...]) are members we can count before any server.
+        literal = {
+            pattern
+            for name in initial
+            for pattern in catalog.group(name).tools  # type: ignore[union-attr]
+            if not _GLOB.search(pattern)
+        }
+        if len(literal) > max_tools:
+            raise ValueError(
+                f"initial_groups {list(initial)} hold at least {len(literal)} tools, over "
+                f"max_tools={max_tools}; raise max_tools or enable fewer groups"
+            )
+    return initial
 
 
 def _meta_tool_names(enable: str, disable: str, call: str | None) -> frozenset[str]:

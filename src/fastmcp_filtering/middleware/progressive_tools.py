@@ -5,13 +5,20 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from fastmcp.exceptions import NotFoundError, ToolError
+from fastmcp.tools.base import ToolResult
 from pydantic import BaseModel
 
 from fastmcp_filtering.core.catalog import is_meta_tool
-from fastmcp_filtering.core.request import REPLY_CONFIG, StateUnavailable, brief, client_key
+from fastmcp_filtering.core.request import (
+    REPLY_CONFIG,
+    StateUnavailable,
+    brief,
+    client_key,
+    current_info,
+)
 from fastmcp_filtering.middleware.layers import Reach, notify_changes
 from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.decision import current_policy
@@ -19,6 +26,7 @@ from fastmcp_filtering.policy.progressive import (
     MAX_GROUP_NAMES,
     as_names,
     call_hint,
+    closed,
     disable,
     enable,
     offered,
@@ -29,7 +37,7 @@ if TYPE_CHECKING:
 
     from fastmcp import FastMCP
     from fastmcp.server.context import Context
-    from fastmcp.tools.base import Tool, ToolResult
+    from fastmcp.tools.base import Tool
 
     from fastmcp_filtering.core.catalog import GroupTree
     from fastmcp_filtering.policy.progressive import Holding, ProgressiveLayer
@@ -42,6 +50,11 @@ __all__ = [
 ]
 
 logger = logging.getLogger("fastmcp_filtering")
+
+_UNLISTABLE = (
+    "groups were not changed: the server could not list your tools right now, and this "
+    "call's reply needs them; try again later"
+)
 
 
 class EnableToolsResult(BaseModel):
@@ -109,6 +122,7 @@ class MetaToolBodies:
         self.call_tool = call_tool
         self.max_tools = max_tools
         self.include_schemas = include_schemas
+        self._fixed = FixedListReplies(self)
 
     def enable_description(self) -> str:
         # The same bytes for every client and every enabled set, so clients can cache it: the
@@ -190,7 +204,7 @@ class MetaToolBodies:
             "token) or connect with a 2025-11-25 session."
         )
 
-    async def _current(self, ctx: Context, tree: GroupTree) -> frozenset[str]:
+    async def current(self, ctx: Context, tree: GroupTree) -> frozenset[str]:
         enabled = await self.store.load(ctx, client_key(ctx), tree)
         now = as_names(self.store.ordered(enabled.groups))
         if enabled.problem == "anonymous":
@@ -202,7 +216,7 @@ class MetaToolBodies:
             )
         return enabled.groups
 
-    async def _save(self, ctx: Context, enabled: frozenset[str]) -> None:
+    async def save(self, ctx: Context, enabled: frozenset[str]) -> None:
         try:
             await self.store.save(ctx, enabled)
         except StateUnavailable as exc:
@@ -212,7 +226,7 @@ class MetaToolBodies:
                 "store; try again later"
             ) from exc
 
-    def _available(
+    def available(
         self, tools: Sequence[Tool], enabled: frozenset[str], tree: GroupTree
     ) -> list[str]:
         return sorted(
@@ -223,11 +237,13 @@ class MetaToolBodies:
             }
         )
 
-    async def enable(self, ctx: Context, groups: object) -> EnableToolsResult:
+    async def enable(self, ctx: Context, groups: object) -> EnableToolsResult | ToolResult:
         # The groups this principal may use: any other is unknown, as one never declared.
         tree = await access_of(self.catalog).tree()
+        if self.layer.fixed(current_info()):
+            return await self._fixed.enable(ctx, groups, tree)
         async with self.store.lock(client_key(ctx)):
-            before = await self._current(ctx, tree)
+            before = await self.current(ctx, tree)
             named = groups[:MAX_GROUP_NAMES] if isinstance(groups, list) else []
             # What a group to enable holds is listed through the middleware chain: none
             # to enable (each named is enabled already, or none is a name), no listing.
@@ -251,30 +267,28 @@ class MetaToolBodies:
                 holding=held.groups,
             )
             if change.changed:
-                await self._save(ctx, change.enabled)
+                await self.save(ctx, change.enabled)
                 await notify_changes(ctx, seen, await reach.seen(), always=("tools",))
         listed = await _listed_now(ctx, listing)
         fields: dict[str, Any] = {
             "enabled": change.changed,
             "enabled_groups": self.store.ordered(change.enabled),
-            "available_tools": self._available(listed, change.enabled, tree),
+            "available_tools": self.available(listed, change.enabled, tree),
             "available_groups": offered(tree, change.enabled, roots=self.offer_roots),
             "errors": change.errors,
         }
         if not self.include_schemas:
             return EnableToolsResult(**fields)
-        new = set(fields["available_tools"]) - set(self._available(seen.tools, before, tree))
-        fields["tools"] = [
-            t.to_mcp_tool().model_dump(by_alias=True, mode="json", exclude_none=True)
-            for t in sorted(listed, key=lambda t: t.name)
-            if t.name in new
-        ]
+        new = set(fields["available_tools"]) - set(self.available(seen.tools, before, tree))
+        fields["tools"] = _definitions(listed, new)
         return EnableToolsWithSchemasResult(**fields)
 
     async def disable(self, ctx: Context, groups: object) -> DisableToolsResult:
         tree = await access_of(self.catalog).tree()
+        if self.layer.fixed(current_info()):
+            return await self._fixed.disable(ctx, groups, tree)
         async with self.store.lock(client_key(ctx)):
-            before = await self._current(ctx, tree)
+            before = await self.current(ctx, tree)
             change = disable(tree, before, groups, tool=self.disable_tool)
             # Listed before saving, so a refused listing changes nothing; the groups the
             # change disables drop out of available_tools below, as they do from the list.
@@ -282,12 +296,12 @@ class MetaToolBodies:
             if change.changed:
                 reach = await Reach.of(ctx.fastmcp)
                 seen = await reach.seen()
-                await self._save(ctx, change.enabled)
+                await self.save(ctx, change.enabled)
                 await notify_changes(ctx, seen, await reach.seen(), always=("tools",))
         return DisableToolsResult(
             disabled=change.changed,
             enabled_groups=self.store.ordered(change.enabled),
-            available_tools=self._available(listed, change.enabled, tree),
+            available_tools=self.available(listed, change.enabled, tree),
             available_groups=offered(tree, change.enabled, roots=self.offer_roots),
             errors=change.errors,
         )
@@ -320,6 +334,110 @@ class MetaToolBodies:
             ) from None
 
 
+class FixedListReplies:
+    """``enable_tools`` / ``disable_tools`` where lists are fixed (2026-07-28).
+
+    A list there "MUST NOT vary ... as a side effect of other requests": the replies
+    hand out the definitions of what a group makes available, its tools run by name
+    (or through ``call_tool``) on the next call, and no list changes. An identified
+    client's enabled groups are still kept, for its replies and ``max_tools``.
+    """
+
+    def __init__(self, bodies: MetaToolBodies) -> None:
+        self.bodies = bodies
+        self.layer = bodies.layer
+        self.store = bodies.store
+
+    async def _fixed_before(self, ctx: Context, key: str | None, tree: GroupTree) -> frozenset[str]:
+        """The groups enabled before this call: the initial ones for a client with no state.
+
+        Nothing here needs state: an identified client's enabled groups are kept only
+        for its replies and ``max_tools``, never for a list.
+        """
+        if key is None:
+            return closed(tree, self.store.initial)
+        return await self.bodies.current(ctx, tree)
+
+    async def _reach_listing(
+        self, ctx: Context, call: str, held: Holding | None = None
+    ) -> Sequence[Tool]:
+        """The tools this client can call, as its list would show them with every group on.
+
+        Through the server's middleware chain (``widened``), so nothing another layer,
+        access control or a middleware hides is handed out; a refused listing refuses
+        the call before anything is saved.
+        """
+        if held is not None and held.tools is not None:
+            return held.tools
+        if held is None or not held.refused:
+            listed = await self.layer.listed(ctx.fastmcp, "tool", call=call)
+            if listed is not None:
+                return cast("Sequence[Tool]", listed)
+        raise ToolError(_UNLISTABLE)
+
+    async def enable(self, ctx: Context, groups: object, tree: GroupTree) -> ToolResult:
+        key = client_key(ctx)
+        async with self._lock(key):
+            before = await self._fixed_before(ctx, key, tree)
+            named = groups[:MAX_GROUP_NAMES] if isinstance(groups, list) else []
+            wanted = [g for g in named if isinstance(g, str) and g not in before]
+            held = await self.layer.holding(ctx.fastmcp, wanted)
+            listing = await self._reach_listing(ctx, self.bodies.enable_tool, held)
+            change = enable(
+                tree,
+                before,
+                groups,
+                tool=self.bodies.enable_tool,
+                disable_tool=self.bodies.disable_tool,
+                members=await self.bodies.members(ctx.fastmcp),
+                max_tools=self.bodies.max_tools,
+                holding=held.groups,
+            )
+            if change.changed and key is not None:
+                await self.bodies.save(ctx, change.enabled)
+        available = self.bodies.available(listing, change.enabled, tree)
+        new = set(available) - set(self.bodies.available(listing, before, tree))
+        reply = EnableToolsWithSchemasResult(
+            enabled=change.changed,
+            enabled_groups=self.store.ordered(change.enabled),
+            available_tools=available,
+            available_groups=offered(tree, change.enabled, roots=self.bodies.offer_roots),
+            errors=change.errors,
+            tools=_definitions(listing, new),
+        )
+        # As it is: the declared outputSchema (the same in both eras) allows the extra field.
+        return ToolResult(structured_content=reply)
+
+    async def disable(self, ctx: Context, groups: object, tree: GroupTree) -> DisableToolsResult:
+        key = client_key(ctx)
+        async with self._lock(key):
+            before = await self._fixed_before(ctx, key, tree)
+            change = disable(tree, before, groups, tool=self.bodies.disable_tool)
+            listing = await self._reach_listing(ctx, self.bodies.disable_tool)
+            if change.changed and key is not None:
+                await self.bodies.save(ctx, change.enabled)
+        return DisableToolsResult(
+            disabled=change.changed,
+            enabled_groups=self.store.ordered(change.enabled),
+            available_tools=self.bodies.available(listing, change.enabled, tree),
+            available_groups=offered(tree, change.enabled, roots=self.bodies.offer_roots),
+            errors=change.errors,
+        )
+
+    def _lock(self, key: str | None) -> contextlib.AbstractAsyncContextManager[object]:
+        """One client's read-modify-write at a time; a client with no state saves nothing."""
+        return self.store.lock(key) if key is not None else contextlib.nullcontext()
+
+
+def _definitions(tools: Sequence[Tool], names: set[str]) -> list[dict[str, Any]]:
+    """The ``tools/list`` entries of ``names``, by name: what a client needs to call them."""
+    return [
+        t.to_mcp_tool().model_dump(by_alias=True, mode="json", exclude_none=True)
+        for t in sorted(tools, key=lambda t: t.name)
+        if t.name in names
+    ]
+
+
 async def _reply_listing(
     layer: ProgressiveLayer, ctx: Context, call: str, held: Holding | None = None
 ) -> Sequence[Tool]:
@@ -343,10 +461,7 @@ async def _reply_listing(
             return await ctx.fastmcp.list_tools()
         except Exception as exc:
             layer.log_refused(call, "tool", exc)
-    raise ToolError(
-        "groups were not changed: the server could not list your tools right now, and "
-        "this call's reply needs them; try again later"
-    )
+    raise ToolError(_UNLISTABLE)
 
 
 async def _listed_now(ctx: Context, listing: Sequence[Tool]) -> Sequence[Tool]:

@@ -16,9 +16,10 @@ server, ``Wire`` (outermost), does all of it:
 - For a cacheable result (SEP-2549) on a server whose policy has layers, it makes
   the hints true for the client: ``cacheScope`` ``"private"``, and ``ttlMs`` 0
   when a layer's view changes by the client's own calls (``enable_tools``,
-  ``concerns/update``: the 2026-07-28 era has no ``list_changed`` to correct a
-  kept answer). Access control alone keeps the server's TTL. The layers that count
-  are the server's and those of every server mounted into it.
+  ``concerns/update`` on 2025-11-25, or on 2026-07-28 with ``side_effect_lists``).
+  A 2026-07-28 list no call of the client's changes keeps the server's TTL, as
+  access control does. The layers that count are the server's and those of every
+  server mounted into it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
 from fastmcp_filtering._fastmcp import mounted_servers, sdk_middleware
@@ -157,7 +159,7 @@ class Wire:
             result = await self._list(server, ctx, ctx.params, call_next)
         else:
             result = await call_next(ctx)
-        return self._hinted(server, result)
+        return self._hinted(server, ctx.protocol_version, result)
 
     async def _list(
         self,
@@ -196,11 +198,12 @@ class Wire:
             return result
         return _with_reply(result, reply, scope)
 
-    def _hinted(self, server: FastMCP, result: HandlerResult) -> HandlerResult:
+    def _hinted(self, server: FastMCP, version: str | None, result: HandlerResult) -> HandlerResult:
         layers = _layers(server, self._own_layers)
         if not layers:
             return result
-        unkept = any(layer.changes_with_client for layer in layers)
+        modern = version in MODERN_PROTOCOL_VERSIONS
+        unkept = any(layer.changes_with(modern=modern) for layer in layers)
         if isinstance(result, dict):
             hinted: dict[str, Any] = {**result, "cacheScope": "private"}
             if unkept:

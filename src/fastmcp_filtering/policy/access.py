@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from fastmcp.server.auth import AccessToken
 from fastmcp.utilities.components import FastMCPComponent
+from typing_extensions import override
 
 from fastmcp_filtering._fastmcp import current_request
 from fastmcp_filtering.core.catalog import Membership, Unauthenticated
@@ -297,7 +298,9 @@ class CatalogView:
 class AccessLayer(PolicyLayer):
     """Conceals the members of the groups a principal may not use, inside FastMCP's lookup."""
 
-    changes_with_client = False
+    @override
+    def changes_with(self, *, modern: bool) -> bool:
+        return False
 
     def __init__(self, access: GroupAccess) -> None:
         self.access = access

@@ -7,10 +7,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from fastmcp.server.auth import AccessToken
+from typing_extensions import override
+
 from fastmcp_filtering.core.concerns import (
     MAX_CONFIG_ENTRIES,
     REQUEST_META_KEY,
     Concern,
+    ConcernsFromToken,
     check_value,
     declared_values_of,
     label,
@@ -23,6 +27,7 @@ from fastmcp_filtering.core.request import (
     load_state,
     request_override,
 )
+from fastmcp_filtering.policy.access import current_principal
 from fastmcp_filtering.policy.decision import CONCEALED, Hidden, LayerView, PolicyLayer
 
 if TYPE_CHECKING:
@@ -63,7 +68,15 @@ class ConcernLayer(PolicyLayer):
         mapping: Mapping[str, Mapping[str, str]] | None,
         *,
         apply_defaults: ApplyDefaults = "configured",
+        authorization: ConcernsFromToken | None = None,
+        side_effect_lists: bool = False,
     ) -> None:
+        if not isinstance(side_effect_lists, bool):
+            raise ValueError(
+                f"side_effect_lists must be True or False, got {side_effect_lists!r}: True lets "
+                "concerns/update change later 2026-07-28 lists, which the specification forbids"
+            )
+        self.side_effect_lists = side_effect_lists
         if apply_defaults not in APPLY_DEFAULTS:
             raise ValueError(
                 f"apply_defaults={apply_defaults!r} is not an option: use 'configured' (defaults "
@@ -95,6 +108,7 @@ class ConcernLayer(PolicyLayer):
             )
         self.concerns = declared
         self.mapping = self._check_mapping(mapping)
+        self.authorization = self._check_authorization(authorization)
         self.defaults = {c.name: c.default for c in declared.values() if c.default is not None}
         self.outage = OutageLog("ConcernMiddleware")
         # Values per component object: a listing judges every component on every request.
@@ -126,6 +140,19 @@ class ConcernLayer(PolicyLayer):
                 self.check_value(name, value, where=f"mapping[{key!r}]")
             checked[key] = dict(values)
         return checked
+
+    def _check_authorization(self, authorization: object) -> ConcernsFromToken | None:
+        if authorization is None:
+            return None
+        if not isinstance(authorization, ConcernsFromToken):
+            raise ValueError(
+                f"authorization must be a ConcernsFromToken, got {type(authorization).__name__}: "
+                "authorization=ConcernsFromToken(scopes={'interns': {'security': 'high'}})"
+            )
+        for scope, values in authorization.scopes.items():
+            for name, value in values.items():
+                self.check_value(name, value, where=f"authorization.scopes[{scope!r}]")
+        return authorization
 
     def check_value(self, name: object, value: object, *, where: str) -> None:
         """Raise ``ValueError`` unless ``name`` is a declared concern and ``value`` one of its."""
@@ -196,14 +223,39 @@ class ConcernLayer(PolicyLayer):
         # Asking nothing admits every component (but those with bad declarations).
         return _ConcernView(self, self.effective({}) if self.apply_defaults == "all" else {})
 
+    def from_token(self) -> LayerView:
+        """The view of a client that stated nothing itself: what its token states, if any."""
+        token = current_principal()
+        if self.authorization is None or not isinstance(token, AccessToken):
+            return self.unstated()
+        configured, ignored = self.authorization.configured(
+            token.scopes, token.claims, self.concerns
+        )
+        for entry in ignored:
+            logger.warning("ConcernMiddleware ignores a token's %s: not a declared value", entry)
+        if configured is None:
+            return self.unstated()
+        return _ConcernView(self, self.effective(configured))
+
+    def fixed(self, *, modern: bool) -> bool:
+        """Whether lists ignore stored concerns: on 2026-07-28 a list "MUST NOT vary ... as a
+        side effect of other requests", unless ``side_effect_lists`` opts out."""
+        return modern and not self.side_effect_lists
+
+    @override
+    def changes_with(self, *, modern: bool) -> bool:
+        """``concerns/update`` changes lists only where they are not fixed."""
+        return not self.fixed(modern=modern)
+
     async def view(self, client: ClientRequest) -> LayerView:
         override = request_override(client.info.meta)
         if override is not None:
             # Validated, with -32602 for bad input, by ConcernMiddleware before this runs.
             configured, _ = parse_config(override, self.concerns, field=REQUEST_META_KEY)
             return _ConcernView(self, self.effective(configured))
-        if client.key is None:
-            return self.unstated()
+        if client.key is None or self.fixed(modern=client.info.modern):
+            # 2026-07-28: the request and its authorization, never another request's state.
+            return self.from_token()
         try:
             stored = await self.stored(client.ctx)
         except StateUnavailable as exc:
@@ -212,7 +264,7 @@ class ConcernLayer(PolicyLayer):
             return _UnknownConfiguration(self)
         self.outage.answered()
         if stored is None:
-            return self.unstated()
+            return self.from_token()
         return _ConcernView(self, self.effective(stored))
 
     def refusal(self, component: FastMCPComponent, asked: Mapping[str, str]) -> str | None:

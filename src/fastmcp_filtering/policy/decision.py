@@ -64,7 +64,7 @@ import logging
 import weakref
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from fastmcp.exceptions import AuthorizationError
 from fastmcp.resources.template import ResourceTemplate
@@ -173,9 +173,11 @@ class ClientRequest:
 class PolicyLayer(ABC):
     """One layer of the access policy: loads one client's view for one request."""
 
-    changes_with_client: ClassVar[bool] = True
-    """Whether the client's own calls can change its view (a cached answer would outlive
-    them: cacheable answers get ``ttlMs: 0``); False for one fixed per principal."""
+    def changes_with(self, *, modern: bool) -> bool:
+        """Whether the client's own calls can change its view in the request's era (a cached
+        answer would outlive them: cacheable answers get ``ttlMs: 0``); False for a view
+        fixed per principal."""
+        return True
 
     @abstractmethod
     async def view(self, client: ClientRequest) -> LayerView:

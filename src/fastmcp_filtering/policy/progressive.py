@@ -23,6 +23,9 @@ from fastmcp_filtering.core.request import (
     StateUnavailable,
     brief,
     client_key,
+    current_info,
+    holds_state,
+    is_unrestricted,
     load_state,
     save_state,
 )
@@ -48,6 +51,7 @@ if TYPE_CHECKING:
     from fastmcp.utilities.components import FastMCPComponent
 
     from fastmcp_filtering.core.catalog import Catalog, GroupTree, Membership
+    from fastmcp_filtering.core.request import RequestInfo
 
 __all__ = [
     "Change",
@@ -416,7 +420,8 @@ class Enabled:
 
     groups: frozenset[str]
     problem: str | None = None
-    """None, ``"anonymous"`` (nothing identifies the client) or ``"store"`` (the store failed)."""
+    """None, ``"anonymous"`` (nothing identifies the client), ``"store"`` (the store failed)
+    or ``"fixed"`` (a 2026-07-28 list, which no call of the client's may change)."""
 
 
 class EnabledStore:
@@ -523,11 +528,13 @@ class ProgressiveLayer(PolicyLayer):
         max_tools: int | None = None,
         call_unlisted: bool = False,
         offer_enable: bool = True,
+        side_effect_lists: bool = False,
     ) -> None:
         self.store = store
         self.catalog = store.catalog
         self.hide_ungrouped = hide_ungrouped
         self.call_unlisted = call_unlisted
+        self.side_effect_lists = side_effect_lists
         self.offer_enable = offer_enable
         self.enable_tool = enable_tool
         self.disable_tool = disable_tool
@@ -537,8 +544,38 @@ class ProgressiveLayer(PolicyLayer):
     def __repr__(self) -> str:
         return f"ProgressiveLayer(initial={sorted(self.store.initial)!r})"
 
+    def fixed(self, info: RequestInfo | None) -> bool:
+        """Whether this request's lists hold the initial groups whatever the client enabled.
+
+        On 2026-07-28 a list "MUST NOT vary per-connection or as a side effect of
+        other requests" (``server/tools.mdx``): enabling groups there hands out
+        definitions and changes no list, unless ``side_effect_lists`` opts out.
+        """
+        return info is not None and info.modern and not self.side_effect_lists
+
+    def lists_fixed(self, _auth: object) -> bool:
+        """A FastMCP ``auth`` check: this request's lists hold the initial groups."""
+        return is_unrestricted() or self.fixed(current_info())
+
+    def offers_state_tools(self, auth: Any) -> bool:
+        """A FastMCP ``auth`` check: ``enable_tools`` / ``disable_tools`` exist for this client.
+
+        On a fixed list they need no state (every client, identified or not); else only
+        a client whose enabled groups can be kept (``holds_state``).
+        """
+        return self.lists_fixed(auth) or holds_state(auth)
+
+    @override
+    def changes_with(self, *, modern: bool) -> bool:
+        """The client's own calls change this layer's view, except on a fixed list."""
+        return not modern or self.side_effect_lists
+
     async def view(self, client: ClientRequest) -> LayerView:
         tree = await access_of(self.catalog).tree()
+        if self.fixed(client.info):
+            # No state is read: the list is the initial groups, the same before and after any
+            # other request; every group the principal may use is reached by name.
+            return _View(self, tree, Enabled(closed(tree, self.store.initial), "fixed"))
         return _View(self, tree, await self.store.load(client.ctx, client.key, tree))
 
     async def members(self, server: FastMCP) -> dict[str, frozenset[str]]:
@@ -588,7 +625,7 @@ class ProgressiveLayer(PolicyLayer):
         for kind in LISTERS:
             if named <= held:
                 break
-            listed = await self._listed(server, kind)
+            listed = await self.listed(server, kind, call=self.enable_tool)
             if kind == "tool":
                 if listed is None:
                     # No more listings: the call is refused, spending no more of a limit.
@@ -603,7 +640,9 @@ class ProgressiveLayer(PolicyLayer):
                     )
         return Holding(frozenset(held), tools)
 
-    async def _listed(self, server: FastMCP, kind: str) -> Sequence[FastMCPComponent] | None:
+    async def listed(
+        self, server: FastMCP, kind: str, *, call: str
+    ) -> Sequence[FastMCPComponent] | None:
         """``kind`` as this client lists it, widened; None when the listing failed.
 
         A server's own middleware may refuse a listing (a role gate raising on
@@ -612,14 +651,14 @@ class ProgressiveLayer(PolicyLayer):
 
         Example:
             ```python
-            prompts = await self._listed(server, "prompt") or ()
+            prompts = await self.listed(server, "prompt", call="enable_tools") or ()
             ```
         """
         try:
             with widened(AccessTransform.of(server)):
                 listed: Sequence[FastMCPComponent] = await getattr(server, LISTERS[kind])()
         except Exception as exc:
-            self.log_refused(self.enable_tool, kind, exc)
+            self.log_refused(call, kind, exc)
             return None
         return listed
 
@@ -682,7 +721,7 @@ class ProgressiveLayer(PolicyLayer):
     ) -> str:
         """What the agent should do to use ``component``, a member of a declared group."""
         what = f"{kind_label(component).capitalize()} {component.name!r}"
-        if not self.offer_enable:
+        if not self.offer_enable or enabled.problem == "fixed":
             # Search first: nothing is enabled, anything the client may use runs by its name.
             return f"{what} is not listed; call it by its exact name."
         groups = membership.direct
@@ -722,9 +761,9 @@ class _View:
         # Hints name the enabled groups and the problem; membership follows the catalog and
         # the groups the client's principal may use.
         self.key = (id(layer), tree.key, enabled.groups, enabled.problem)
-        # A client that keeps no state could never enable what it is not shown: it may still
-        # name it.
-        self.unlisted = layer.call_unlisted or enabled.problem == "anonymous"
+        # A client that keeps no state could never enable what it is not shown, nor may a
+        # fixed list show it: it may still name it.
+        self.unlisted = layer.call_unlisted or enabled.problem in ("anonymous", "fixed")
 
     def judge(self, component: FastMCPComponent) -> Hidden | None:
         layer = self._layer
