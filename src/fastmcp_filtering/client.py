@@ -39,6 +39,7 @@ __all__ = [
     "WARNINGS_META_KEY",
     "ConcernInfo",
     "ConcernsUpdate",
+    "DisclosedTools",
     "FilteringNotifications",
     "GroupInfo",
     "TagInfo",
@@ -181,6 +182,72 @@ async def iter_tools(
             # A server that repeats a cursor would page forever.
             return
         seen.add(cursor)
+
+
+class DisclosedTools:
+    """Host-side progressive disclosure: follow ``enable_tools`` replies, list natively.
+
+    On 2026-07-28 ``enable_tools`` changes no list: its reply names the enabled
+    groups. This helper calls the meta-tools, keeps the reply's ``enabled_groups``
+    and lists the server's tools plus those groups' tools (``tools/list`` with
+    ``filter: {groups}``: a request parameter, so a cache keyed by it stays
+    right), so a host keeps native tool definitions with no server state. It
+    works on 2025-11-25 too, where the plain list already follows.
+
+    Example:
+        ```python
+        disclosed = DisclosedTools(client)
+        await disclosed.enable(["repos"])
+        tools = await disclosed.list_tools()   # the listed tools plus the repos tools
+        ```
+    """
+
+    def __init__(
+        self,
+        client: Client[Any],
+        *,
+        enable_tool: str = "enable_tools",
+        disable_tool: str = "disable_tools",
+    ) -> None:
+        self.client = client
+        self.enable_tool = enable_tool
+        self.disable_tool = disable_tool
+        self.enabled_groups: list[str] = []
+        """The ``enabled_groups`` of the last reply."""
+
+    async def enable(self, groups: Sequence[str]) -> dict[str, Any]:
+        """Call ``enable_tools`` and follow its reply; returns the reply's structured content."""
+        return await self._call(self.enable_tool, groups)
+
+    async def disable(self, groups: Sequence[str]) -> dict[str, Any]:
+        """Call ``disable_tools`` and follow its reply; returns the reply's structured content."""
+        return await self._call(self.disable_tool, groups)
+
+    async def _call(self, tool: str, groups: Sequence[str]) -> dict[str, Any]:
+        result = await self.client.call_tool_mcp(tool, {"groups": list(groups)})
+        reply = dict(result.structured_content or {})
+        enabled = reply.get("enabled_groups")
+        if not result.is_error and isinstance(enabled, list):
+            self.enabled_groups = [g for g in enabled if isinstance(g, str)]
+        return reply
+
+    async def list_tools(self) -> list[mt.Tool]:
+        """The server's list, then the tools of the enabled groups it does not hold, by name.
+
+        Needs the server's ``FilterMiddleware`` (the ``filter`` parameter and the groups
+        in each tool's ``_meta``).
+        """
+        tools = [tool async for tool in iter_tools(self.client)]
+        if self.enabled_groups:
+            names = {t.name for t in tools}
+            enabled = set(self.enabled_groups)
+            async for tool in iter_tools(self.client, groups=self.enabled_groups):
+                # A filter also matches the groups below those named; a tool is shown when
+                # one of its own groups is enabled, as the server's list would show it.
+                if tool.name not in names and not enabled.isdisjoint(groups_of(tool)):
+                    names.add(tool.name)
+                    tools.append(tool)
+        return tools
 
 
 def better_matches(result: mt.ListToolsResult) -> list[str]:

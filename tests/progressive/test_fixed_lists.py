@@ -21,10 +21,11 @@ from fastmcp.utilities.tests import asgi_server
 from inline_snapshot import snapshot
 
 from fastmcp_filtering import Group, ProgressiveDisclosureMiddleware, in_group, install
-from fastmcp_filtering.client import call_method
+from fastmcp_filtering.client import DisclosedTools, call_method
 
 from .._fixed_lists import FIXED_SERVER, fixed_server, moved_lists
 from .._principals import PrincipalByClientName, as_principal
+from ..conftest import Connect
 
 Opener = Callable[[FastMCP], AbstractAsyncContextManager[Client[Any]]]
 
@@ -208,6 +209,32 @@ class TestHiddenStaysHidden:
             )
             assert result.is_error
             assert "excluded by concern 'risk'" in result.content[0].text  # type: ignore[union-attr]
+
+
+class TestHostSideDisclosure:
+    async def test_a_filter_lists_its_groups_as_real_definitions(self) -> None:
+        async with in_memory(fixed_server()) as client:
+            listed = await send(client, "tools/list", {"filter": {"groups": ["repos"]}})
+            names = sorted(t["name"] for t in listed["tools"])
+            assert names == ["create_repo", "delete_branch", "delete_repo"]
+            assert listed["tools"][0]["inputSchema"]["required"] == ["name"]
+
+    async def test_a_filter_names_no_group_the_principal_may_not_use(self) -> None:
+        async with http_with_bearer(fixed_server()) as reader:
+            listed = await send(reader, "tools/list", {"filter": {"groups": ["admin"]}})
+            assert listed["tools"] == []
+
+    async def test_the_helper_follows_the_replies(self, connect: Connect) -> None:
+        async with connect(fixed_server(max_tools=None)) as client:
+            disclosed = DisclosedTools(client)
+            first = {t.name for t in await disclosed.list_tools()}
+            assert "create_repo" not in first
+            await disclosed.enable(["repos"])
+            assert disclosed.enabled_groups == ["issues", "repos"]
+            after = {t.name for t in await disclosed.list_tools()}
+            assert after - first == {"create_repo", "delete_repo"}
+            await disclosed.disable(["repos"])
+            assert {t.name for t in await disclosed.list_tools()} == first
 
 
 class TestTheMetaTools:

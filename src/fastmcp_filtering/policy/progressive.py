@@ -12,12 +12,13 @@ import asyncio
 import json
 import logging
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from typing_extensions import override
 
-from fastmcp_filtering.core.catalog import is_meta_tool, kind_label
+from fastmcp_filtering.core.catalog import LIST_METHOD, is_meta_tool, kind_label
 from fastmcp_filtering.core.request import (
     OutageLog,
     StateUnavailable,
@@ -43,7 +44,7 @@ from fastmcp_filtering.policy.decision import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Iterable, Sequence
 
     from fastmcp import FastMCP
     from fastmcp.server.context import Context
@@ -69,6 +70,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger("fastmcp_filtering")
+
+LIST_METHODS = frozenset(LIST_METHOD.values())
 
 # -- the rules: offered groups, changes, paths ----------------------------------------
 
@@ -573,9 +576,10 @@ class ProgressiveLayer(PolicyLayer):
     async def view(self, client: ClientRequest) -> LayerView:
         tree = await access_of(self.catalog).tree()
         if self.fixed(client.info):
-            # No state is read: the list is the initial groups, the same before and after any
-            # other request; every group the principal may use is reached by name.
-            return _View(self, tree, Enabled(closed(tree, self.store.initial), "fixed"))
+            # No state is read: the list is the initial groups and those its own filter names,
+            # the same before and after any other request; the rest is reached by name.
+            shown_now = closed(tree, self.store.initial) | filtered_groups(tree, client.info)
+            return _View(self, tree, Enabled(shown_now, "fixed"))
         return _View(self, tree, await self.store.load(client.ctx, client.key, tree))
 
     async def members(self, server: FastMCP) -> dict[str, frozenset[str]]:
@@ -747,6 +751,27 @@ class ProgressiveLayer(PolicyLayer):
             call_hint(self.enable_tool, path_to(tree, g, enabled.groups)) for g in groups
         )
         return f"{what} is in {where} enabled. Call {options} first. Enabled now: {now}."
+
+
+def filtered_groups(tree: GroupTree, info: RequestInfo) -> frozenset[str]:
+    """The groups a list request's ``filter.groups`` names, with every group below them.
+
+    On a fixed list they are the host's own progressive disclosure: a request
+    parameter (part of its cache key) that lists those groups' tools, as the
+    filter matches a group's descendants. Only groups of ``tree`` (those the
+    principal may use) count; a filter that is not valid names none (the
+    filtering middleware answers it with -32602).
+    """
+    raw = info.params.get("filter") if info.method in LIST_METHODS else None
+    names = raw.get("groups") if isinstance(raw, Mapping) else None
+    if not isinstance(names, list) or len(names) > MAX_GROUP_NAMES:
+        return frozenset()
+    return frozenset(
+        below
+        for name in names
+        if isinstance(name, str) and tree.group(name) is not None
+        for below in tree.descendants(name)
+    )
 
 
 class _View:
