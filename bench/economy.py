@@ -9,6 +9,16 @@ Each catalog is served by a FastMCP server three ways, through an in-memory ``Cl
 - ``ours, search first``: ``add_filtering(progressive="search_first", search={"max_results":
   5})`` with one group per upstream server: ``search_tools`` and ``call_tool`` listed; the agent
   runs a hit by its own name.
+- ``ours, enable_tools``: progressive disclosure on 2026-07-28 (no initial group, one group per
+  upstream server, all tools in one group for a single-server catalog): the list holds the
+  meta-tools; the agent enables the group that holds the right tool, and the reply hands out its
+  definitions; the tool runs by its name on the next call. No list changes.
+- ``wags flow``: the same server on 2025-11-25: ``enable_tools`` enables the group, the next list
+  holds its tools (the bytes per turn are that list's), then the tool runs.
+
+For the two ``enable_tools`` variants the group is the right tool's (an agent that reads the
+groups in the ``enable_tools`` description and picks right: an upper bound), so they report no
+top-1; their "bytes/search" are one ``enable_tools`` reply.
 
 For every labelled request of a public set (``../shared/datasets/tool-retrieval/`` and
 ``bench/datasets/``; single-tool sets, sampled), the agent searches, then calls the first hit
@@ -55,7 +65,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 from github_server import GROUPS, TAGS, build_catalog
 
 HITS = 5
-VARIANTS = ("full catalog", "fastmcp bm25", "ours, search first")
+VARIANTS = (
+    "full catalog",
+    "fastmcp bm25",
+    "ours, search first",
+    "ours, enable_tools",
+    "wags flow",
+)
+ENABLING = ("ours, enable_tools", "wags flow")
+"""Variants whose agent enables the right tool's group instead of searching."""
 SETS = {
     "demo": None,
     "arcade": (LOCAL_DATA / "arcade", "queries.jsonl"),
@@ -81,6 +99,7 @@ class Figures:
     ran: int = 0
     asked: int = 0
     meta: dict[str, int] = field(default_factory=dict)
+    turns: list[int] = field(default_factory=list)
 
 
 def catalog_server(tools: list[dict[str, Any]], variant: str) -> tuple[FastMCP, dict[str, str]]:
@@ -96,10 +115,21 @@ def catalog_server(tools: list[dict[str, Any]], variant: str) -> tuple[FastMCP, 
         mcp.add_tool(StubTool(name=listed, description=description, parameters=schema))
     if variant == "fastmcp bm25":
         mcp.add_transform(BM25SearchTransform(max_results=HITS))
+    elif variant in ENABLING:
+        groups = (
+            [Group(_safe(s), tools=[f"{_safe(s)}__*"]) for s in servers]
+            if prefixed
+            else [Group("tools", tools=["*"])]
+        )
+        add_filtering(mcp, groups=groups, progressive=ENABLE_OPTIONS)
     elif variant != "full catalog":
         groups = [Group(_safe(s), tools=[f"{_safe(s)}__*"]) for s in servers] if prefixed else []
         add_filtering(mcp, groups=groups, progressive="search_first", search={"max_results": HITS})
     return mcp, names
+
+
+ENABLE_OPTIONS = {"initial_groups": [], "hide_ungrouped": True}
+"""Progressive disclosure as the ``enable_tools`` variants serve it: only meta-tools listed."""
 
 
 async def default_meta_tools() -> dict[str, int]:
@@ -121,6 +151,8 @@ def demo_server(variant: str) -> FastMCP:
     mcp = build_catalog()
     if variant == "fastmcp bm25":
         mcp.add_transform(BM25SearchTransform(max_results=HITS))
+    elif variant in ENABLING:
+        add_filtering(mcp, groups=GROUPS, tags=TAGS, progressive=ENABLE_OPTIONS)
     elif variant != "full catalog":
         add_filtering(
             mcp, groups=GROUPS, tags=TAGS, progressive="search_first", search={"max_results": HITS}
@@ -145,11 +177,33 @@ async def run_next(client: Client[Any], variant: str, name: str) -> bool:
     return not (await call).is_error
 
 
+def listed_bytes(tools: list[Any]) -> int:
+    """Bytes of a ``tools/list`` result's tools."""
+    return size([t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in tools])
+
+
+async def enabling(
+    client: Client[Any], variant: str, query: dict[str, Any], figures: Figures
+) -> None:
+    """One request the ``enable_tools`` way: enable the right tool's group, then run it."""
+    gold = query["gold_listed"]
+    groups = query["gold_groups"]
+    reply = await client.call_tool_mcp("enable_tools", {"groups": groups})
+    figures.searches.append(size(reply.structured_content or {}))
+    figures.asked += 1
+    if variant == "wags flow":
+        # The steady turn once the group is on: the list the agent now holds.
+        figures.turns.append(listed_bytes(await client.list_tools()))
+    figures.ran += await run_next(client, variant, gold)
+    await client.call_tool_mcp("disable_tools", {"groups": groups})
+
+
 async def measure(
     server: FastMCP, variant: str, queries: list[dict[str, Any]], names: dict[str, str]
 ) -> Figures:
     figures = Figures()
-    async with Client(server) as client:
+    era = {"mode": "legacy"} if variant == "wags flow" else {}
+    async with Client(server, **era) as client:
         listed = [
             t.model_dump(by_alias=True, mode="json", exclude_none=True)
             for t in await client.list_tools()
@@ -158,6 +212,13 @@ async def measure(
         if variant == "full catalog":
             return figures
         figures.meta = {t["name"]: size(t) for t in listed}
+        if variant in ENABLING:
+            for query in queries:
+                if query.get("gold_listed") is not None:
+                    await enabling(client, variant, query, figures)
+            if figures.turns:
+                figures.turn = sum(figures.turns) // len(figures.turns)
+            return figures
         for query in queries:
             hits, spent = await search(client, query["query"])
             figures.searches.append(spent)
@@ -173,7 +234,8 @@ async def catalog(name: str, sample: int) -> dict[str, Figures]:
     results: dict[str, Figures] = {}
     for variant in VARIANTS:
         if SETS[name] is None:
-            server, names, queries = demo_server(variant), {}, [{"query": DEMO_QUERY, "gold": []}]
+            server, names = demo_server(variant), {}
+            queries = [{"query": DEMO_QUERY, "gold": [], **DEMO_GOLD}]
         else:
             folder, file = SETS[name]  # type: ignore[misc]
             tools, every = load_set(folder, file)
@@ -181,19 +243,38 @@ async def catalog(name: str, sample: int) -> dict[str, Figures]:
             single = [q for q in every if len(q["gold"]) == 1 or name == "livemcpbench"]
             queries = sampled(single, sample)
             server, names = catalog_server(tools, variant)
+            if variant in ENABLING:
+                queries = [with_group(q, names, tools) for q in queries]
         results[variant] = await measure(server, variant, queries, names)
     return results
+
+
+DEMO_GOLD = {"gold_listed": "create_pull_request", "gold_groups": ["code", "pull_requests"]}
+"""The demo request's tool and the groups to enable for it (its group and its parent)."""
+
+
+def with_group(
+    query: dict[str, Any], names: dict[str, str], tools: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """``query`` with the listed name of its (first) right tool and the group holding it."""
+    gold = query["gold"][0]
+    listed = next((n for n, original in names.items() if original == gold), None)
+    if listed is None:
+        return query
+    prefixed = len({t["server"] for t in tools}) > 1
+    group = listed.split("__", 1)[0] if prefixed else "tools"
+    return {**query, "gold_listed": listed, "gold_groups": [group]}
 
 
 def rows(name: str, results: dict[str, Figures], table: Table) -> None:
     full = results["full catalog"].turn
     bm25 = results["fastmcp bm25"]
     for variant, f in results.items():
+        labelled = name != "demo" and variant not in ENABLING
         if variant == "full catalog":
             table.add(name, variant, f"{full:,}", "100%", "", "", "", "", "")
             continue
         per_search = sum(f.searches) // max(len(f.searches), 1)
-        labelled = name != "demo"
         table.add(
             name,
             variant,
@@ -203,7 +284,7 @@ def rows(name: str, results: dict[str, Figures], table: Table) -> None:
             f"{per_search:,}",
             f"{per_search / max(sum(bm25.searches) // max(len(bm25.searches), 1), 1):.2f}x",
             f"{100 * f.top1 / f.asked:.1f}" if labelled else "",
-            f"{100 * f.ran / f.asked:.1f}" if labelled else "",
+            f"{100 * f.ran / f.asked:.1f}" if name != "demo" else "",
         )
 
 

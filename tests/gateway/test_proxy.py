@@ -19,6 +19,7 @@ from fastmcp.exceptions import ToolError
 from fastmcp.prompts import Prompt
 from fastmcp.server import create_proxy
 from fastmcp.tools.base import Tool
+from fastmcp.utilities.tests import asgi_server
 from inline_snapshot import snapshot
 from mcp.shared.exceptions import MCPError
 
@@ -167,6 +168,42 @@ class TestExampleOverStdio:
                 await client.call_tool(
                     "call_tool", {"name": "create_branch", "arguments": {"owner": "o"}}
                 )
+
+
+class TestFixedListsThroughTheGateway:
+    """2026-07-28 through the proxy: enable_tools hands out definitions, no list moves."""
+
+    async def test_a_client_with_no_identity_reaches_a_group_in_two_calls(self) -> None:
+        proxy = build_proxy(load_config(EXAMPLE_CONFIG))
+        async with asgi_server(proxy, stateless_http=True) as running, running.client() as client:
+            before = await names(client)
+            enabled = await client.call_tool("enable_tools", {"groups": ["pull_requests"]})
+            handed = {t["name"]: t for t in (enabled.structured_content or {})["tools"]}
+            assert "get_pull_request" in handed
+            assert handed["get_pull_request"]["inputSchema"]["type"] == "object"
+            arguments = {"owner": "o", "repo": "r", "pull_number": 1}
+            result = await client.call_tool("get_pull_request", arguments)
+            assert reply(result) == {
+                "upstream": "standin",
+                "tool": "get_pull_request",
+                "arguments": arguments,
+            }
+            assert await names(client) == before
+
+    def test_the_toml_options_reach_the_middlewares(self) -> None:
+        config = load_config(EXAMPLE_CONFIG).model_dump(exclude_none=True)
+        config["progressive"]["side_effect_lists"] = True
+        config["concerns_from_token"] = {"claim": "concerns"}
+        built = FilteringConfig.model_validate(config)
+        assert built.progressive is not None
+        assert built.progressive.options()["side_effect_lists"] is True
+        authorization = built.concern_authorization()
+        assert authorization is not None
+        assert authorization.claim == "concerns"
+        with pytest.raises(ValueError, match=r"concerns_from_token\.scopes"):
+            FilteringConfig.model_validate(
+                {**config, "concerns_from_token": {"scopes": {"x": {"risk": "loud"}}}}
+            )
 
 
 def two_upstreams(url: str | None = None) -> FilteringConfig:

@@ -4,7 +4,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from fastmcp import FastMCP
+from fastmcp import Client, FastMCP
 from inline_snapshot import snapshot
 from mcp.shared.exceptions import MCPError
 
@@ -124,6 +124,15 @@ class TestCapabilities:
                         "io.modelcontextprotocol/grouping": {},
                     }
                 )
+
+    async def test_the_grouping_extension_in_the_extensions_capability(self) -> None:
+        # SEP-2133: FastMCP's 2026-07-28 client reads capabilities.extensions.
+        server, _ = make_server()
+        async with Client(server) as client:
+            capabilities = client.server_capabilities
+            assert capabilities is not None
+            extensions = capabilities.model_dump(by_alias=True)["extensions"]
+            assert extensions["io.modelcontextprotocol/grouping"] == {}
 
 
 class TestGroupsList:

@@ -153,6 +153,12 @@ async function run(client) {
       caps.experimental,
     );
     check('initialize: experimental.concerns', caps.experimental?.concerns !== undefined, caps.experimental);
+    // The grouping extension, where its TypeScript add-on registers and reads it.
+    check(
+      'initialize: the grouping extension',
+      caps.experimental?.['io.modelcontextprotocol/grouping']?.listChanged === true,
+      caps.experimental,
+    );
     check('initialize: tools.listChanged', caps.tools?.listChanged === true, caps.tools);
   });
 

@@ -44,7 +44,7 @@ from fastmcp_filtering.gateway.listings import LONGEST_BACKOFF
 from fastmcp_filtering.gateway.mcp_json import McpJsonError, namespace_of, read_servers
 from fastmcp_filtering.gateway.redact import safe_url
 from fastmcp_filtering.gateway.toml_speak import speak_toml
-from fastmcp_filtering.middleware.concerns import Concern, ConcernMiddleware
+from fastmcp_filtering.middleware.concerns import Concern, ConcernMiddleware, ConcernsFromToken
 from fastmcp_filtering.middleware.progressive import ProgressiveDisclosureMiddleware
 from fastmcp_filtering.middleware.search import SearchMiddleware
 
@@ -367,6 +367,25 @@ class TagConfig(_Model):
         return Tag(self.name, self.description)
 
 
+class ConcernsFromTokenConfig(_Model):
+    """``ConcernsFromToken``: a caller's token configures its concerns.
+
+    Example:
+        ```toml
+        [concerns_from_token]
+        claim = "concerns"
+        scopes = { interns = { risk = "read" } }
+        ```
+    """
+
+    scopes: dict[str, dict[str, str]] = Field(default_factory=dict)
+    claim: str | None = None
+
+    def to_options(self) -> ConcernsFromToken:
+        """The library's options object (validated there: at least one of the two)."""
+        return ConcernsFromToken(scopes=self.scopes, claim=self.claim)
+
+
 class ConcernConfig(_Model):
     """A ``Concern`` a client can state a preference on; values come from ``concern_mapping``.
 
@@ -484,11 +503,14 @@ class ProgressiveConfig(_Model):
     call_tool_name: str | None = None
     include_schemas: bool = False
     state_namespace: str = "progressive"
+    side_effect_lists: bool | None = None
+    """On 2026-07-28 too, ``enable_tools`` changes the caller's later lists (which the
+    specification forbids), for hosts that list again every turn. Unset: the
+    middleware's default (off)."""
 
     def options(self) -> dict[str, Any]:
-        """The keyword options of ``ProgressiveDisclosureMiddleware``."""
-        options = self.model_dump(exclude={"enabled"})
-        return options
+        """The keyword options of ``ProgressiveDisclosureMiddleware`` (unset ones left out)."""
+        return self.model_dump(exclude={"enabled"}, exclude_none=True)
 
 
 class FilteringConfig(_Model):
@@ -528,6 +550,8 @@ class FilteringConfig(_Model):
     concern_mapping: dict[str, dict[str, str]] = Field(default_factory=dict)
     apply_concern_defaults: Literal["configured", "all"] = "configured"
     """Concern defaults apply to clients that stated a concern (``configured``) or to all."""
+    concerns_from_token: ConcernsFromTokenConfig | None = None
+    """Concerns a caller's token configures, by scope or from a claim."""
     unauthenticated: Literal["deny", "allow"] = "deny"
     """What a client without a token gets of the groups with ``access``: nothing, or them."""
     search: SearchConfig = Field(default_factory=SearchConfig)
@@ -672,6 +696,16 @@ class FilteringConfig(_Model):
         except ValueError as error:
             raise _CrossReferenceError(self._catalog_key(str(error)), str(error)) from None
 
+    def concern_authorization(self) -> ConcernsFromToken | None:
+        """``concerns_from_token`` as the library's options object, or None."""
+        table = self.concerns_from_token
+        if table is None:
+            return None
+        built: ConcernsFromToken = _guard(
+            table.to_options, ("concerns_from_token",), table.model_dump()
+        )
+        return built
+
     def concern_middleware(self) -> ConcernMiddleware:
         """A ``ConcernMiddleware`` of the declared concerns, checking ``concern_mapping``.
 
@@ -684,9 +718,15 @@ class FilteringConfig(_Model):
                 concerns=concerns,
                 mapping=self.concern_mapping,
                 apply_defaults=self.apply_concern_defaults,
+                authorization=self.concern_authorization(),
             )
         except ValueError as error:
             message = str(error)
+            scope = re.search(r"authorization\.scopes\[('.*?'|\".*?\")\]", message)
+            if scope:
+                message = message.replace("authorization.scopes", "concerns_from_token.scopes")
+                where: KeyPath = ("concerns_from_token", "scopes", _unquote(scope.group(1)))
+                raise _CrossReferenceError(where, message) from None
             key = re.search(r"mapping\[('.*?'|\".*?\")\]", message)
             if key:
                 path: KeyPath = ("concern_mapping", _unquote(key.group(1)))

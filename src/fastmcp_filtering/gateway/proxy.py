@@ -460,6 +460,7 @@ def _add_filtering(
         search=config.search.options() if config.search.enabled else False,
         concerns=config.to_concerns() or None,
         apply_concern_defaults=config.apply_concern_defaults,
+        concern_authorization=config.concern_authorization(),
         progressive=config.progressive.options()
         if config.progressive is not None and config.progressive.enabled
         else False,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack
 
 from fastmcp_filtering.core.catalog import Catalog
 from fastmcp_filtering.middleware.access import GroupAccessMiddleware
-from fastmcp_filtering.middleware.concerns import Concern, ConcernMiddleware
+from fastmcp_filtering.middleware.concerns import Concern, ConcernMiddleware, ConcernsFromToken
 from fastmcp_filtering.middleware.filter import FilterMiddleware
 from fastmcp_filtering.middleware.hooks import ListHooks, set_up
 from fastmcp_filtering.middleware.progressive import ProgressiveDisclosureMiddleware
@@ -89,6 +89,7 @@ class StackOptions(TypedDict, total=False):
     concerns: Iterable[Concern] | None
     concern_mapping: Mapping[str, Mapping[str, str]] | None
     apply_concern_defaults: ApplyDefaults
+    concern_authorization: ConcernsFromToken | None
     progressive: bool | Literal["search_first"] | Mapping[str, Any]
     unauthenticated: Unauthenticated | None
 
@@ -103,6 +104,7 @@ def filtering_stack(
     concerns: Iterable[Concern] | None = None,
     concern_mapping: Mapping[str, Mapping[str, str]] | None = None,
     apply_concern_defaults: ApplyDefaults = "configured",
+    concern_authorization: ConcernsFromToken | None = None,
     progressive: bool | Literal["search_first"] | Mapping[str, Any] = False,
     unauthenticated: Unauthenticated | None = None,
 ) -> FilteringStack:
@@ -115,8 +117,9 @@ def filtering_stack(
     ``progressive="search_first"`` is the preset ``SEARCH_FIRST`` with compact
     ``search_tools`` hits (only ``search_tools`` and ``call_tool`` are listed; a hit
     runs on the next call, by its name);
-    ``concerns`` (with ``concern_mapping`` and ``apply_concern_defaults``, its
-    ``apply_defaults``) adds ``ConcernMiddleware``. Groups declared with
+    ``concerns`` (with ``concern_mapping``, ``apply_concern_defaults`` and
+    ``concern_authorization``, its ``mapping``, ``apply_defaults`` and
+    ``authorization``) adds ``ConcernMiddleware``. Groups declared with
     ``access`` checks are enforced by every middleware of the stack;
     ``unauthenticated`` (``"deny"`` unless set) is what a client without a
     token gets of them. The order the middlewares are added in does not change
@@ -133,7 +136,9 @@ def filtering_stack(
     if progressive == "search_first":
         progressive, search = _search_first(search)
     catalog = Catalog.shared(catalog, groups, tags, unauthenticated=unauthenticated)
-    concern_middleware = _concerns(concerns, concern_mapping, apply_concern_defaults)
+    concern_middleware = _concerns(
+        concerns, concern_mapping, apply_concern_defaults, concern_authorization
+    )
     search_middleware = _layer(SearchMiddleware, search, "search", catalog)
     progressive_middleware = _layer(
         ProgressiveDisclosureMiddleware, progressive, "progressive", catalog
@@ -184,13 +189,21 @@ def _concerns(
     concerns: Iterable[Concern] | None,
     mapping: Mapping[str, Mapping[str, str]] | None,
     apply_defaults: ApplyDefaults,
+    authorization: ConcernsFromToken | None,
 ) -> ConcernMiddleware | None:
     """The stack's ``ConcernMiddleware``, when concerns are declared."""
     if concerns is None:
-        if mapping is not None:
-            raise ValueError("concern_mapping needs concerns=[Concern(...)] to map onto")
+        if mapping is not None or authorization is not None:
+            raise ValueError(
+                "concern_mapping and concern_authorization need concerns=[Concern(...)]"
+            )
         return None
-    return ConcernMiddleware(concerns=concerns, mapping=mapping, apply_defaults=apply_defaults)
+    return ConcernMiddleware(
+        concerns=concerns,
+        mapping=mapping,
+        apply_defaults=apply_defaults,
+        authorization=authorization,
+    )
 
 
 def add_filtering(mcp: FastMCP, **options: Unpack[StackOptions]) -> FilteringStack:
