@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from github_server import build_catalog
 
-from fastmcp_filtering.client import call_method, list_groups
+from fastmcp_filtering.client import list_groups, update_concerns
 
 SERVER = Path(__file__).parent / "full_stack_server.py"
 QUERY = "open a pull request"
@@ -130,13 +130,16 @@ async def walk_through(walk: Walkthrough, client: Client[Any]) -> None:
     walk.row("4. tools/list after the call", len(after), dump(after))
     walk.say(f"4. the list did not grow: {len(after)} tools")
 
-    await call_method(client, "concerns/update", {"concerns": {"risk": "safe"}})
+    # 2025-11-25 stores the concerns for the session; 2026-07-28 changes no list as a side
+    # effect of another request, so the update answers the _meta to send with each request.
+    update = await update_concerns(client, {"risk": "safe"})
+    meta = update.request_meta
     try:
-        await client.call_tool("delete_repo", {"owner": "acme", "repo": "api"})
+        await client.call_tool("delete_repo", {"owner": "acme", "repo": "api"}, meta=meta)
         walk.say("5. delete_repo ran (unexpected)")
     except ToolError as refused:
         walk.say(f"5. with concerns risk=safe, delete_repo is refused:\n   {refused}")
-    found = await client.call_tool("search_tools", {"query": "delete a repository"})
+    found = await client.call_tool("search_tools", {"query": "delete a repository"}, meta=meta)
     names = [h["name"] for h in (found.structured_content or {}).get("tools", [])]
     walk.say(f"   and search_tools 'delete a repository' finds: {', '.join(names)}")
 

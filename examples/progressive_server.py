@@ -9,10 +9,15 @@ enabled groups follow it from replica to replica:
     python examples/progressive_server.py --http --port 8002 \\
         --redis-url redis://127.0.0.1:6379/0 --auth            # replica B
 
+On 2025-11-25, ``enable_tools`` adds a group's tools to the session's later
+lists. On 2026-07-28 a list never changes as a side effect of another request:
+``enable_tools`` answers the group's tool definitions and they run on the next
+call (by name or through ``call_tool``), with no state, so a client without
+identity uses it too. ``--side-effect-lists`` keeps the 2025-11-25 behaviour on
+2026-07-28 (which the specification forbids), for hosts that list every turn.
 Enabled groups are kept per authenticated principal in both eras, so replicas
 need ``--auth`` (two demo bearer tokens, ``alice-token`` and ``bob-token``);
-without auth, per 2025-11-25 session id (an unauthenticated 2026-07-28 HTTP
-client cannot enable groups, and is not offered ``enable_tools``).
+without auth, per 2025-11-25 session id.
 """
 
 from __future__ import annotations
@@ -38,7 +43,9 @@ TOKENS: dict[str, dict[str, Any]] = {
 """Demo bearer tokens, one per user: never use static tokens in production."""
 
 
-def build_server(*, redis_url: str | None = None, auth: bool = False) -> FastMCP:
+def build_server(
+    *, redis_url: str | None = None, auth: bool = False, side_effect_lists: bool = False
+) -> FastMCP:
     """The demo server; ``redis_url`` puts the session state in Redis."""
     store = None
     if redis_url is not None:
@@ -89,7 +96,11 @@ def build_server(*, redis_url: str | None = None, auth: bool = False) -> FastMCP
     install(
         mcp,
         ProgressiveDisclosureMiddleware(
-            groups=GROUPS, initial_groups=["issues"], max_tools=4, call_tool_name="call_tool"
+            groups=GROUPS,
+            initial_groups=["issues"],
+            max_tools=4,
+            call_tool_name="call_tool",
+            side_effect_lists=side_effect_lists,
         ),
     )
     return mcp
@@ -102,8 +113,15 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--redis-url", default=None, help="keep session state in this Redis")
     parser.add_argument("--auth", action="store_true", help="accept the demo bearer tokens")
+    parser.add_argument(
+        "--side-effect-lists",
+        action="store_true",
+        help="on 2026-07-28 too, enable_tools changes later lists (2025-11-25 behaviour)",
+    )
     args = parser.parse_args()
-    server = build_server(redis_url=args.redis_url, auth=args.auth)
+    server = build_server(
+        redis_url=args.redis_url, auth=args.auth, side_effect_lists=args.side_effect_lists
+    )
     if args.http:
         server.run(transport="http", host=args.host, port=args.port, show_banner=False)
     else:

@@ -53,10 +53,17 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", action="store_true")
     parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--stateless", action="store_true", help="no sessions in either era")
     args = parser.parse_args()
     server = make_server()
     if args.http:
-        server.run(transport="http", host="127.0.0.1", port=args.port, show_banner=False)
+        server.run(
+            transport="http",
+            host="127.0.0.1",
+            port=args.port,
+            stateless_http=args.stateless,
+            show_banner=False,
+        )
     else:
         server.run(show_banner=False)
 

@@ -26,6 +26,7 @@ __all__ = [
     "catalog_generation",
     "client_identity",
     "current_request",
+    "list_cache_hint",
     "list_page_size",
     "lists_its_storage",
     "mounted_servers",
@@ -51,6 +52,19 @@ def list_page_size(server: FastMCP) -> int | None:
     """
     size = getattr(server, "_list_page_size", None)
     return size if isinstance(size, int) and size > 0 else None
+
+
+def list_cache_hint(server: FastMCP) -> tuple[int, str] | None:
+    """The server's hint for its lists (``ttlMs``, ``cacheScope``), None when it gives none.
+
+    Private: ``FastMCP._mcp_server`` (its ``cache_hints``, public on the SDK's server).
+    FastMCP gives its ``cache_ttl`` only to the SDK's own cacheable methods; the
+    package's lists (``groups/list``, ``tags/list``) carry the same hint.
+    """
+    hints = getattr(getattr(server, "_mcp_server", None), "cache_hints", None)
+    hint = hints.get("tools/list") if isinstance(hints, dict) else None
+    ttl, scope = getattr(hint, "ttl_ms", None), getattr(hint, "scope", None)
+    return (ttl, scope) if isinstance(ttl, int) and isinstance(scope, str) else None
 
 
 def proxy_client_factory(component: object) -> object | None:

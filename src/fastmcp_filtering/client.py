@@ -344,6 +344,10 @@ class ConcernsUpdate(BaseModel):
     """Every concern that now filters this client: its values plus the server's defaults."""
     warnings: list[str] = Field(default_factory=list)
     """Entries the server ignored, such as concern names it does not declare."""
+    stored: bool = True
+    """False on protocol 2026-07-28, where an update changes no list: send ``request_meta``."""
+    request_meta: dict[str, Any] | None = Field(default=None, alias="requestMeta")
+    """The ``_meta`` that applies this configuration to one request (2026-07-28)."""
 
 
 async def list_concerns(client: Client[Any]) -> list[ConcernInfo]:
@@ -365,9 +369,11 @@ async def update_concerns(client: Client[Any], concerns: Mapping[str, str]) -> C
 
     Concerns left out fall back to the server's defaults; ``{}`` clears the
     configuration. Raises ``MCPError`` (-32602) for a value the concern does not
-    allow, and when the server cannot keep state for this client (stateless
-    HTTP without authentication): then send ``meta=concerns_meta(...)`` with
-    each request instead.
+    allow. On 2025-11-25 the server stores it for the session (or refuses, -32600,
+    when it cannot keep state for this client: then send ``meta=concerns_meta(...)``
+    with each request). On 2026-07-28 nothing is stored, since no list may change
+    as a side effect of another request: the reply has ``stored=False`` and the
+    ``request_meta`` to send with each request.
 
     Example:
         ```python

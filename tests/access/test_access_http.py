@@ -66,7 +66,7 @@ def bob(key_pair: RSAKeyPair, era: str) -> str:
     return token(key_pair, f"bob-{era}", ["github:read"], tenant="globex")
 
 
-async def every_path(client: Client[Any]) -> dict[str, Any]:
+async def every_path(client: Client[Any], era: str) -> dict[str, Any]:
     """What one client gets on every path to the admin group and its members."""
     seen: dict[str, Any] = {}
     seen["groups"] = [g.name for g in await list_groups(client)]
@@ -75,8 +75,12 @@ async def every_path(client: Client[Any]) -> dict[str, Any]:
             "enable_tools", {"groups": ["admin", "members", "repos", "acme", "globex"]}
         )
     ).structured_content
-    seen["tools"] = sorted(t.name for t in await client.list_tools())
-    query = await list_tools(client, query="delete a repository")
+    # The tools a client may now use: listed (2025-11-25) or handed out (2026-07-28).
+    handed_out = {t["name"] for t in seen["enable"].get("tools", [])}
+    seen["tools"] = sorted({t.name for t in await client.list_tools()} | handed_out)
+    # 2026-07-28 lists what a host enabled through filter.groups (host-side disclosure).
+    disclosed = {"groups": seen["enable"]["enabled"]} if era == "modern" else {}
+    query = await list_tools(client, query="delete a repository", **disclosed)
     seen["query"] = [t.name for t in query.tools]
     found = await client.call_tool("search_tools", {"query": "remove an organization member"})
     seen["search_tools"] = str(found.structured_content)
@@ -129,8 +133,8 @@ async def test_two_tokens_see_their_own_groups_on_every_path(
         Client(url, auth=alice, **ERAS[era]) as as_alice,
         Client(url, auth=bob, **ERAS[era]) as as_bob,
     ):
-        a = await every_path(as_alice)
-        b = await every_path(as_bob)
+        a = await every_path(as_alice, era)
+        b = await every_path(as_bob, era)
     # Alice, with github:admin and tenant acme, reaches the admin group on every path.
     assert a["groups"] == ["issues", "repos", "admin", "members", "acme"]
     assert a["enable"]["enabled"] == ["admin", "members", "repos", "acme"]
@@ -172,12 +176,17 @@ async def test_enabled_groups_stay_with_each_token(
 ) -> None:
     carol = token(key_pair, f"carol-{era}", ["github:admin"], tenant="acme")
     async with Client(url, auth=carol, **ERAS[era]) as first:
-        await first.call_tool("enable_tools", {"groups": ["admin"]})
-        assert "delete_repo" in {t.name for t in await first.list_tools()}
+        enabled = await first.call_tool("enable_tools", {"groups": ["admin"]})
+        handed_out = {t["name"] for t in (enabled.structured_content or {}).get("tools", [])}
+        listed = {t.name for t in await first.list_tools()}
+        # 2025-11-25 lists it from now on; 2026-07-28 hands out its definition instead.
+        assert "delete_repo" in (handed_out if era == "modern" else listed)
     # A token without github:admin for the same subject: the stored admin group is not usable.
     demoted = token(key_pair, f"carol-{era}", ["github:read"], tenant="acme")
     async with Client(url, auth=demoted, **ERAS[era]) as second:
         assert "delete_repo" not in {t.name for t in await second.list_tools()}
+        with pytest.raises(ToolError, match="Unknown tool: 'delete_repo'"):
+            await second.call_tool("delete_repo", {"name": "x"})
 
 
 @pytest.mark.slow

@@ -993,9 +993,9 @@ def stdio_transport() -> StdioTransport:
 
 
 @contextmanager
-def http_concerns_server() -> Iterator[str]:
+def http_concerns_server(*, stateless: bool = False) -> Iterator[str]:
     """Start ``_concerns_server.py`` over streamable HTTP on loopback; yield its MCP URL."""
-    with serve_http(SERVER_SCRIPT) as running:
+    with serve_http(SERVER_SCRIPT, *(["--stateless"] if stateless else [])) as running:
         yield running.url
 
 
@@ -1008,9 +1008,14 @@ class TestSubprocess:
             assert names(await client.list_tools()) == ["log_data", "validate_data"]
             update = await update_concerns(client, {"security": "high", "cost": "minimal"})
             assert update.concerns == {"security": "high", "cost": "minimal"}
-            assert names(await client.list_tools()) == ["encrypt_data", "validate_data"]
+            # 2025-11-25 stores it; 2026-07-28 answers the _meta to send with each request.
+            assert update.stored is (era == "legacy")
+            meta = update.request_meta or {}
+            assert meta == ({} if era == "legacy" else concerns_meta(update.concerns))
+            listed = await list_tools(client, meta=meta)
+            assert names(listed.tools) == ["encrypt_data", "validate_data"]
             with pytest.raises(ToolError, match="excluded by concern 'security'"):
-                await client.call_tool("log_data", {"line": "x"})
+                await client.call_tool("log_data", {"line": "x"}, meta=meta)
             low = await list_tools(client, meta=concerns_meta({"security": "low"}))
             assert names(low.tools) == ["dump_plaintext", "validate_data"]
 
@@ -1053,8 +1058,12 @@ class TestSubprocess:
                 assert reply["warnings"] == [
                     "unknown concern 'x' ignored; this server declares ['cost', 'security']"
                 ]
+                # Nothing stored on 2026-07-28: the reply's requestMeta goes on each request.
+                assert reply["stored"] is False
+                request_meta = reply["requestMeta"]
             listed = await session.send_request(_Raw(method="concerns/list"), _Any)  # type: ignore[arg-type]
-            tools = await session.send_request(_Raw(method="tools/list"), _Any)  # type: ignore[arg-type]
+            stated = {} if era == "legacy" else {"_meta": request_meta}
+            tools = await session.send_request(_Raw(method="tools/list", params=stated), _Any)  # type: ignore[arg-type]
             override = _Raw(
                 method="tools/list", params={"_meta": {CONCERNS_META_KEY: {"security": "low"}}}
             )
@@ -1080,14 +1089,25 @@ class TestSubprocess:
         }
 
     async def test_stateless_http_without_a_principal_uses_the_meta_override(self) -> None:
+        """2026-07-28 without a token: the update answers the _meta to send, stores nothing."""
         with http_concerns_server() as url:
             async with Client(url) as client:
-                with pytest.raises(MCPError) as refused:
-                    await update_concerns(client, {"security": "high"})
+                update = await update_concerns(client, {"security": "high"})
                 assert names(await client.list_tools()) == ["log_data", "validate_data"]
                 high = concerns_meta({"security": "high"})
                 listed = await list_tools(client, meta=high)
                 called = await client.call_tool("encrypt_data", {"data": "ab"}, meta=high)
+        assert update.stored is False
+        assert update.request_meta == high
+        assert names(listed.tools) == ["encrypt_data", "validate_data"]
+        assert called.data == "ba"
+
+    async def test_stateless_http_2025_without_a_session_is_told_to_send_meta(self) -> None:
+        """2025-11-25 over stateless HTTP keeps no state for an anonymous client: refused."""
+        with http_concerns_server(stateless=True) as url:
+            async with Client(url, **ERAS["legacy"]) as client:
+                with pytest.raises(MCPError) as refused:
+                    await update_concerns(client, {"security": "high"})
         assert refused.value.error.code == mt.INVALID_REQUEST
         assert refused.value.error.message == snapshot(
             "cannot store concerns for this client (this client has no session or authenticated "
@@ -1096,8 +1116,6 @@ class TestSubprocess:
             "tools/list, tools/call and the other list and get requests; a stateless connection "
             "keeps state only for an authenticated client"
         )
-        assert names(listed.tools) == ["encrypt_data", "validate_data"]
-        assert called.data == "ba"
 
     async def test_http_sessions_are_isolated_and_initialize_is_raw_json(self) -> None:
         """2025-11-25 over HTTP: raw initialize with concerns, then a second session."""

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from fastmcp import Client, FastMCP
+from fastmcp.exceptions import ToolError
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp.utilities.tests import asgi_server
 from inline_snapshot import snapshot
@@ -19,7 +20,7 @@ from fastmcp_filtering import Concern, ConcernMiddleware, ConcernsFromToken, con
 from fastmcp_filtering.client import call_method, concerns_meta
 
 from .._principals import PrincipalByClientName, as_principal
-from ..conftest import Connect
+from ..conftest import ERAS, Connect
 
 RISK = Concern("risk", values=["safe", "destructive"], default="safe")
 
@@ -89,6 +90,26 @@ class TestUpdate:
             with pytest.raises(MCPError) as raised:
                 await call_method(client, "concerns/update", {"concerns": {"risk": "loud"}})
             assert raised.value.error.data["field"] == "concerns.risk"
+
+
+class TestRefusal:
+    """A refusal names the way to the component that works for the client, in each era."""
+
+    @pytest.mark.parametrize("era", ["legacy", "modern"])
+    async def test_names_concerns_update_only_where_it_is_stored(self, era: str) -> None:
+        safe = concerns_meta({"risk": "safe"})
+        async with Client(make_server(), **ERAS[era]) as client:
+            with pytest.raises(ToolError) as refused:
+                await client.call_tool("delete_file", {"path": "x"}, meta=safe)
+        if era == "legacy":
+            assert "send concerns/update with risk: 'destructive'" in str(refused.value)
+        else:
+            assert str(refused.value) == snapshot(
+                "tool 'delete_file' is excluded by concern 'risk': it is risk='destructive' and "
+                "this client's concerns ask risk='safe'. Concerns are a preference filter, not "
+                "a permission: to use it, set params._meta['io.github.fastmcp-filtering/"
+                "concerns'] to {'risk': 'destructive'} on this request"
+            )
 
 
 class TestFromTheToken:

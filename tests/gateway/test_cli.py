@@ -259,14 +259,14 @@ class TestServe:
             env=SRC,
         )
         async with Client(transport, **ERAS[era]) as client:
-            await exercise(client)
+            await exercise(client, era)
 
     @pytest.mark.parametrize("era", list(ERAS))
     async def test_streamable_http(self, era: str) -> None:
         with serve_http() as (url, _):
             async with Client(url, **ERAS[era]) as client:
-                # 2026-07-28 over HTTP without auth has no client identity: no enable_tools.
-                await exercise(client, stateful=era == "legacy")
+                # 2026-07-28 over HTTP without auth has no identity: enable_tools needs none.
+                await exercise(client, era)
 
 
 @contextmanager
@@ -292,20 +292,26 @@ def serve_http(
             process.kill()
 
 
-async def exercise(client: Client[Any], *, stateful: bool = True) -> None:
-    """Groups, a filtered list, a call of a group not enabled (refused with a hint in a
-    session; run by its exact name without one, which cannot enable groups), and a call
-    reaching the upstream."""
+async def exercise(client: Client[Any], era: str) -> None:
+    """Groups, a filtered list, a call of a group not enabled (2025-11-25: refused with a
+    hint until enable_tools; 2026-07-28: enable_tools hands out its definitions, and a call
+    by exact name runs), and a call reaching the upstream."""
     assert len(await list_groups(client)) == 7
     issues = await list_tools(client, groups=["issues"], tags=["read-only"])
     assert sorted(t.name for t in issues.tools) == ["get_issue", "list_issues", "search_issues"]
-    assert "list_commits" not in {t.name for t in await client.list_tools()}
-    if stateful:
+    before = {t.name for t in await client.list_tools()}
+    assert "list_commits" not in before
+    if era == "legacy":
         with pytest.raises(
             ToolError, match=r"'list_commits' is in group 'repos', which is not enabled"
         ):
             await client.call_tool("list_commits", {"owner": "o", "repo": "r"})
-        await client.call_tool("enable_tools", {"groups": ["repos"]})
+    enabled = await client.call_tool("enable_tools", {"groups": ["repos"]})
+    assert enabled.structured_content is not None
+    if era == "modern":
+        handed_out = {t["name"] for t in enabled.structured_content["tools"]}
+        assert "list_commits" in handed_out
+        assert {t.name for t in await client.list_tools()} == before
     commits = await client.call_tool("list_commits", {"owner": "o", "repo": "r"})
     assert reply(commits)["tool"] == "list_commits"
     issue = await client.call_tool("get_issue", {"owner": "o", "repo": "r", "issue_number": 1})
@@ -478,9 +484,13 @@ class TestInitFromMcpJson:
             assert {"github", "github.issues", "notes"} <= offered
             added = await client.call_tool("notes_add_note", {"text": "x"})
             assert added.content[0].text == "added x"  # type: ignore[union-attr]
-            with pytest.raises(ToolError, match=r"enable_tools\(groups=\[\"github.issues\"\]\)"):
-                await client.call_tool("github_get_issue", {"owner": "o"})
-            await client.call_tool("enable_tools", {"groups": ["github.issues"]})
+            if era == "legacy":
+                hint = r"enable_tools\(groups=\[\"github.issues\"\]\)"
+                with pytest.raises(ToolError, match=hint):
+                    await client.call_tool("github_get_issue", {"owner": "o"})
+            enabled = await client.call_tool("enable_tools", {"groups": ["github.issues"]})
+            assert enabled.structured_content is not None
+            assert enabled.structured_content["enabled"] == ["github.issues"]
             args = {"owner": "o", "repo": "r", "issue_number": 1}
             assert reply(await client.call_tool("github_get_issue", args))["upstream"] == "gh"
 

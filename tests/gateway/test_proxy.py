@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering import unrestricted
 from fastmcp_filtering.client import (
+    call_method,
     concerns_meta,
     list_concerns,
     list_groups,
@@ -190,13 +191,20 @@ class TestFixedListsThroughTheGateway:
             }
             assert await names(client) == before
 
+    async def test_side_effect_lists_makes_enable_and_concerns_change_later_lists(self) -> None:
+        config = load_config(EXAMPLE_CONFIG).model_dump(exclude_none=True)
+        config["side_effect_lists"] = True
+        async with Client(build_proxy(FilteringConfig.model_validate(config))) as client:
+            assert "get_pull_request" not in await names(client)
+            await client.call_tool("enable_tools", {"groups": ["pull_requests"]})
+            assert "get_pull_request" in await names(client)
+            await call_method(client, "concerns/update", {"concerns": {"risk": "read"}})
+            assert "create_pull_request" not in await names(client)
+
     def test_the_toml_options_reach_the_middlewares(self) -> None:
         config = load_config(EXAMPLE_CONFIG).model_dump(exclude_none=True)
-        config["progressive"]["side_effect_lists"] = True
         config["concerns_from_token"] = {"claim": "concerns"}
         built = FilteringConfig.model_validate(config)
-        assert built.progressive is not None
-        assert built.progressive.options()["side_effect_lists"] is True
         authorization = built.concern_authorization()
         assert authorization is not None
         assert authorization.claim == "concerns"

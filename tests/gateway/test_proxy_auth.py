@@ -45,8 +45,12 @@ PULLS = {"create_pull_request", "get_pull_request", "list_pull_requests", "merge
 
 
 def gateway_config(tmp_path: Path, state: str) -> Path:
-    """The GitHub example (issues enabled at first) with two static tokens and ``state``."""
-    text = EXAMPLE_CONFIG.read_text(encoding="utf-8")
+    """The GitHub example (issues enabled at first) with two static tokens and ``state``.
+
+    With ``side_effect_lists``: a principal's stored state shows in its lists on
+    2026-07-28 too, which is what these tests follow from replica to replica.
+    """
+    text = "side_effect_lists = true\n" + EXAMPLE_CONFIG.read_text(encoding="utf-8")
     text = text.replace('args = ["upstream_standin.py"]', f"args = [{json.dumps(str(STANDIN))}]")
     text += f'\n[auth]\ntype = "static"\nrequired_scopes = ["mcp"]\n{AUTH}\n{state}\n'
     path = tmp_path / "gateway.toml"

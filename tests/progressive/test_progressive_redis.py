@@ -12,12 +12,15 @@ from .test_progressive import call, names
 # Two server subprocesses on a redis-server.
 pytestmark = pytest.mark.slow
 
+LISTS = ("--side-effect-lists",)
+
 
 async def test_two_replicas_share_state_per_principal() -> None:
     with (
         redis_server() as redis_url,
-        progressive_http_server("--redis-url", redis_url, "--auth") as replica_a,
-        progressive_http_server("--redis-url", redis_url, "--auth") as replica_b,
+        # Lists that change with the state: the 2026-07-28 opt-in, to see the state move.
+        progressive_http_server("--redis-url", redis_url, "--auth", *LISTS) as replica_a,
+        progressive_http_server("--redis-url", redis_url, "--auth", *LISTS) as replica_b,
     ):
         async with Client(replica_a, auth="alice-token") as alice_a:
             reply = await call(alice_a, "enable_tools", groups=["code", "repos"])

@@ -53,11 +53,16 @@ async def exercise(client: Client[Any], recorder: Recorder) -> None:
     assert await names(client) == INITIAL
 
 
+SIDE_EFFECT_LISTS = "--side-effect-lists"
+"""The example's opt-in: on 2026-07-28 too, enable_tools changes later lists."""
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("era", list(ERAS))
 async def test_stdio(era: str) -> None:
     recorder = Recorder()
-    transport = StdioTransport(command=sys.executable, args=[str(PROGRESSIVE_SERVER)])
+    args = [str(PROGRESSIVE_SERVER), *([SIDE_EFFECT_LISTS] if era == "modern" else [])]
+    transport = StdioTransport(command=sys.executable, args=args)
     async with Client(transport, message_handler=recorder, **ERAS[era]) as client:
         await exercise(client, recorder)
 
@@ -78,11 +83,28 @@ async def test_streamable_http_sessions() -> None:
 
 
 @pytest.mark.slow
-async def test_streamable_http_stateless_without_auth_never_shares() -> None:
-    """2026-07-28 over HTTP with no auth: no identity, so the initial set listed, no meta-tools
-    that could only fail, other groups' tools run by name, and instructions and refusals that
-    say how to get state."""
+async def test_streamable_http_stateless_without_auth_enables_with_no_state() -> None:
+    """2026-07-28 over HTTP with no auth, the default: enable_tools hands out definitions and
+    their tools run on the next call; no list changes, for this client or another."""
     with progressive_http_server() as url:
+        async with Client(url) as client, Client(url) as other:
+            assert await names(client) == INITIAL
+            reply = await call(client, "enable_tools", groups=["repos", "code"])
+            assert reply["enabled"] == ["code", "repos"]
+            assert "create_repo" in [t["name"] for t in reply["tools"]]
+            assert (await client.call_tool("create_repo", {"name": "x"})).data == "created x"
+            proxied = {"name": "create_repo", "arguments": {"name": "y"}}
+            assert (await client.call_tool("call_tool", proxied)).data == "created y"
+            assert await names(client) == INITIAL
+            assert await names(other) == INITIAL
+
+
+@pytest.mark.slow
+async def test_streamable_http_stateless_without_auth_never_shares() -> None:
+    """2026-07-28 over HTTP with no auth and side_effect_lists: no identity, so the initial set
+    listed, no meta-tools that could only fail, other groups' tools run by name, and
+    instructions and refusals that say how to get state."""
+    with progressive_http_server(SIDE_EFFECT_LISTS) as url:
         async with Client(url) as client, Client(url) as other:
             stateless = [n for n in INITIAL if n not in ("enable_tools", "disable_tools")]
             assert await names(client) == stateless
@@ -102,9 +124,10 @@ async def test_streamable_http_stateless_without_auth_never_shares() -> None:
 
 @pytest.mark.slow
 async def test_streamable_http_stateless_per_principal() -> None:
-    """2026-07-28 over HTTP with auth: state per principal; two users at once stay apart."""
+    """2026-07-28 over HTTP with auth and side_effect_lists: state per principal; two users
+    at once stay apart."""
     alice_seen, bob_seen = Recorder(), Recorder()
-    with progressive_http_server("--auth") as url:
+    with progressive_http_server("--auth", SIDE_EFFECT_LISTS) as url:
         async with (
             Client(url, auth="alice-token", message_handler=alice_seen) as alice,
             Client(url, auth="bob-token", message_handler=bob_seen) as bob,

@@ -219,6 +219,9 @@ def marked_proxy(*, trust: bool = False) -> FastMCP:
     )
 
 
+META_TOOLS = {"enable_tools", "disable_tools", "call_tool", "search_tools"}
+
+
 @pytest.mark.slow
 class TestProxyTrust:
     """4. An upstream's ``_meta`` decides neither group membership nor meta-tool status."""
@@ -227,10 +230,11 @@ class TestProxyTrust:
     async def test_upstream_marks_are_ignored(self, era: str) -> None:
         async with Client(marked_proxy(), **ERAS[era]) as client:
             listed = await client.list_tools()
-            assert sorted(t.name for t in listed if not t.name.endswith("_tools")) == [
-                "create_issue"
-            ]
-            for name in ("delete_team", "sneaky"):
+            assert sorted(t.name for t in listed if t.name not in META_TOOLS) == ["create_issue"]
+            # On fixed 2026-07-28 lists a tool of a group not enabled runs when called by
+            # name; an ungrouped one that hide_ungrouped hides never does.
+            refused = ("sneaky",) if era == "modern" else ("delete_team", "sneaky")
+            for name in refused:
                 with pytest.raises(ToolError) as refused:
                     await client.call_tool(name, {"team": "x"} if name == "delete_team" else {})
                 assert "deleted" not in str(refused.value)

@@ -41,8 +41,10 @@ from .._faults_stack import (
 from .._principals import as_principal
 from ..conftest import ERAS
 
-# Hypothesis: hundreds of random requests, each on a fresh server.
-pytestmark = pytest.mark.slow
+# Hypothesis: hundreds of random requests, each on a fresh server. The model is the
+# client state that enable_tools and concerns/update change: on 2026-07-28 that is the
+# side_effect_lists opt-in (fixed lists: tests/progressive/test_fixed_lists.py).
+pytestmark = [pytest.mark.slow, pytest.mark.side_effect_lists]
 
 
 CALL_TIMEOUT = 15.0

@@ -30,6 +30,8 @@ TOY_RUNS: dict[str, list[str]] = {
     "load": ["--sizes", "20", "--requests", "8", "--concurrency", "2"],
     # At least CATALOG_CALL tools: a smaller catalog's embedding is never reported.
     "semantic_speed": ["--size", "120", "--repeat", "2", "--tools", "synthetic"],
+    # Every variant, the enable_tools flows too, on one labelled set.
+    "economy": ["--sample", "5", "--sets", "arcade"],
 }
 
 

@@ -36,7 +36,7 @@ from .._principals import PrincipalByClientName, as_principal, guarded_server
 
 UPSTREAM = Path(__file__).parents[1] / "_cached_upstream.py"
 
-# Every cacheable answer of the 2026-07-28 era, and the package's own groups/list.
+# Every cacheable answer of the 2026-07-28 era, and the package's own lists.
 REQUESTS: list[tuple[str, dict[str, Any]]] = [
     ("server/discover", {}),
     ("tools/list", {}),
@@ -47,6 +47,7 @@ REQUESTS: list[tuple[str, dict[str, Any]]] = [
     ("resources/templates/list", {}),
     ("resources/read", {"uri": "data://note"}),
     ("groups/list", {}),
+    ("tags/list", {}),
 ]
 
 
@@ -126,7 +127,8 @@ class TestEveryCacheableAnswer:
                     "resources/list": (300000, "private"),
                     "resources/templates/list": (300000, "private"),
                     "resources/read uri": (300000, "private"),
-                    "groups/list": (None, None),
+                    "groups/list": (300000, "private"),
+                    "tags/list": (300000, "private"),
                 }
             )
 
@@ -134,7 +136,7 @@ class TestEveryCacheableAnswer:
         self, transport: str
     ) -> None:
         async with TRANSPORTS[transport](cached_server(concerns=[RISK])) as client:
-            assert set((await hints(client)).values()) == {(300_000, "private"), (None, None)}
+            assert set((await hints(client)).values()) == {(300_000, "private")}
 
     @pytest.mark.parametrize("layer", ["progressive", "concerns"])
     async def test_lists_that_calls_change_are_unkept(self, transport: str, layer: str) -> None:
@@ -148,7 +150,7 @@ class TestEveryCacheableAnswer:
             server = cached_server()
             install(server, ConcernMiddleware(concerns=[RISK], side_effect_lists=True))
         async with TRANSPORTS[transport](server) as client:
-            assert set((await hints(client)).values()) == {(0, "private"), (None, None)}
+            assert set((await hints(client)).values()) == {(0, "private")}
 
     async def test_groups_tags_and_search_alone_keep_the_servers_hints(
         self, transport: str
@@ -156,8 +158,14 @@ class TestEveryCacheableAnswer:
         # The answers depend on the request's own parameters, not on who sends it.
         async with TRANSPORTS[transport](cached_server()) as client:
             found = await hints(client)
-        assert found.pop("groups/list") == (None, None)
         assert set(found.values()) == {(300_000, "public")}
+
+
+async def test_2025_11_25_has_no_hints_on_the_packages_lists_as_on_fastmcps() -> None:
+    async with Client(cached_server(progressive={"initial_groups": ["basic"]}), mode="legacy") as c:
+        for method in ("tools/list", "groups/list", "tags/list"):
+            result = await call_method(c, method)
+            assert {"ttlMs", "cacheScope"}.isdisjoint(result), method
 
 
 class TestMountedServers:

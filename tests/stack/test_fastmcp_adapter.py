@@ -23,6 +23,7 @@ from fastmcp_filtering._fastmcp import (
     catalog_generation,
     client_identity,
     current_request,
+    list_cache_hint,
     list_page_size,
     lists_its_storage,
     mounted_servers,
@@ -34,6 +35,7 @@ from fastmcp_filtering._fastmcp import (
     serving_server,
     state_store,
 )
+from fastmcp_filtering.client import call_method
 
 from ..conftest import ERAS, Connect
 
@@ -126,6 +128,16 @@ class TestIdentity:
 
 
 class TestServerInternals:
+    async def test_the_list_cache_hint_is_the_servers(self) -> None:
+        assert list_cache_hint(FastMCP("unhinted")) is None
+        hinted = FastMCP("hinted", cache_ttl=5, cache_scope="public")
+        assert list_cache_hint(hinted) == (5000, "public")
+        hinted.tool(lambda: "ok", name="a")
+        async with Client(hinted) as client:
+            # FastMCP gives its own lists the same hint.
+            listed = await call_method(client, "tools/list")
+        assert (listed["ttlMs"], listed["cacheScope"]) == (5000, "public")
+
     async def test_the_list_page_size_is_the_servers(self, connect: Connect) -> None:
         assert list_page_size(FastMCP("unpaged")) is None
         paged = FastMCP("paged", list_page_size=2)

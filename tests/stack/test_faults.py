@@ -197,6 +197,7 @@ class TestStoreRaises:
 
 
 @pytest.mark.slow
+@pytest.mark.side_effect_lists
 class TestStoreTimesOut:
     async def test_our_keys_timing_out_fails_closed_and_recovers(self, connect: Connect) -> None:
         store = FaultyStore()
@@ -265,6 +266,7 @@ async def redis_client(era: str, redis: RedisProcess) -> AsyncIterator[Client[An
 
 
 @pytest.mark.slow
+@pytest.mark.side_effect_lists
 @pytest.mark.parametrize("era", list(ERAS))
 class TestRedis:
     async def test_killed_redis_gives_errors_and_a_restarted_one_serves_again(

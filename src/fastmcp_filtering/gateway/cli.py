@@ -47,6 +47,7 @@ from fastmcp_filtering.gateway.serve import (
     upstream_log,
 )
 from fastmcp_filtering.gateway.upstreams import UPSTREAM_MARK
+from fastmcp_filtering.middleware.progressive import FIXED_CALL_TOOL
 
 logger = logging.getLogger("fastmcp_filtering")
 
@@ -317,7 +318,8 @@ def _meta_names(config: FilteringConfig) -> set[str]:
     if config.progressive is not None and config.progressive.enabled:
         progressive = config.progressive
         names |= {progressive.enable_tool_name, progressive.disable_tool_name}
-        names.add(progressive.call_tool_name)
+        # Without a call_tool_name, 2026-07-28 clients are offered a proxy of this name.
+        names.add(progressive.call_tool_name or FIXED_CALL_TOOL)
     return {n for n in names if n is not None}
 
 

@@ -503,14 +503,10 @@ class ProgressiveConfig(_Model):
     call_tool_name: str | None = None
     include_schemas: bool = False
     state_namespace: str = "progressive"
-    side_effect_lists: bool | None = None
-    """On 2026-07-28 too, ``enable_tools`` changes the caller's later lists (which the
-    specification forbids), for hosts that list again every turn. Unset: the
-    middleware's default (off)."""
 
     def options(self) -> dict[str, Any]:
-        """The keyword options of ``ProgressiveDisclosureMiddleware`` (unset ones left out)."""
-        return self.model_dump(exclude={"enabled"}, exclude_none=True)
+        """The keyword options of ``ProgressiveDisclosureMiddleware``."""
+        return self.model_dump(exclude={"enabled"})
 
 
 class FilteringConfig(_Model):
@@ -554,6 +550,9 @@ class FilteringConfig(_Model):
     """Concerns a caller's token configures, by scope or from a claim."""
     unauthenticated: Literal["deny", "allow"] = "deny"
     """What a client without a token gets of the groups with ``access``: nothing, or them."""
+    side_effect_lists: bool | None = None
+    """On 2026-07-28 too, ``enable_tools`` and ``concerns/update`` change the caller's later
+    lists (which that revision forbids), for hosts that list again every turn. Unset: off."""
     search: SearchConfig = Field(default_factory=SearchConfig)
     progressive: ProgressiveConfig | None = None
     auth: AuthConfig | None = None

@@ -461,6 +461,7 @@ def _add_filtering(
         concerns=config.to_concerns() or None,
         apply_concern_defaults=config.apply_concern_defaults,
         concern_authorization=config.concern_authorization(),
+        side_effect_lists=config.side_effect_lists,
         progressive=config.progressive.options()
         if config.progressive is not None and config.progressive.enabled
         else False,

@@ -38,8 +38,8 @@ _R = TypeVar("_R")
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 _GLOB = re.compile(r"[*?\[]")
 
-# The proxy offered where lists are fixed (2026-07-28) when ``call_tool_name`` names none.
-_FIXED_CALL_TOOL = "call_tool"
+FIXED_CALL_TOOL = "call_tool"
+"""The proxy's name where lists are fixed (2026-07-28) and ``call_tool_name`` names none."""
 
 _GROUPS_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -268,7 +268,7 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
 
             proxy = Tool.from_function(
                 call_tool,
-                name=self.call_tool_name or _FIXED_CALL_TOOL,
+                name=self.call_tool_name or FIXED_CALL_TOOL,
                 description=bodies.call_description(),
                 output_schema=None,
             )

@@ -92,6 +92,7 @@ class StackOptions(TypedDict, total=False):
     concern_authorization: ConcernsFromToken | None
     progressive: bool | Literal["search_first"] | Mapping[str, Any]
     unauthenticated: Unauthenticated | None
+    side_effect_lists: bool | None
 
 
 def filtering_stack(
@@ -107,6 +108,7 @@ def filtering_stack(
     concern_authorization: ConcernsFromToken | None = None,
     progressive: bool | Literal["search_first"] | Mapping[str, Any] = False,
     unauthenticated: Unauthenticated | None = None,
+    side_effect_lists: bool | None = None,
 ) -> FilteringStack:
     """Groups and tags, search, concerns and progressive disclosure from one declaration.
 
@@ -114,18 +116,15 @@ def filtering_stack(
     hands it to every middleware, so they agree on membership and see each
     other's runtime changes. ``search`` and ``progressive`` take ``True`` or the
     keyword options of ``SearchMiddleware`` / ``ProgressiveDisclosureMiddleware``;
-    ``progressive="search_first"`` is the preset ``SEARCH_FIRST`` with compact
-    ``search_tools`` hits (only ``search_tools`` and ``call_tool`` are listed; a hit
-    runs on the next call, by its name);
-    ``concerns`` (with ``concern_mapping``, ``apply_concern_defaults`` and
-    ``concern_authorization``, its ``mapping``, ``apply_defaults`` and
-    ``authorization``) adds ``ConcernMiddleware``. Groups declared with
-    ``access`` checks are enforced by every middleware of the stack;
-    ``unauthenticated`` (``"deny"`` unless set) is what a client without a
-    token gets of them. The order the middlewares are added in does not change
-    any answer: every list, search and call asks all of them. Nothing is added
-    to a server: pass the stack to ``FastMCP(middleware=[*stack])``, or use
-    ``add_filtering``.
+    ``progressive="search_first"`` is the preset ``SEARCH_FIRST`` (only
+    ``search_tools`` and ``call_tool`` listed; a hit runs on the next call).
+    ``concerns`` (with ``concern_*``: its ``mapping``, ``apply_defaults`` and
+    ``authorization``) adds ``ConcernMiddleware``. Groups with ``access`` are
+    enforced by every middleware; ``unauthenticated`` (``"deny"`` unless set) is
+    what a client without a token gets of them. ``side_effect_lists`` (unset: off)
+    goes to progressive disclosure and concerns (see docs/protocol-eras.md). The
+    order of the middlewares changes no answer. Nothing is added to a server:
+    pass the stack to ``FastMCP(middleware=[*stack])``, or use ``add_filtering``.
 
     Example:
         ```python
@@ -136,12 +135,16 @@ def filtering_stack(
     if progressive == "search_first":
         progressive, search = _search_first(search)
     catalog = Catalog.shared(catalog, groups, tags, unauthenticated=unauthenticated)
+    # Set only when given, so that each middleware's own default holds otherwise.
+    era: dict[str, Any] = (
+        {} if side_effect_lists is None else {"side_effect_lists": side_effect_lists}
+    )
     concern_middleware = _concerns(
-        concerns, concern_mapping, apply_concern_defaults, concern_authorization
+        concerns, concern_mapping, apply_concern_defaults, concern_authorization, era
     )
     search_middleware = _layer(SearchMiddleware, search, "search", catalog)
     progressive_middleware = _layer(
-        ProgressiveDisclosureMiddleware, progressive, "progressive", catalog
+        ProgressiveDisclosureMiddleware, progressive, "progressive", catalog, era
     )
     holds_catalog = filter or search_middleware is not None or progressive_middleware is not None
     return FilteringStack(
@@ -178,11 +181,17 @@ _M = TypeVar("_M")
 
 
 def _layer(
-    kind: Callable[..., _M], value: bool | Mapping[str, Any], name: str, catalog: Catalog
+    kind: Callable[..., _M],
+    value: bool | Mapping[str, Any],
+    name: str,
+    catalog: Catalog,
+    defaults: Mapping[str, Any] | None = None,
 ) -> _M | None:
-    """``kind(catalog=..., **options)``, or None for ``False``; an empty dict of options turns
-    the layer on with its defaults, as ``True`` does."""
-    return None if value is False else kind(catalog=catalog, **_options(value, name))
+    """``kind(catalog=..., **defaults, **options)``, or None for ``False``; an empty dict of
+    options turns the layer on with its defaults, as ``True`` does."""
+    if value is False:
+        return None
+    return kind(catalog=catalog, **{**(defaults or {}), **_options(value, name)})
 
 
 def _concerns(
@@ -190,19 +199,20 @@ def _concerns(
     mapping: Mapping[str, Mapping[str, str]] | None,
     apply_defaults: ApplyDefaults,
     authorization: ConcernsFromToken | None,
+    era: Mapping[str, Any],
 ) -> ConcernMiddleware | None:
     """The stack's ``ConcernMiddleware``, when concerns are declared."""
     if concerns is None:
-        if mapping is not None or authorization is not None:
-            raise ValueError(
-                "concern_mapping and concern_authorization need concerns=[Concern(...)]"
-            )
+        for name, value in (("concern_mapping", mapping), ("concern_authorization", authorization)):
+            if value is not None:
+                raise ValueError(f"{name} needs concerns=[Concern(...)] to map onto")
         return None
     return ConcernMiddleware(
         concerns=concerns,
         mapping=mapping,
         apply_defaults=apply_defaults,
         authorization=authorization,
+        **era,
     )
 
 

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
-from fastmcp_filtering._fastmcp import mounted_servers, sdk_middleware
+from fastmcp_filtering._fastmcp import list_cache_hint, mounted_servers, sdk_middleware
 from fastmcp_filtering.core.catalog import LIST_METHOD
 from fastmcp_filtering.core.concerns import REQUEST_META_KEY as CONCERNS_META_KEY
 from fastmcp_filtering.core.declarations import BETTER_MATCHES_META_KEY, WARNINGS_META_KEY
@@ -69,6 +69,10 @@ SCOPED_PARAMS = ("filter", "query")
 
 CACHEABLE_METHODS = frozenset({*LIST_METHODS, "resources/read", "server/discover"})
 """SEP-2549's cacheable methods: the results FastMCP gives the server's hints."""
+
+OWN_LISTS = frozenset({"groups/list", "tags/list"})
+"""The package's lists: hinted here with the server's list lifetime, which FastMCP gives
+only to its own methods."""
 
 _PREFIX = "ffc1."
 _SEARCH = "search."
@@ -152,13 +156,15 @@ class Wire:
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
         server = self._server()
-        if server is None or ctx.method not in CACHEABLE_METHODS:
+        if server is None or (ctx.method not in CACHEABLE_METHODS and ctx.method not in OWN_LISTS):
             # Most requests (every tools/call) have nothing here: straight through.
             return await call_next(ctx)
         if ctx.method in LIST_METHODS and isinstance(ctx.params, Mapping):
             result = await self._list(server, ctx, ctx.params, call_next)
         else:
             result = await call_next(ctx)
+        if ctx.method in OWN_LISTS:
+            return self._own_list_hinted(server, ctx.protocol_version, result)
         return self._hinted(server, ctx.protocol_version, result)
 
     async def _list(
@@ -218,6 +224,21 @@ class Wire:
                 update["ttl_ms"] = 0
             return result.model_copy(update=update)
         return result
+
+    def _own_list_hinted(
+        self, server: FastMCP, version: str | None, result: HandlerResult
+    ) -> HandlerResult:
+        """``groups/list``/``tags/list`` with the hints FastMCP gives its own lists.
+
+        The server's hint, then narrowed as those are: private where a layer decides
+        per client, 0 where a layer lets the client's own calls change lists.
+        """
+        hint = list_cache_hint(server)
+        # 2025-11-25 has no cache hints: FastMCP gives its own lists none there either.
+        if not isinstance(result, dict) or hint is None or version not in MODERN_PROTOCOL_VERSIONS:
+            return result
+        ttl, scope = hint
+        return self._hinted(server, version, {"ttlMs": ttl, "cacheScope": scope, **result})
 
 
 def _with_reply(result: dict[str, Any], reply: ListReply, scope: str) -> dict[str, Any]:

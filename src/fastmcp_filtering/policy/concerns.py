@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -218,24 +218,25 @@ class ConcernLayer(PolicyLayer):
         """
         return self.sanitize(await load_state(ctx, STATE_NAMESPACE))
 
-    def unstated(self) -> LayerView:
+    def unstated(self, *, per_request: bool = False) -> LayerView:
         """The view of a client that stated no concern: unfiltered, or the defaults."""
         # Asking nothing admits every component (but those with bad declarations).
-        return _ConcernView(self, self.effective({}) if self.apply_defaults == "all" else {})
+        asked = self.effective({}) if self.apply_defaults == "all" else {}
+        return _ConcernView(self, asked, per_request)
 
-    def from_token(self) -> LayerView:
+    def from_token(self, *, per_request: bool = False) -> LayerView:
         """The view of a client that stated nothing itself: what its token states, if any."""
         token = current_principal()
         if self.authorization is None or not isinstance(token, AccessToken):
-            return self.unstated()
+            return self.unstated(per_request=per_request)
         configured, ignored = self.authorization.configured(
             token.scopes, token.claims, self.concerns
         )
         for entry in ignored:
             logger.warning("ConcernMiddleware ignores a token's %s: not a declared value", entry)
         if configured is None:
-            return self.unstated()
-        return _ConcernView(self, self.effective(configured))
+            return self.unstated(per_request=per_request)
+        return _ConcernView(self, self.effective(configured), per_request)
 
     def fixed(self, *, modern: bool) -> bool:
         """Whether lists ignore stored concerns: on 2026-07-28 a list "MUST NOT vary ... as a
@@ -248,14 +249,16 @@ class ConcernLayer(PolicyLayer):
         return not self.fixed(modern=modern)
 
     async def view(self, client: ClientRequest) -> LayerView:
+        # Where nothing is stored for this client, a refusal names only the per-request way.
+        per_request = client.key is None or self.fixed(modern=client.info.modern)
         override = request_override(client.info.meta)
         if override is not None:
             # Validated, with -32602 for bad input, by ConcernMiddleware before this runs.
             configured, _ = parse_config(override, self.concerns, field=REQUEST_META_KEY)
-            return _ConcernView(self, self.effective(configured))
-        if client.key is None or self.fixed(modern=client.info.modern):
+            return _ConcernView(self, self.effective(configured), per_request)
+        if per_request:
             # 2026-07-28: the request and its authorization, never another request's state.
-            return self.from_token()
+            return self.from_token(per_request=True)
         try:
             stored = await self.stored(client.ctx)
         except StateUnavailable as exc:
@@ -267,8 +270,14 @@ class ConcernLayer(PolicyLayer):
             return self.from_token()
         return _ConcernView(self, self.effective(stored))
 
-    def refusal(self, component: FastMCPComponent, asked: Mapping[str, str]) -> str | None:
-        """Why a client asking ``asked`` does not get ``component``; None when it does."""
+    def refusal(
+        self, component: FastMCPComponent, asked: Mapping[str, str], *, per_request: bool = False
+    ) -> str | None:
+        """Why a client asking ``asked`` does not get ``component``; None when it does.
+
+        ``per_request``: nothing is stored for this client, so the remedy named is the
+        request's ``_meta`` alone.
+        """
         try:
             values = self.values_of(component)
         except ValueError as exc:
@@ -283,19 +292,28 @@ class ConcernLayer(PolicyLayer):
             concern = self.concerns[name]
             if wanted is None or concern.admits(value, wanted):
                 continue
-            what = label(component)
             accepted = concern.accepted(wanted)
-            asks = f"{name}={wanted!r}" + (
-                f" (which accepts {accepted})" if len(accepted) > 1 else ""
-            )
-            return (
-                f"{what} is excluded by concern {name!r}: it is {name}={value!r} and this "
-                f"client's concerns ask {asks}. Concerns are a preference filter, not a "
-                f"permission: to use it, send concerns/update with {name}: {value!r} (it "
-                f"replaces your whole configuration) or set params._meta[{REQUEST_META_KEY!r}] "
-                f"to {{{name!r}: {value!r}}} on this request"
-            )
+            return _excluded(label(component), name, value, wanted, accepted, per_request)
         return None
+
+
+def _excluded(
+    what: str, name: str, value: str, wanted: str, accepted: Sequence[str], per_request: bool
+) -> str:
+    """The refusal of a component a concern excludes, with the way to get it."""
+    asks = f"{name}={wanted!r}" + (f" (which accepts {accepted})" if len(accepted) > 1 else "")
+    remedy = (
+        ""
+        if per_request
+        else f"send concerns/update with {name}: {value!r} (it replaces your whole "
+        "configuration) or "
+    )
+    return (
+        f"{what} is excluded by concern {name!r}: it is {name}={value!r} and this "
+        f"client's concerns ask {asks}. Concerns are a preference filter, not a "
+        f"permission: to use it, {remedy}set params._meta[{REQUEST_META_KEY!r}] "
+        f"to {{{name!r}: {value!r}}} on this request"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,13 +322,14 @@ class _ConcernView:
 
     layer: ConcernLayer
     asked: Mapping[str, str]
+    per_request: bool = False
 
     @property
     def key(self) -> Hashable:
-        return (id(self.layer), tuple(sorted(self.asked.items())))
+        return (id(self.layer), tuple(sorted(self.asked.items())), self.per_request)
 
     def judge(self, component: FastMCPComponent) -> Hidden | None:
-        message = self.layer.refusal(component, self.asked)
+        message = self.layer.refusal(component, self.asked, per_request=self.per_request)
         return None if message is None else Hidden(message)
 
 
