@@ -192,6 +192,23 @@ def sdk_middleware(server: FastMCP) -> list[Any]:
     return middleware
 
 
+def check_headers_as_listed(server: FastMCP) -> None:
+    """Have the MCP SDK check a call's ``Mcp-Param-*`` headers against the input schema the
+    caller's own ``tools/list`` shows it.
+
+    Private: ``FastMCP._mcp_server.get_tool_input_schema`` (FastMCP 4.2 and later; absent
+    before, where the SDK checks no such header). FastMCP sets it to a server-wide cache of
+    schemas that every client's listing fills, read before any middleware or lookup: a
+    hidden tool's header-bound argument was refused with HTTP 400 where an absent tool is
+    "Unknown tool". Without it the SDK lists tools for the request it checks, through the
+    server's own handler (every layer applied): a tool the caller cannot list is not
+    checked, and its call is refused as an absent one's.
+    """
+    low_level = server._mcp_server
+    if getattr(low_level, "get_tool_input_schema", None) is not None:
+        low_level.get_tool_input_schema = None
+
+
 def serving_server() -> FastMCP | None:
     r"""The server whose lifespan or request is running, or None outside both.
 

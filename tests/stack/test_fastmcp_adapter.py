@@ -21,6 +21,7 @@ from fastmcp.utilities.tests import asgi_server
 
 from fastmcp_filtering._fastmcp import (
     catalog_generation,
+    check_headers_as_listed,
     client_identity,
     current_request,
     list_page_size,
@@ -164,6 +165,17 @@ class TestServerInternals:
         parent.mount(renamed, namespace="x", tool_names={"a": "b"})
         assert mounted_servers(parent) == [plain, spaced, renamed]
         assert mounted_servers(plain) == []
+
+    def test_header_checks_read_the_callers_listing(self) -> None:
+        """FastMCP 4.2 hands the MCP SDK a schema cache for Mcp-Param-* checks; once it is
+        taken away the SDK lists tools for the request it checks (4.1 has neither)."""
+        mcp = FastMCP("headers")
+        low_level: Any = mcp._mcp_server
+        had = getattr(low_level, "get_tool_input_schema", None)
+        check_headers_as_listed(mcp)
+        assert getattr(low_level, "get_tool_input_schema", None) is None
+        if had is not None:
+            assert hasattr(low_level, "get_request_handler")
 
     async def test_the_state_store_round_trips(self) -> None:
         from fastmcp.server.server import StateValue

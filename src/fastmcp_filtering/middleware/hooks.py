@@ -15,11 +15,12 @@ from fastmcp.utilities.json_schema import dereference_refs
 from typing_extensions import override
 
 from fastmcp_filtering._fastmcp import (
+    check_headers_as_listed,
     mounted_servers,
     serving_server,
 )
 from fastmcp_filtering.core.catalog import same_kind
-from fastmcp_filtering.core.request import request_info, request_memo
+from fastmcp_filtering.core.request import current_scope, request_info, request_memo
 from fastmcp_filtering.middleware.wire import install_wire
 from fastmcp_filtering.policy.access import current_principal
 from fastmcp_filtering.policy.decision import AccessTransform
@@ -109,6 +110,8 @@ def set_up(server: FastMCP) -> list[Middleware]:
         set_up(child)
     # Its answers may hold a mounted server's shaped ones, whatever its own middlewares.
     install_wire(server, _own_layers)
+    # FastMCP's schema cache for Mcp-Param-* checks holds what any client listed.
+    check_headers_as_listed(server)
     _CHAIN[server] = tuple(server.middleware)
     return [m for m in server.middleware if not any(m is b for b in before)]
 
@@ -528,7 +531,12 @@ class ListHooks(ToolInjectionMiddleware, Announces):
         params = self.list_params
         if params is not None:
             info = request_info(context)
-            if info is None or all(info.params.get(p) is None for p in params):
+            if (
+                info is None
+                or all(info.params.get(p) is None for p in params)
+                # The client's listing read as candidates: its query and filter aside.
+                or current_scope().as_listed
+            ):
                 return await call_next(context)
         return await self.on_list(ListRequest(kind, context, call_next))
 

@@ -117,6 +117,7 @@ __all__ = [
     "load_policy",
     "loaded_policy",
     "set_aside",
+    "shown",
     "widened",
 ]
 
@@ -674,3 +675,17 @@ async def current_policy(server: FastMCP) -> Policy:
     component visible on a server without one)."""
     transform = AccessTransform.of(server)
     return await transform.policy() if transform is not None else ALLOW_ALL
+
+
+def shown(server: FastMCP, policy: Policy, components: Sequence[_C]) -> list[_C]:
+    """``components`` as ``server``'s lookups show them to the client ``policy`` judges for:
+    without the groups it denies that their own ``_meta`` names.
+
+    For what the package hands out from outside FastMCP's lookup (a search page from the
+    catalog snapshot), so it names no more groups than a listing of the same tools would.
+    """
+    transform = AccessTransform.of(server)
+    denied = policy.denied_groups
+    if transform is None or not denied:
+        return list(components)
+    return [transform._scrub(c, denied) for c in components]
