@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from fastmcp import FastMCP
     from fastmcp.server.context import Context
     from fastmcp.server.dependencies import FastMCPRequestContext
+    from fastmcp.server.transforms import Transform
     from fastmcp.tools.base import Tool
     from mcp.server.connection import Connection
 
@@ -28,6 +29,7 @@ __all__ = [
     "current_request",
     "list_page_size",
     "lists_its_storage",
+    "mount_paths",
     "mounted_servers",
     "proxy_client_factory",
     "renderer_alias_hash",
@@ -229,23 +231,35 @@ def serving_server() -> FastMCP | None:
 def mounted_servers(server: FastMCP) -> list[FastMCP]:
     """The servers mounted into ``server`` (``server.mount(child)``), directly.
 
-    Private: ``_WrappedProvider._inner``. ``mount`` with a namespace or tool
-    renames wraps the child's ``FastMCPProvider`` in a provider that applies
-    them, and only the wrapped one is in ``server.providers``. A mounted
-    server's own middleware is set up with its parent's, since the parent's
+    A mounted server's own middleware is set up with its parent's, since the parent's
     lookups by name reach the child through its transforms, not its middleware.
+    """
+    return [child for child, _ in mount_paths(server)]
+
+
+def mount_paths(server: FastMCP) -> list[tuple[FastMCP, tuple[Transform, ...]]]:
+    """Each server mounted into ``server`` directly, with the transforms its components
+    pass on their way into ``server`` (innermost first: tool renames, then the namespace).
+
+    Private: ``_WrappedProvider._inner`` and ``Provider._transforms``. ``mount`` with a
+    namespace or tool renames wraps the child's ``FastMCPProvider`` in providers that
+    apply them, and only the outermost is in ``server.providers``; the names a parent's
+    policy judges are the child's components as those transforms rename them.
     """
     from fastmcp.server.providers.fastmcp_provider import FastMCPProvider
 
-    found: list[FastMCP] = []
+    found: list[tuple[FastMCP, tuple[Transform, ...]]] = []
     for provider in server.providers:
+        applied: list[Transform] = []
         while not isinstance(provider, FastMCPProvider):
+            applied[:0] = getattr(provider, "_transforms", ())
             inner = getattr(provider, "_inner", None)
             if inner is None:
                 break
             provider = inner
         if isinstance(provider, FastMCPProvider):
-            found.append(provider.server)
+            applied[:0] = getattr(provider, "_transforms", ())
+            found.append((provider.server, tuple(applied)))
     return found
 
 

@@ -26,6 +26,7 @@ from fastmcp_filtering._fastmcp import (
     current_request,
     list_page_size,
     lists_its_storage,
+    mount_paths,
     mounted_servers,
     proxy_client_factory,
     renderer_alias_hash,
@@ -165,6 +166,15 @@ class TestServerInternals:
         parent.mount(renamed, namespace="x", tool_names={"a": "b"})
         assert mounted_servers(parent) == [plain, spaced, renamed]
         assert mounted_servers(plain) == []
+        # Each with the transforms its components pass into the parent, innermost first.
+        paths = [
+            (child, [type(t).__name__ for t in renames]) for child, renames in mount_paths(parent)
+        ]
+        assert paths == [
+            (plain, []),
+            (spaced, ["Namespace"]),
+            (renamed, ["ToolTransform", "Namespace"]),
+        ]
 
     def test_header_checks_read_the_callers_listing(self) -> None:
         """FastMCP 4.2 hands the MCP SDK a schema cache for Mcp-Param-* checks; once it is

@@ -16,7 +16,7 @@ from typing_extensions import override
 
 from fastmcp_filtering._fastmcp import (
     check_headers_as_listed,
-    mounted_servers,
+    mount_paths,
     serving_server,
 )
 from fastmcp_filtering.core.catalog import same_kind
@@ -25,6 +25,7 @@ from fastmcp_filtering.middleware.wire import install_wire
 from fastmcp_filtering.policy.access import current_principal
 from fastmcp_filtering.policy.decision import AccessTransform
 from fastmcp_filtering.policy.injection import judge_injections
+from fastmcp_filtering.policy.mounts import mount_under
 from fastmcp_filtering.policy.renderers import VisibleRenderers, is_renderer
 from fastmcp_filtering.policy.tasks import GUARDED_METHODS, TaskGuard, task_guard
 
@@ -106,7 +107,9 @@ def set_up(server: FastMCP) -> list[Middleware]:
     refuse_shared_caches(server)
     # The parent looks a mounted server's components up by name through its transforms
     # alone: the mounted server's policy must be in place before the parent's first lookup.
-    for child in mounted_servers(server):
+    # And whatever the mounted server looks up by itself answers to this server's policy.
+    for child, renames in mount_paths(server):
+        mount_under(child, server, renames)
         set_up(child)
     # Its answers may hold a mounted server's shaped ones, whatever its own middlewares.
     install_wire(server, _own_layers)
