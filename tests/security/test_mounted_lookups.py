@@ -57,6 +57,7 @@ def child_server(stack: str, *, secret: bool) -> FastMCP:
 
 
 def tree(stack: str, *, secret: bool) -> FastMCP:
+    """The parent with the child mounted as ``c``."""
     parent = FastMCP("parent")
     parent.add_middleware(PrincipalByClientName())
     parent.mount(child_server(stack, secret=secret), namespace="c")
@@ -109,7 +110,8 @@ CASES = [
 
 
 async def answer(era: str, who: str, stack: str, probe: str, *, secret: bool) -> str:
-    async with Client(tree(stack, secret=secret), **ERAS[era], **as_principal(who)) as client:
+    server = tree(stack, secret=secret)
+    async with Client(server, **ERAS[era], **as_principal(who)) as client:
         listed = sorted(t.name for t in await client.list_tools())
         got = await PROBES[probe][1](client)
     return json.dumps([listed, got])
@@ -138,3 +140,36 @@ async def test_the_reader_gets_what_it_would_had_the_child_none(
 async def test_the_admin_still_reaches_them(era: str, stack: str, probe: str) -> None:
     got = await answer(era, "admin", stack, probe, secret=True)
     assert "dropped" in got or "the secret" in got
+
+
+LATE_PROBES = ["the child's call_tool", "a child tool calling by name", "the child's search_tools"]
+
+
+@pytest.mark.parametrize("probe", LATE_PROBES)
+@pytest.mark.parametrize("depth", ["into the parent", "into a mounted server"])
+async def test_a_server_mounted_after_the_first_request_answers_to_it_too(
+    era: str, probe: str, depth: str
+) -> None:
+    """The parent's stack has served a request before the child is mounted (into the parent
+    as ``c``, or into an empty server the parent mounted as ``c`` before then)."""
+    answers = []
+    for secret in (True, False):
+        parent = FastMCP("parent")
+        parent.add_middleware(PrincipalByClientName())
+        middle = FastMCP("middle")
+        if depth == "into a mounted server":
+            parent.mount(middle, namespace="c")
+        add_filtering(
+            parent,
+            groups=[Group("admin", tools=["c_drop_*"], access=require_scopes("github:admin"))],
+        )
+        async with Client(parent, **ERAS[era], **as_principal("reader")) as client:
+            await client.list_tools()
+            child = child_server("search_first", secret=secret)
+            if depth == "into a mounted server":
+                middle.mount(child)
+            else:
+                parent.mount(child, namespace="c")
+            answers.append(await PROBES[probe][1](client))
+    assert answers[0] == answers[1]
+    assert "dropped" not in answers[0]

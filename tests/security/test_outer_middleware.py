@@ -10,11 +10,13 @@ the raw answers (tools, cursors, error codes and data), following every cursor.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from fastmcp import FastMCP
 from fastmcp.server.auth import restrict_tag
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.server.middleware.authorization import AuthMiddleware
 from fastmcp.tools import Tool
 from mcp.shared.exceptions import MCPError
@@ -103,3 +105,24 @@ class TestAMiddlewareThatDropsTools:
         assert await answers(connect, payroll_server(25, outer=outer), params) == [
             json.dumps([["payroll_report"], False])
         ]
+
+
+class Stamp(Middleware):
+    """A middleware ahead of the stack that changes each listed tool (not only drops some)."""
+
+    async def on_list_tools(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Sequence[Tool]]
+    ) -> Sequence[Tool]:
+        listed = await call_next(context)
+        return [t.model_copy(update={"description": f"{t.description} [seen]"}) for t in listed]
+
+
+async def test_a_middleware_ahead_shapes_a_query_page_once(connect: Connect) -> None:
+    mcp = payroll_server(25)
+    mcp.middleware.insert(1, Stamp())
+    async with connect(mcp) as client:
+        page = await call_method(client, "tools/list", {"query": "payroll"})
+        plain = await call_method(client, "tools/list", {})
+    [found] = page["tools"]
+    assert found == next(t for t in plain["tools"] if t["name"] == "payroll_report")
+    assert found["description"] == "Payroll report [seen]"

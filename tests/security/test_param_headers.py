@@ -13,18 +13,17 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from fastmcp import FastMCP
-from fastmcp.server.auth import require_scopes
 from fastmcp.utilities.tests import asgi_server
-from pydantic import Field
-
-from fastmcp_filtering import Group, add_filtering, in_group
 
 from .._principals import PrincipalByClientName
+from .._region_server import make_server
+from .._servers import serve_http
 from ..conftest import Connect
 
 pytestmark = pytest.mark.skipif(
@@ -32,30 +31,11 @@ pytestmark = pytest.mark.skipif(
     reason="this FastMCP's MCP SDK checks no Mcp-Param-* headers",
 )
 
-Region = Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]
-
 
 def region_server(*, hidden: bool) -> FastMCP:
-    """``ping`` and ``show_region`` for everyone and, with ``hidden``, ``move_account`` in
-    the ``admin`` group only ``github:admin`` tokens may use; the last two take an
-    ``account_region`` bound to the ``Mcp-Param-Region`` header."""
-    mcp = FastMCP("regions")
-    mcp.add_middleware(PrincipalByClientName())
-    mcp.tool(lambda: "pong", name="ping")
-
-    @mcp.tool
-    def show_region(account_region: Region) -> str:
-        return account_region
-
-    if hidden:
-
-        @in_group("admin")
-        @mcp.tool
-        def move_account(account_region: Region) -> str:
-            return f"moved to {account_region}"
-
-    add_filtering(mcp, groups=[Group("admin", access=require_scopes("github:admin"))])
-    return mcp
+    """The region server (``move_account`` hidden from readers), the principal named by the
+    client's ``clientInfo``."""
+    return make_server(hidden=hidden, first=[PrincipalByClientName()])
 
 
 def envelope(who: str) -> dict[str, Any]:
@@ -75,9 +55,14 @@ async def raw_http(server: FastMCP) -> AsyncIterator[httpx.AsyncClient]:
 
 
 async def post(
-    http: httpx.AsyncClient, who: str, method: str, params: dict[str, Any], **headers: str
+    http: httpx.AsyncClient,
+    who: str,
+    method: str,
+    params: dict[str, Any],
+    url: str = "/mcp",
+    **headers: str,
 ) -> tuple[int, str]:
-    """One request as ``who``: its HTTP status and body."""
+    """One request as ``who`` (its ``clientInfo``) to ``url``: its HTTP status and body."""
     sent = {
         "accept": "application/json, text/event-stream",
         "mcp-protocol-version": "2026-07-28",
@@ -91,7 +76,7 @@ async def post(
         "method": method,
         "params": {**params, "_meta": envelope(who)},
     }
-    reply = await http.post("/mcp", json=body, headers=sent)
+    reply = await http.post(url, json=body, headers=sent)
     return reply.status_code, reply.text
 
 
@@ -157,3 +142,30 @@ async def test_a_session_client_sends_no_headers_and_is_refused_alike(connect: C
             answers.append(result.model_dump_json())
     assert answers[0] == answers[1]
     assert "Unknown tool" in answers[0]
+
+
+REGION_SERVER = Path(__file__).parents[1] / "_region_server.py"
+
+
+async def over_the_network(*args: str) -> list[tuple[int, str]]:
+    """The reader's calls to ``move_account`` each way, over real HTTP with bearer tokens,
+    after the admin listed the tools."""
+    got: list[tuple[int, str]] = []
+    with serve_http(REGION_SERVER, *args) as running:
+        async with httpx.AsyncClient(timeout=30) as http:
+            admin = {"authorization": "Bearer admin-token"}
+            status, _ = await post(http, "raw", "tools/list", {}, running.url, **admin)
+            assert status == 200
+            for arguments, headers in CALLS.values():
+                params = {"name": "move_account", "arguments": arguments}
+                reader = {"authorization": "Bearer reader-token", **headers}
+                got.append(await post(http, "raw", "tools/call", params, running.url, **reader))
+    return got
+
+
+@pytest.mark.slow
+async def test_over_http_a_hidden_tool_answers_as_an_absent_one() -> None:
+    hidden = await over_the_network()
+    absent = await over_the_network("--absent")
+    assert hidden == absent
+    assert all(status == 200 and "Unknown tool" in text for status, text in hidden)

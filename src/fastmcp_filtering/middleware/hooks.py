@@ -68,15 +68,36 @@ _R = TypeVar("_R")
 _SET_UP: weakref.WeakKeyDictionary[FastMCP, list[Middleware]] = weakref.WeakKeyDictionary()
 
 
-# Each server's middlewares when last set up or checked (held, so no id is reused): one
-# added or swapped in since may inject tools.
-_CHAIN: weakref.WeakKeyDictionary[FastMCP, tuple[Middleware, ...]] = weakref.WeakKeyDictionary()
+# Each server's middlewares, and the providers of every server in its mount tree, when last
+# set up or checked (held, so no id is reused): a middleware added or swapped in since may
+# inject tools, a server mounted since (at any depth) must answer to this one's policy.
+_CHAIN: weakref.WeakKeyDictionary[FastMCP, tuple[object, ...]] = weakref.WeakKeyDictionary()
+
+
+def _chain_of(server: FastMCP) -> tuple[object, ...]:
+    return (*server.middleware, *_providers_below(server))
+
+
+def _providers_below(server: FastMCP) -> tuple[object, ...]:
+    # A mounted server's own requests never pass this server's middlewares: a mount into
+    # it is only seen here.
+    below = [_providers_below(child) for child, _ in mount_paths(server)]
+    return (*server.providers, *(p for providers in below for p in providers))
 
 
 def _chain_changed(server: FastMCP) -> bool:
     seen = _CHAIN.get(server, ())
-    chain = server.middleware
+    chain = _chain_of(server)
     return len(seen) != len(chain) or any(a is not b for a, b in zip(seen, chain, strict=True))
+
+
+def _judge_mounted(server: FastMCP) -> None:
+    """Set up each server mounted into ``server``: the parent looks its components up by
+    name through its transforms alone, so its policy must be in place before the parent's
+    first lookup; and whatever it looks up by itself answers to ``server``'s policy."""
+    for child, renames in mount_paths(server):
+        mount_under(child, server, renames)
+        set_up(child)
 
 
 def set_up_on(server: FastMCP) -> tuple[Middleware, ...]:
@@ -105,17 +126,12 @@ def set_up(server: FastMCP) -> list[Middleware]:
     # Tools a middleware of the server's own injects are listed past every transform.
     judge_injections(server, own=lambda m: isinstance(m, ListHooks))
     refuse_shared_caches(server)
-    # The parent looks a mounted server's components up by name through its transforms
-    # alone: the mounted server's policy must be in place before the parent's first lookup.
-    # And whatever the mounted server looks up by itself answers to this server's policy.
-    for child, renames in mount_paths(server):
-        mount_under(child, server, renames)
-        set_up(child)
+    _judge_mounted(server)
     # Its answers may hold a mounted server's shaped ones, whatever its own middlewares.
     install_wire(server, _own_layers)
     # FastMCP's schema cache for Mcp-Param-* checks holds what any client listed.
     check_headers_as_listed(server)
-    _CHAIN[server] = tuple(server.middleware)
+    _CHAIN[server] = _chain_of(server)
     return [m for m in server.middleware if not any(m is b for b in before)]
 
 
@@ -492,10 +508,12 @@ class ListHooks(ToolInjectionMiddleware, Announces):
                 call_next = _through(set_up(server), call_next)
             elif _chain_changed(server):
                 # A middleware added or swapped in since: one injecting tools is judged from
-                # now on, a cache shared between clients refused (every request, until removed).
+                # now on, a cache shared between clients refused (every request, until removed);
+                # a server mounted since answers to this one's policy.
                 judge_injections(server, own=lambda m: isinstance(m, ListHooks))
                 refuse_shared_caches(server)
-                _CHAIN[server] = tuple(server.middleware)
+                _judge_mounted(server)
+                _CHAIN[server] = _chain_of(server)
             if self not in _SERVING:
                 _SERVING.add(self)
                 self.serving(server)

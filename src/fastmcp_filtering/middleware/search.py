@@ -316,9 +316,9 @@ class _QueryListing:
         # The groups this client's principal may use: a filter naming another is unknown.
         tree = await access_of(owner.catalog).tree()
         if server is not None and shaped_ahead(server, owner):
-            # A middleware ahead of this one may drop what this ranks: rank what the client
-            # lists, so nothing it drops counts in a page, a cursor or a filter's tags.
-            listed = cast("Sequence[_C]", await as_listed(server, kind))
+            # A middleware ahead of this one may drop what this ranks: rank only what the
+            # client lists, so nothing it drops counts in a page, a cursor or a filter's tags.
+            listed = await _as_the_client_lists(server, kind, context, call_next)
         elif kind == "tool" and server is not None and context.fastmcp_context is not None:
             served = await self._snapshot_page(
                 context, call_next, server, page, tree=tree, info=info, query=query, size=size
@@ -451,6 +451,21 @@ def _page(
             break
     more = offset + len(found) if any(not hit.enable for hit in rest) else None
     return found, more, better if found else pending
+
+
+async def _as_the_client_lists(
+    server: FastMCP,
+    kind: ComponentKind,
+    context: MiddlewareContext[Any],
+    call_next: CallNext[Any, Sequence[_C]],
+) -> Sequence[_C]:
+    """What the rest of the chain lists, less what the client's own listing leaves out.
+
+    The components are the rest of the chain's: the middleware ahead shapes the page
+    once, on its way back, as it shapes any listing.
+    """
+    shown = {component.key for component in await as_listed(server, kind)}
+    return [c for c in await call_next(context) if c.key in shown]
 
 
 def _refuse_foreign_cursor(info: RequestInfo | None) -> None:
