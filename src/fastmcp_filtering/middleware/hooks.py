@@ -25,7 +25,7 @@ from fastmcp_filtering.middleware.wire import install_wire
 from fastmcp_filtering.policy.access import current_principal
 from fastmcp_filtering.policy.decision import AccessTransform
 from fastmcp_filtering.policy.injection import judge_injections
-from fastmcp_filtering.policy.mounts import mount_under
+from fastmcp_filtering.policy.mounts import judged_above, mount_under
 from fastmcp_filtering.policy.renderers import VisibleRenderers, is_renderer
 from fastmcp_filtering.policy.tasks import GUARDED_METHODS, TaskGuard, task_guard
 
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from fastmcp.server.middleware import CallNext, MiddlewareContext
     from fastmcp.tools.base import Tool
     from fastmcp.utilities.components import FastMCPComponent
+    from mcp.server.connection import Connection
 
     from fastmcp_filtering.core.catalog import Catalog, ComponentKind
     from fastmcp_filtering.core.request import RequestInfo
@@ -519,6 +520,16 @@ class ListHooks(ToolInjectionMiddleware, Announces):
                 self.serving(server)
         return await super().__call__(context, call_next)
 
+    def _remember(self, context: MiddlewareContext[Any], connection: Connection) -> None:
+        """Keep a session-era client to announce runtime changes to, unless this server is
+        mounted where a policy above judges it: that policy, which may hide a change from
+        the client, is the request's alone, so a change here is announced to nobody (the
+        client sees it at its next listing, as the parent's own announcements leave it)."""
+        assert self.catalog is not None
+        server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
+        if server is None or not judged_above(server):
+            self.catalog.remember(connection, current_principal())
+
     @override
     async def on_message(
         self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
@@ -526,8 +537,7 @@ class ListHooks(ToolInjectionMiddleware, Announces):
         info = request_info(context)
         if info is not None:
             if self.catalog is not None and not info.modern and info.connection is not None:
-                # Runtime group changes are announced to the session-era clients it remembers.
-                self.catalog.remember(info.connection, current_principal())
+                self._remember(context, info.connection)
             if self.meta_keys and not self.meta_keys.isdisjoint(info.meta):
                 # Bad input is -32602 here, before any lookup judges with it.
                 self.check_meta(context, info)

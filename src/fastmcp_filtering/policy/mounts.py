@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from fastmcp_filtering.policy.decision import ClientRequest, Hidden, Policy
 
-__all__ = ["MountedUnder", "mount_under"]
+__all__ = ["MountedUnder", "judged_above", "mount_under"]
 
 # Transforms that rename a component the same way for every request: how a parent names
 # a mounted server's components. Others (a search transform that replaces a list) leave
@@ -67,7 +67,7 @@ class MountedUnder(PolicyLayer):
         """As the layers above: a parent's client can change what they hide."""
         return any(
             layer.changes_with_client
-            for parent in self._live()
+            for parent in self.live()
             if (transform := AccessTransform.of(parent)) is not None
             for layer in transform.layers
         )
@@ -78,7 +78,8 @@ class MountedUnder(PolicyLayer):
         self._parents = [(ref, r) for ref, r in self._parents if ref() not in (None, parent)]
         self._parents.append((weakref.ref(parent), kept))
 
-    def _live(self) -> list[FastMCP]:
+    def live(self) -> list[FastMCP]:
+        """The servers above that still exist."""
         return [parent for ref, _ in self._parents if (parent := ref()) is not None]
 
     @override
@@ -157,6 +158,14 @@ def _settled(pending: Awaitable[Sequence[Any]]) -> Sequence[Any]:
         return cast("Sequence[Any]", done.value)
     coroutine.close()
     return []
+
+
+def judged_above(server: FastMCP) -> bool:
+    """Whether ``server`` is mounted in a server whose policy judges its lookups."""
+    transform = AccessTransform.of(server)
+    return transform is not None and any(
+        isinstance(layer, MountedUnder) and layer.live() for layer in transform.layers
+    )
 
 
 def mount_under(child: FastMCP, parent: FastMCP, renames: Sequence[Transform]) -> None:
