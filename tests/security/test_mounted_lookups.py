@@ -173,3 +173,20 @@ async def test_a_server_mounted_after_the_first_request_answers_to_it_too(
             answers.append(await PROBES[probe][1](client))
     assert answers[0] == answers[1]
     assert "dropped" not in answers[0]
+
+
+@pytest.mark.side_effect_lists
+async def test_lists_the_childs_enable_tools_changes_hide_alike(era: str) -> None:
+    """With lists that change by the client's calls (2026-07-28's opt-in, as 2025-11-25):
+    what the child's ``enable_tools`` answers, and the reader's list after it."""
+    answers = []
+    for secret in (True, False):
+        async with Client(
+            tree("progressive", secret=secret), **ERAS[era], **as_principal("reader")
+        ) as client:
+            got = await PROBES["the child's enable_tools"][1](client)
+            listed = sorted(t.name for t in await client.list_tools())
+        answers.append(json.dumps([got, listed]))
+    assert answers[0] == answers[1]
+    assert "c_list_rows" in answers[0]
+    assert "drop_table" not in answers[0]

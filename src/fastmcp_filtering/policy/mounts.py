@@ -62,11 +62,11 @@ class MountedUnder(PolicyLayer):
         names = [parent.name for ref, _ in self._parents if (parent := ref()) is not None]
         return f"MountedUnder({names!r})"
 
-    @property
-    def changes_with_client(self) -> bool:  # type: ignore[override]
+    @override
+    def changes_with(self, *, modern: bool) -> bool:
         """As the layers above: a parent's client can change what they hide."""
         return any(
-            layer.changes_with_client
+            layer.changes_with(modern=modern)
             for parent in self.live()
             if (transform := AccessTransform.of(parent)) is not None
             for layer in transform.layers
