@@ -17,6 +17,7 @@ from fastmcp.server.providers import LocalProvider
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
+    from fastmcp.server.auth import AccessToken
     from fastmcp.server.context import Context
     from fastmcp.server.dependencies import FastMCPRequestContext
     from fastmcp.server.transforms import Transform
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from mcp.server.connection import Connection
 
 __all__ = [
+    "auth_middleware_checks",
     "catalog_generation",
     "client_identity",
     "current_request",
@@ -35,6 +37,7 @@ __all__ = [
     "renderer_alias_hash",
     "request_connection",
     "request_method_and_params",
+    "request_token",
     "sdk_middleware",
     "serving_server",
     "state_store",
@@ -225,6 +228,31 @@ def serving_server() -> FastMCP | None:
     try:
         return get_server()
     except RuntimeError:
+        return None
+
+
+def auth_middleware_checks(server: FastMCP) -> tuple[Any, ...]:
+    """The checks of ``server``'s FastMCP ``AuthMiddleware`` instances that judge this
+    request: none over stdio, where that middleware checks nothing.
+
+    Private: ``fastmcp.server.context._current_transport``, which the middleware reads.
+    """
+    from fastmcp.server.context import _current_transport
+    from fastmcp.server.middleware.authorization import AuthMiddleware
+
+    if _current_transport.get() == "stdio":
+        return ()
+    return tuple(m.auth for m in server.middleware if isinstance(m, AuthMiddleware))
+
+
+def request_token() -> AccessToken | None:
+    """The request's access token as FastMCP's ``AuthMiddleware`` reads it; None when none
+    was sent or it cannot be read."""
+    from fastmcp.server.dependencies import get_access_token
+
+    try:
+        return get_access_token()
+    except Exception:
         return None
 
 

@@ -20,6 +20,7 @@ from fastmcp.tools import Tool
 from fastmcp.utilities.tests import asgi_server
 
 from fastmcp_filtering._fastmcp import (
+    auth_middleware_checks,
     catalog_generation,
     check_headers_as_listed,
     client_identity,
@@ -32,6 +33,7 @@ from fastmcp_filtering._fastmcp import (
     renderer_alias_hash,
     request_connection,
     request_method_and_params,
+    request_token,
     sdk_middleware,
     serving_server,
     state_store,
@@ -186,6 +188,23 @@ class TestServerInternals:
         assert getattr(low_level, "get_tool_input_schema", None) is None
         if had is not None:
             assert hasattr(low_level, "get_request_handler")
+
+    def test_auth_middleware_checks_are_none_over_stdio(self) -> None:
+        """FastMCP's ``AuthMiddleware`` checks nothing when the request came over stdio (its
+        ``_current_transport``); elsewhere its ``auth`` checks judge."""
+        from fastmcp.server.auth import require_scopes
+        from fastmcp.server.context import _current_transport
+        from fastmcp.server.middleware.authorization import AuthMiddleware
+
+        check = require_scopes("github:admin")
+        mcp = FastMCP("gated", middleware=[AuthMiddleware(auth=check)])
+        assert auth_middleware_checks(mcp) == (check,)
+        token = _current_transport.set("stdio")
+        try:
+            assert auth_middleware_checks(mcp) == ()
+        finally:
+            _current_transport.reset(token)
+        assert request_token() is None
 
     async def test_the_state_store_round_trips(self) -> None:
         from fastmcp.server.server import StateValue

@@ -18,7 +18,8 @@ looks it up in the tree below, does not exist for the client there either.
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any, cast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from fastmcp.prompts.base import Prompt
 from fastmcp.resources.base import Resource
@@ -33,12 +34,14 @@ from fastmcp.server.transforms import Namespace, ToolTransform
 from fastmcp.tools.base import Tool
 from typing_extensions import override
 
+from fastmcp_filtering._fastmcp import auth_middleware_checks, request_token
 from fastmcp_filtering.policy.decision import CONCEALED, AccessTransform, PolicyLayer
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Hashable, Sequence
 
     from fastmcp import FastMCP
+    from fastmcp.server.auth import AccessToken
     from fastmcp.server.transforms import Transform
     from fastmcp.utilities.components import FastMCPComponent
 
@@ -50,6 +53,8 @@ __all__ = ["MountedUnder", "judged_above", "mount_under"]
 # a mounted server's components. Others (a search transform that replaces a list) leave
 # the names alone, and the parent judges the names those give.
 _RENAMES = (Namespace, ToolTransform)
+
+_T = TypeVar("_T")
 
 
 class MountedUnder(PolicyLayer):
@@ -84,37 +89,72 @@ class MountedUnder(PolicyLayer):
 
     @override
     async def view(self, client: ClientRequest) -> _AboveView:
-        above: list[tuple[Policy, FastMCP, tuple[Transform, ...]]] = []
+        above: list[_Above] = []
         for ref, renames in self._parents:
             parent = ref()
-            transform = AccessTransform.of(parent) if parent is not None else None
-            if parent is None or transform is None:
+            if parent is None:
                 continue
-            policy = await transform.policy()
-            if not policy.hides_nothing:
-                above.append((policy, parent, renames))
-        return _AboveView(above)
+            transform = AccessTransform.of(parent)
+            policy = await transform.policy() if transform is not None else None
+            gates = auth_middleware_checks(parent)
+            if gates or (policy is not None and not policy.hides_nothing):
+                above.append(_Above(policy, parent, renames, gates))
+        return _AboveView(above, request_token() if any(a.gates for a in above) else None)
+
+
+@dataclass(frozen=True, slots=True)
+class _Above:
+    """One server above: its policy for the request, the renames its mount applies, and the
+    checks of its FastMCP ``AuthMiddleware`` instances (they drop from its lists and refuse
+    its calls what they deny, outside any layer)."""
+
+    policy: Policy | None
+    """None: the server has no layers."""
+    parent: FastMCP
+    renames: tuple[Transform, ...]
+    gates: tuple[Any, ...]
 
 
 class _AboveView:
     """This request's policy of each server above, applied to the names they give."""
 
-    def __init__(self, above: Sequence[tuple[Policy, FastMCP, tuple[Transform, ...]]]) -> None:
+    def __init__(self, above: Sequence[_Above], token: AccessToken | None) -> None:
         self._above = tuple(above)
-        states = tuple(policy.state for policy, _, _ in self._above)
-        self.key: Hashable | None = None if None in states else ("above", *states)
+        self._token = token
+        states = tuple(a.policy.state for a in self._above if a.policy is not None)
+        # A gate judges the request's token, which no key here holds: never remembered.
+        gated = any(a.gates for a in self._above)
+        self.key: Hashable | None = None if gated or None in states else ("above", *states)
         self.unlisted = True
-        self.denied_groups = frozenset().union(*(p.denied_groups for p, _, _ in self._above))
+        self.denied_groups = frozenset().union(
+            *(a.policy.denied_groups for a in self._above if a.policy is not None)
+        )
 
     def judge(self, component: FastMCPComponent) -> Hidden | None:
-        for policy, parent, renames in self._above:
-            form = as_mounted(component, parent, renames)
+        for above in self._above:
+            form = as_mounted(component, above.parent, above.renames)
             if form is None:
                 return CONCEALED
-            hidden = policy.judge(form)
+            hidden = above.policy.judge(form) if above.policy is not None else None
             if hidden is not None:
                 return hidden
+            if above.gates and not _admitted(form, above.gates, self._token):
+                return CONCEALED
         return None
+
+
+def _admitted(component: FastMCPComponent, gates: Sequence[Any], token: AccessToken | None) -> bool:
+    """Whether each ``AuthMiddleware`` check admits the request's token to ``component`` as
+    the parent names it; a check that would wait (an async one that awaits) cannot be told
+    here, and conceals."""
+    from fastmcp.exceptions import AuthorizationError
+    from fastmcp.utilities.authorization import AuthContext, run_auth_checks
+
+    context = AuthContext(token=token, component=component)
+    try:
+        return all(_at_once(run_auth_checks(gate, context), False) for gate in gates)
+    except AuthorizationError:
+        return False
 
 
 def as_mounted(
@@ -151,13 +191,18 @@ def _wrapped(component: FastMCPComponent) -> tuple[str, Any]:
 def _settled(pending: Awaitable[Sequence[Any]]) -> Sequence[Any]:
     """What a rename returns when it completes without waiting (Namespace and ToolTransform
     only compute); an empty list (nothing: concealed) when it would wait."""
+    return _at_once(pending, [])
+
+
+def _at_once(pending: Awaitable[_T], waits: _T) -> _T:
+    """What ``pending`` returns when it completes without waiting; ``waits`` when it would."""
     coroutine = cast("Any", pending)
     try:
         coroutine.send(None)
     except StopIteration as done:
-        return cast("Sequence[Any]", done.value)
+        return cast("_T", done.value)
     coroutine.close()
-    return []
+    return waits
 
 
 def judged_above(server: FastMCP) -> bool:
