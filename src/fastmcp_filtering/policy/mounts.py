@@ -11,8 +11,11 @@ search transforms built on it. Those lookups never pass the parent.
 ``AccessTransform``: its view holds this request's policy of each server the
 server is mounted in (which holds the same layer for the servers above that
 one), and judges a component as that parent would see it, renamed by the
-mount (tool renames, then the namespace). Whatever a parent hides, whoever
-looks it up in the tree below, does not exist for the client there either.
+mount (tool renames, then the namespace): by its layers and by the checks of
+its FastMCP ``AuthMiddleware``, which hides from the parent's own requests
+what it denies but never runs on the mounted server's. Whatever a parent
+hides, whoever looks it up in the tree below, does not exist for the client
+there either.
 """
 
 from __future__ import annotations
