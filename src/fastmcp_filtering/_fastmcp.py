@@ -17,23 +17,28 @@ from fastmcp.server.providers import LocalProvider
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
+    from fastmcp.server.auth import AccessToken
     from fastmcp.server.context import Context
     from fastmcp.server.dependencies import FastMCPRequestContext
+    from fastmcp.server.transforms import Transform
     from fastmcp.tools.base import Tool
     from mcp.server.connection import Connection
 
 __all__ = [
+    "auth_middleware_checks",
     "catalog_generation",
     "client_identity",
     "current_request",
     "list_cache_hint",
     "list_page_size",
     "lists_its_storage",
+    "mount_paths",
     "mounted_servers",
     "proxy_client_factory",
     "renderer_alias_hash",
     "request_connection",
     "request_method_and_params",
+    "request_token",
     "sdk_middleware",
     "serving_server",
     "state_store",
@@ -206,6 +211,23 @@ def sdk_middleware(server: FastMCP) -> list[Any]:
     return middleware
 
 
+def check_headers_as_listed(server: FastMCP) -> None:
+    """Have the MCP SDK check a call's ``Mcp-Param-*`` headers against the input schema the
+    caller's own ``tools/list`` shows it.
+
+    Private: ``FastMCP._mcp_server.get_tool_input_schema`` (FastMCP 4.2 and later; absent
+    before, where the SDK checks no such header). FastMCP sets it to a server-wide cache of
+    schemas that every client's listing fills, read before any middleware or lookup: a
+    hidden tool's header-bound argument was refused with HTTP 400 where an absent tool is
+    "Unknown tool". Without it the SDK lists tools for the request it checks, through the
+    server's own handler (every layer applied): a tool the caller cannot list is not
+    checked, and its call is refused as an absent one's.
+    """
+    low_level = server._mcp_server
+    if getattr(low_level, "get_tool_input_schema", None) is not None:
+        low_level.get_tool_input_schema = None
+
+
 def serving_server() -> FastMCP | None:
     r"""The server whose lifespan or request is running, or None outside both.
 
@@ -223,26 +245,63 @@ def serving_server() -> FastMCP | None:
         return None
 
 
+def auth_middleware_checks(server: FastMCP) -> tuple[Any, ...]:
+    """The checks of ``server``'s FastMCP ``AuthMiddleware`` instances that judge this
+    request: none over stdio, where that middleware checks nothing.
+
+    Private: ``fastmcp.server.context._current_transport``, which the middleware reads.
+    """
+    from fastmcp.server.context import _current_transport
+    from fastmcp.server.middleware.authorization import AuthMiddleware
+
+    if _current_transport.get() == "stdio":
+        return ()
+    return tuple(m.auth for m in server.middleware if isinstance(m, AuthMiddleware))
+
+
+def request_token() -> AccessToken | None:
+    """The request's access token as FastMCP's ``AuthMiddleware`` reads it; None when none
+    was sent or it cannot be read."""
+    from fastmcp.server.dependencies import get_access_token
+
+    try:
+        return get_access_token()
+    except Exception:
+        return None
+
+
 def mounted_servers(server: FastMCP) -> list[FastMCP]:
     """The servers mounted into ``server`` (``server.mount(child)``), directly.
 
-    Private: ``_WrappedProvider._inner``. ``mount`` with a namespace or tool
-    renames wraps the child's ``FastMCPProvider`` in a provider that applies
-    them, and only the wrapped one is in ``server.providers``. A mounted
-    server's own middleware is set up with its parent's, since the parent's
+    A mounted server's own middleware is set up with its parent's, since the parent's
     lookups by name reach the child through its transforms, not its middleware.
+    """
+    return [child for child, _ in mount_paths(server)]
+
+
+def mount_paths(server: FastMCP) -> list[tuple[FastMCP, tuple[Transform, ...]]]:
+    """Each server mounted into ``server`` directly, with the transforms its components
+    pass on their way into ``server`` (innermost first: tool renames, then the namespace).
+
+    Private: ``_WrappedProvider._inner`` and ``Provider._transforms``. ``mount`` with a
+    namespace or tool renames wraps the child's ``FastMCPProvider`` in providers that
+    apply them, and only the outermost is in ``server.providers``; the names a parent's
+    policy judges are the child's components as those transforms rename them.
     """
     from fastmcp.server.providers.fastmcp_provider import FastMCPProvider
 
-    found: list[FastMCP] = []
+    found: list[tuple[FastMCP, tuple[Transform, ...]]] = []
     for provider in server.providers:
+        applied: list[Transform] = []
         while not isinstance(provider, FastMCPProvider):
+            applied[:0] = getattr(provider, "_transforms", ())
             inner = getattr(provider, "_inner", None)
             if inner is None:
                 break
             provider = inner
         if isinstance(provider, FastMCPProvider):
-            found.append(provider.server)
+            applied[:0] = getattr(provider, "_transforms", ())
+            found.append((provider.server, tuple(applied)))
     return found
 
 

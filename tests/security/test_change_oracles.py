@@ -186,6 +186,42 @@ class TestRuntimeChanges:
             assert "c_wipe" not in {t.name for t in await reader.list_tools()}
         assert heard["reader"].methods == []
 
+    @pytest.mark.parametrize(
+        "child_stack",
+        [
+            pytest.param({"groups": [Group("db")]}, id="filter"),
+            pytest.param({"progressive": "search_first"}, id="search_first"),
+            pytest.param({"groups": [Group("db", tools=["*"])], "progressive": True}, id="groups"),
+        ],
+    )
+    async def test_an_addition_the_parent_hides_in_a_mounted_server_is_not_announced(
+        self, era: str, child_stack: dict[str, Any]
+    ) -> None:
+        """The mounted server's own stack sees nothing hidden in ``drop_index``; the parent's
+        ``Group("admin", tools=["c_drop_*"])`` hides it from the reader, which hears what it
+        would had nothing been added."""
+        answers = []
+        for added in (True, False):
+            mcp = FastMCP("parent")
+            mcp.add_middleware(PrincipalByClientName())
+            child = FastMCP("child")
+            child.tool(lambda: "r", name="list_rows")
+            add_filtering(child, **child_stack)
+            mcp.mount(child, namespace="c")
+            admin_only = Group("admin", tools=["c_drop_*"], access=require_scopes("github:admin"))
+            add_filtering(mcp, groups=[admin_only])
+            async with reader_and_admin(mcp, era) as (reader, admin, heard):
+                # The reader's session passes the mounted server's middlewares too.
+                await reader.call_tool_mcp("c_search_tools", {"query": "rows"})
+                if added:
+                    child.add_tool(Tool.from_function(_drop_database, name="drop_index"))
+                # The admin's listing reaches the mounted server, which meets the new tool.
+                await admin.list_tools()
+                listed = sorted(t.name for t in await reader.list_tools())
+            answers.append((listed, heard["reader"].methods))
+        assert answers[0] == answers[1]
+        assert answers[0][1] == []
+
     async def test_an_addition_fastmcps_auth_middleware_denies_is_not_announced(
         self, era: str
     ) -> None:

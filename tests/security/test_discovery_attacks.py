@@ -90,10 +90,6 @@ ROCKET_QUERIES = ["launch rocket", "rocket", "save the world", "launch"]
 
 
 # Known gaps, each a strict xfail: it fails the day the gap is closed.
-MOUNTED_SEARCH = (
-    "known gap (issue 11): a mounted server's own search_tools ranks the mounted server's "
-    "catalog, not its parent's; install the stack on the outermost server"
-)
 MOUNTED_META = (
     "known gap (issue 11): mounting wraps a meta-tool in a new object, which the identity "
     "registry does not know"
@@ -191,11 +187,6 @@ class TestOtherConcealment:
                 got = await listed(client, {"query": query})
                 assert "child_launch_rocket" not in str(got), query
 
-    @pytest.mark.xfail(
-        strict=True,
-        raises=AssertionError,
-        reason=MOUNTED_SEARCH,
-    )
     async def test_a_mounted_servers_search_tools_does_not_name_what_the_parent_conceals(
         self, connect: Connect
     ) -> None:

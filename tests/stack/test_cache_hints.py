@@ -194,6 +194,28 @@ class TestMountedServers:
         ttl = 0 if side_effect_lists else 300_000
         assert (listed["ttlMs"], listed["cacheScope"]) == (ttl, "private")
 
+    @pytest.mark.parametrize("side_effect_lists", [False, True])
+    async def test_a_server_mounted_under_the_stack_keeps_as_the_parents_layers_say(
+        self, side_effect_lists: bool
+    ) -> None:
+        # The mounted server answers to the parent's policy (a layer of its own): its
+        # answers are kept as long as the parent's layers allow, no shorter.
+        child = FastMCP("child", cache_ttl=300, cache_scope="public")
+        child.add_tool(_tool("hello"))
+        child.add_tool(_tool("wipe"))
+        parent = FastMCP("parent", cache_ttl=300, cache_scope="public")
+        parent.mount(child, namespace="c")
+        add_filtering(
+            parent,
+            groups=[Group("basic", tools=["c_hello"]), Group("admin", tools=["c_wipe"])],
+            progressive={"initial_groups": ["basic"], "side_effect_lists": side_effect_lists},
+        )
+        async with Client(parent) as client:
+            listed = await call_method(client, "tools/list")
+        assert "c_wipe" not in [t["name"] for t in listed["tools"]]
+        ttl = 0 if side_effect_lists else 300_000
+        assert (listed["ttlMs"], listed["cacheScope"]) == (ttl, "private")
+
 
 class TestAccessControl:
     async def test_private_with_the_servers_lifetime(self) -> None:

@@ -20,17 +20,21 @@ from fastmcp.tools import Tool
 from fastmcp.utilities.tests import asgi_server
 
 from fastmcp_filtering._fastmcp import (
+    auth_middleware_checks,
     catalog_generation,
+    check_headers_as_listed,
     client_identity,
     current_request,
     list_cache_hint,
     list_page_size,
     lists_its_storage,
+    mount_paths,
     mounted_servers,
     proxy_client_factory,
     renderer_alias_hash,
     request_connection,
     request_method_and_params,
+    request_token,
     sdk_middleware,
     serving_server,
     state_store,
@@ -176,6 +180,43 @@ class TestServerInternals:
         parent.mount(renamed, namespace="x", tool_names={"a": "b"})
         assert mounted_servers(parent) == [plain, spaced, renamed]
         assert mounted_servers(plain) == []
+        # Each with the transforms its components pass into the parent, innermost first.
+        paths = [
+            (child, [type(t).__name__ for t in renames]) for child, renames in mount_paths(parent)
+        ]
+        assert paths == [
+            (plain, []),
+            (spaced, ["Namespace"]),
+            (renamed, ["ToolTransform", "Namespace"]),
+        ]
+
+    def test_header_checks_read_the_callers_listing(self) -> None:
+        """FastMCP 4.2 hands the MCP SDK a schema cache for Mcp-Param-* checks; once it is
+        taken away the SDK lists tools for the request it checks (4.1 has neither)."""
+        mcp = FastMCP("headers")
+        low_level: Any = mcp._mcp_server
+        had = getattr(low_level, "get_tool_input_schema", None)
+        check_headers_as_listed(mcp)
+        assert getattr(low_level, "get_tool_input_schema", None) is None
+        if had is not None:
+            assert hasattr(low_level, "get_request_handler")
+
+    def test_auth_middleware_checks_are_none_over_stdio(self) -> None:
+        """FastMCP's ``AuthMiddleware`` checks nothing when the request came over stdio (its
+        ``_current_transport``); elsewhere its ``auth`` checks judge."""
+        from fastmcp.server.auth import require_scopes
+        from fastmcp.server.context import _current_transport
+        from fastmcp.server.middleware.authorization import AuthMiddleware
+
+        check = require_scopes("github:admin")
+        mcp = FastMCP("gated", middleware=[AuthMiddleware(auth=check)])
+        assert auth_middleware_checks(mcp) == (check,)
+        token = _current_transport.set("stdio")
+        try:
+            assert auth_middleware_checks(mcp) == ()
+        finally:
+            _current_transport.reset(token)
+        assert request_token() is None
 
     async def test_the_state_store_round_trips(self) -> None:
         from fastmcp.server.server import StateValue

@@ -15,6 +15,7 @@ from fastmcp_filtering import (
     Catalog,
     Concern,
     ConcernMiddleware,
+    ConcernsFromToken,
     FilterMiddleware,
     Group,
     GroupAccessMiddleware,
@@ -317,7 +318,11 @@ class TestAddFiltering:
         ("kwargs", "message"),
         [
             ({"catalog": Catalog(), "groups": GROUPS}, "either catalog= or groups="),
-            ({"concern_mapping": MAPPING}, "concern_mapping needs concerns="),
+            ({"concern_mapping": MAPPING}, r"concern_mapping .*need concerns="),
+            (
+                {"concern_authorization": ConcernsFromToken(claim="concerns")},
+                "concern_authorization need concerns=",
+            ),
             ({"search": "yes"}, "search must be True, False or a dict"),
             ({"progressive": {"groups": GROUPS}}, "must not repeat groups or catalog"),
         ],

@@ -118,7 +118,12 @@ def requested_filter(info: RequestInfo | None, kind: ComponentKind) -> ListFilte
 
 
 def narrow(
-    catalog: GroupTree, info: RequestInfo | None, kind: ComponentKind, components: Sequence[_C]
+    catalog: GroupTree,
+    info: RequestInfo | None,
+    kind: ComponentKind,
+    components: Sequence[_C],
+    *,
+    listed: Sequence[FastMCPComponent] | None = None,
 ) -> Sequence[_C]:
     """``components`` that match the request's ``filter``: ANY of its groups, ALL of its tags.
 
@@ -126,12 +131,14 @@ def narrow(
     group name of the filter that no group of it has matches nothing (one hidden
     from the client reads as one never declared). Raises -32602 for a tag that
     neither is declared nor is on a component in ``components`` (what this
-    client can see, so no hidden component's tag is valid). The filtering and
-    search middlewares both apply it, so a filter means the same in any order.
+    client can see, so no hidden component's tag is valid), or in ``listed`` when
+    given (what the client lists, where ``components`` may hold more). The filtering
+    and search middlewares both apply it, so a filter means the same in any order.
     """
 
     def seen_tags() -> set[str]:
-        return {tag for component in components for tag in component.tags}
+        seen = components if listed is None else listed
+        return {tag for component in seen for tag in component.tags}
 
     list_filter = checked_filter(catalog, info, kind, seen_tags)
     if list_filter is None:

@@ -410,6 +410,10 @@ class Scope:
     """The ``AccessTransform`` whose lookups also show what the client could enable itself."""
     set_aside: object | None = None
     """The ``AccessTransform`` whose policy shows everything (``policy.decision.set_aside``)."""
+    as_listed: bool = False
+    """Lists leave the request's own ``filter`` and ``query`` aside: what the client lists
+    through the whole chain, which a search or a filter check reads as its candidates when a
+    middleware ahead of it may drop components (``middleware.snapshot.as_listed``)."""
 
 
 # The one ContextVar for block-scoped state: a new Scope per block, the old one back after it.

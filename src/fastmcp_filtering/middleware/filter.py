@@ -17,6 +17,7 @@ from fastmcp_filtering.core.declarations import GROUPS_META_KEY, Group, Tag
 from fastmcp_filtering.core.filters import filter_warnings, narrow
 from fastmcp_filtering.core.request import (
     add_capabilities,
+    current_scope,
     custom_result,
     has_filter,
     invalid_params,
@@ -25,6 +26,7 @@ from fastmcp_filtering.core.request import (
 from fastmcp_filtering.middleware.access import enforce_access
 from fastmcp_filtering.middleware.hooks import ListHooks, Marks, install_task_guard
 from fastmcp_filtering.middleware.layers import check_completion
+from fastmcp_filtering.middleware.snapshot import as_listed, shaped_ahead
 from fastmcp_filtering.middleware.wire import report
 from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.decision import AccessTransform
@@ -189,14 +191,19 @@ class FilterMiddleware(ListHooks):
         context = request.context
         info = request_info(context)
         narrowed = components
-        if has_filter(info):
-            narrowed = narrow(tree, info, request.kind, components)
-            if context.fastmcp_context is not None:
-                warnings = filter_warnings(tree, info, request.kind)
-                report(context.fastmcp_context.fastmcp, warnings=warnings)
+        server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
+        if has_filter(info) and not current_scope().as_listed:
+            # Tag names are checked against what the client lists: a middleware ahead of
+            # this one may drop components whose tags must then be unknown.
+            listed = None
+            if server is not None and shaped_ahead(server, self):
+                listed = await as_listed(server, request.kind)
+            narrowed = narrow(tree, info, request.kind, components, listed=listed)
+            if server is not None:
+                report(server, warnings=filter_warnings(tree, info, request.kind))
         marked = await self.marked(narrowed)
-        if context.fastmcp_context is not None:
-            await self.catalog.refresh(context.fastmcp_context.fastmcp)
+        if server is not None:
+            await self.catalog.refresh(server)
         return marked
 
     @override

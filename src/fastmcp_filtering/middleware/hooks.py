@@ -15,15 +15,17 @@ from fastmcp.utilities.json_schema import dereference_refs
 from typing_extensions import override
 
 from fastmcp_filtering._fastmcp import (
-    mounted_servers,
+    check_headers_as_listed,
+    mount_paths,
     serving_server,
 )
 from fastmcp_filtering.core.catalog import same_kind
-from fastmcp_filtering.core.request import request_info, request_memo
+from fastmcp_filtering.core.request import current_scope, request_info, request_memo
 from fastmcp_filtering.middleware.wire import install_wire
 from fastmcp_filtering.policy.access import current_principal
 from fastmcp_filtering.policy.decision import AccessTransform
 from fastmcp_filtering.policy.injection import judge_injections
+from fastmcp_filtering.policy.mounts import judged_above, mount_under
 from fastmcp_filtering.policy.renderers import VisibleRenderers, is_renderer
 from fastmcp_filtering.policy.tasks import GUARDED_METHODS, TaskGuard, task_guard
 
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from fastmcp.server.middleware import CallNext, MiddlewareContext
     from fastmcp.tools.base import Tool
     from fastmcp.utilities.components import FastMCPComponent
+    from mcp.server.connection import Connection
 
     from fastmcp_filtering.core.catalog import Catalog, ComponentKind
     from fastmcp_filtering.core.request import RequestInfo
@@ -66,15 +69,36 @@ _R = TypeVar("_R")
 _SET_UP: weakref.WeakKeyDictionary[FastMCP, list[Middleware]] = weakref.WeakKeyDictionary()
 
 
-# Each server's middlewares when last set up or checked (held, so no id is reused): one
-# added or swapped in since may inject tools.
-_CHAIN: weakref.WeakKeyDictionary[FastMCP, tuple[Middleware, ...]] = weakref.WeakKeyDictionary()
+# Each server's middlewares, and the providers of every server in its mount tree, when last
+# set up or checked (held, so no id is reused): a middleware added or swapped in since may
+# inject tools, a server mounted since (at any depth) must answer to this one's policy.
+_CHAIN: weakref.WeakKeyDictionary[FastMCP, tuple[object, ...]] = weakref.WeakKeyDictionary()
+
+
+def _chain_of(server: FastMCP) -> tuple[object, ...]:
+    return (*server.middleware, *_providers_below(server))
+
+
+def _providers_below(server: FastMCP) -> tuple[object, ...]:
+    # A mounted server's own requests never pass this server's middlewares: a mount into
+    # it is only seen here.
+    below = [_providers_below(child) for child, _ in mount_paths(server)]
+    return (*server.providers, *(p for providers in below for p in providers))
 
 
 def _chain_changed(server: FastMCP) -> bool:
     seen = _CHAIN.get(server, ())
-    chain = server.middleware
+    chain = _chain_of(server)
     return len(seen) != len(chain) or any(a is not b for a, b in zip(seen, chain, strict=True))
+
+
+def _judge_mounted(server: FastMCP) -> None:
+    """Set up each server mounted into ``server``: the parent looks its components up by
+    name through its transforms alone, so its policy must be in place before the parent's
+    first lookup; and whatever it looks up by itself answers to ``server``'s policy."""
+    for child, renames in mount_paths(server):
+        mount_under(child, server, renames)
+        set_up(child)
 
 
 def set_up_on(server: FastMCP) -> tuple[Middleware, ...]:
@@ -103,13 +127,12 @@ def set_up(server: FastMCP) -> list[Middleware]:
     # Tools a middleware of the server's own injects are listed past every transform.
     judge_injections(server, own=lambda m: isinstance(m, ListHooks))
     refuse_shared_caches(server)
-    # The parent looks a mounted server's components up by name through its transforms
-    # alone: the mounted server's policy must be in place before the parent's first lookup.
-    for child in mounted_servers(server):
-        set_up(child)
+    _judge_mounted(server)
     # Its answers may hold a mounted server's shaped ones, whatever its own middlewares.
     install_wire(server, _own_layers)
-    _CHAIN[server] = tuple(server.middleware)
+    # FastMCP's schema cache for Mcp-Param-* checks holds what any client listed.
+    check_headers_as_listed(server)
+    _CHAIN[server] = _chain_of(server)
     return [m for m in server.middleware if not any(m is b for b in before)]
 
 
@@ -486,14 +509,26 @@ class ListHooks(ToolInjectionMiddleware, Announces):
                 call_next = _through(set_up(server), call_next)
             elif _chain_changed(server):
                 # A middleware added or swapped in since: one injecting tools is judged from
-                # now on, a cache shared between clients refused (every request, until removed).
+                # now on, a cache shared between clients refused (every request, until removed);
+                # a server mounted since answers to this one's policy.
                 judge_injections(server, own=lambda m: isinstance(m, ListHooks))
                 refuse_shared_caches(server)
-                _CHAIN[server] = tuple(server.middleware)
+                _judge_mounted(server)
+                _CHAIN[server] = _chain_of(server)
             if self not in _SERVING:
                 _SERVING.add(self)
                 self.serving(server)
         return await super().__call__(context, call_next)
+
+    def _remember(self, context: MiddlewareContext[Any], connection: Connection) -> None:
+        """Keep a session-era client to announce runtime changes to, unless this server is
+        mounted where a policy above judges it: that policy, which may hide a change from
+        the client, is the request's alone, so a change here is announced to nobody (the
+        client sees it at its next listing, as the parent's own announcements leave it)."""
+        assert self.catalog is not None
+        server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
+        if server is None or not judged_above(server):
+            self.catalog.remember(connection, current_principal())
 
     @override
     async def on_message(
@@ -502,8 +537,7 @@ class ListHooks(ToolInjectionMiddleware, Announces):
         info = request_info(context)
         if info is not None:
             if self.catalog is not None and not info.modern and info.connection is not None:
-                # Runtime group changes are announced to the session-era clients it remembers.
-                self.catalog.remember(info.connection, current_principal())
+                self._remember(context, info.connection)
             if self.meta_keys and not self.meta_keys.isdisjoint(info.meta):
                 # Bad input is -32602 here, before any lookup judges with it.
                 self.check_meta(context, info)
@@ -528,7 +562,12 @@ class ListHooks(ToolInjectionMiddleware, Announces):
         params = self.list_params
         if params is not None:
             info = request_info(context)
-            if info is None or all(info.params.get(p) is None for p in params):
+            if (
+                info is None
+                or all(info.params.get(p) is None for p in params)
+                # The client's listing read as candidates: its query and filter aside.
+                or current_scope().as_listed
+            ):
                 return await call_next(context)
         return await self.on_list(ListRequest(kind, context, call_next))
 

@@ -46,7 +46,7 @@ from fastmcp_filtering.policy.progressive import call_hint
 from fastmcp_filtering.policy.renderers import VisibleRenderers, is_renderer
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import Awaitable, Callable, Iterable, Sequence
 
     from fastmcp import FastMCP
     from fastmcp.prompts.base import PromptResult
@@ -191,7 +191,7 @@ class LayerMiddleware(ListHooks):
             context, call_next, "tool", name, ToolError, unknown=self.unknown_tool_hint
         )
 
-    def unknown_tool_hint(self, context: MiddlewareContext[Any], name: str) -> str | None:
+    async def unknown_tool_hint(self, context: MiddlewareContext[Any], name: str) -> str | None:
         """What to say of a tool FastMCP does not know and no layer hides; None: nothing."""
         return None
 
@@ -247,7 +247,7 @@ async def _hinted(
     key: str,
     refuse: Callable[[str], Exception],
     *,
-    unknown: Callable[[MiddlewareContext[Any], str], str | None] | None = None,
+    unknown: Callable[[MiddlewareContext[Any], str], Awaitable[str | None]] | None = None,
 ) -> _R:
     """``call_next``, with FastMCP's "Unknown ..." worded as the policy's hint, if any
     (else as ``unknown``'s words)."""
@@ -256,7 +256,7 @@ async def _hinted(
     except NotFoundError:
         message = await _hint(context, kind, key)
         if message is None and unknown is not None:
-            message = unknown(context, key)
+            message = await unknown(context, key)
         if message is None:
             raise
         raise refuse(message) from None

@@ -19,6 +19,7 @@ from fastmcp_filtering.middleware.progressive_tools import (
     EnableToolsWithSchemasResult,
     MetaToolBodies,
 )
+from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.concerns import STATE_NAMESPACE as CONCERNS_STATE
 from fastmcp_filtering.policy.progressive import EnabledStore, ProgressiveLayer, closed, path_to
 
@@ -281,7 +282,7 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
         return {t.name: mark_meta_tool(t) for t in tools}
 
     @override
-    def unknown_tool_hint(self, context: MiddlewareContext[Any], name: str) -> str | None:
+    async def unknown_tool_hint(self, context: MiddlewareContext[Any], name: str) -> str | None:
         ctx = context.fastmcp_context
         if (
             name in self._state_tools
@@ -290,7 +291,8 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
             and not self._layer.fixed(current_info())
         ):
             # Hidden from this client, which may know the name from the docs: say why.
-            return f"Unknown tool: {name!r}; {self._bodies.no_state()}"
+            tree = await access_of(self.catalog).tree()
+            return f"Unknown tool: {name!r}; {self._bodies.no_state(tree)}"
         return None
 
     @override

@@ -180,9 +180,11 @@ class MetaToolBodies:
     async def members(self, server: FastMCP) -> dict[str, frozenset[str]]:
         return await self.layer.members(server)
 
-    def no_state(self) -> str:
-        """Why a client with no identity cannot enable groups, and how it gets one."""
-        now = as_names(self.store.ordered(self.store.initial))
+    def no_state(self, tree: GroupTree) -> str:
+        """Why a client with no identity cannot enable groups, and how it gets one; of the
+        initial groups, those it may know (``tree``): a denied one is named nowhere."""
+        known = {group.name for group in tree.groups}
+        now = as_names(self.store.ordered(g for g in self.store.initial if g in known))
         return (
             "groups cannot be enabled or disabled on this connection: this server keeps "
             "enabled groups per session (protocol 2025-11-25) or per authenticated user, "
@@ -208,7 +210,7 @@ class MetaToolBodies:
         enabled = await self.store.load(ctx, client_key(ctx), tree)
         now = as_names(self.store.ordered(enabled.groups))
         if enabled.problem == "anonymous":
-            raise ToolError(self.no_state())
+            raise ToolError(self.no_state(tree))
         if enabled.problem == "store":
             raise ToolError(
                 "groups cannot be changed right now: the server could not read its session "

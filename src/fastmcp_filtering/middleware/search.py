@@ -28,10 +28,10 @@ from fastmcp_filtering.middleware.search_service import (
     rank_hits,
 )
 from fastmcp_filtering.middleware.search_tool import SearchTool, SearchToolsResult
-from fastmcp_filtering.middleware.snapshot import Snapshots, request_trusts
+from fastmcp_filtering.middleware.snapshot import Snapshots, as_listed, request_trusts, shaped_ahead
 from fastmcp_filtering.middleware.wire import LIST_METHODS, report, search_page
 from fastmcp_filtering.policy.access import access_of
-from fastmcp_filtering.policy.decision import current_policy, is_widened
+from fastmcp_filtering.policy.decision import current_policy, is_widened, shown
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -310,18 +310,16 @@ class _QueryListing:
             usable = _narrowed(owner.catalog, info, kind, await call_next(context))
             return await self.service.rank(kind, usable, query, len(usable))
         page.owner = owner
-        if info is not None and info.params.get("cursor") is not None:
-            # The cursor scope takes this search's own page cursors out of the params.
-            raise invalid_params(
-                "cursor was not issued for this query; send the nextCursor of the previous "
-                "page with the same query, or search again without a cursor",
-                field="cursor",
-            )
+        _refuse_foreign_cursor(info)
         size = self._page_size(server)
         listed: Sequence[_C] | None = None
         # The groups this client's principal may use: a filter naming another is unknown.
         tree = await access_of(owner.catalog).tree()
-        if kind == "tool" and server is not None and context.fastmcp_context is not None:
+        if server is not None and shaped_ahead(server, owner):
+            # A middleware ahead of this one may drop what this ranks: rank only what the
+            # client lists, so nothing it drops counts in a page, a cursor or a filter's tags.
+            listed = await _as_the_client_lists(server, kind, context, call_next)
+        elif kind == "tool" and server is not None and context.fastmcp_context is not None:
             served = await self._snapshot_page(
                 context, call_next, server, page, tree=tree, info=info, query=query, size=size
             )
@@ -374,7 +372,8 @@ class _QueryListing:
         snapshot = await self.snapshots.current(server)
         if snapshot is None or not await request_trusts(snapshot, context.fastmcp_context):
             return None
-        selection = snapshot.selection(await current_policy(server), tree, info, query)
+        policy = await current_policy(server)
+        selection = snapshot.selection(policy, tree, info, query)
         keys = await self.service.rank_keys(
             query,
             selection.within,
@@ -384,7 +383,8 @@ class _QueryListing:
             first=2 * (page.offset + size) + 16,
         )
         tools, more, groups = _page(map(selection.hit, keys), page.offset, size)
-        used, result = await through_chain(tools, context, call_next)
+        # The snapshot holds the tools as no client sees them: shown as this client's would be.
+        used, result = await through_chain(shown(server, policy, tools), context, call_next)
         if used:
             page.next = more
             report(server, better=groups[: self.owner.max_results])
@@ -451,6 +451,32 @@ def _page(
             break
     more = offset + len(found) if any(not hit.enable for hit in rest) else None
     return found, more, better if found else pending
+
+
+async def _as_the_client_lists(
+    server: FastMCP,
+    kind: ComponentKind,
+    context: MiddlewareContext[Any],
+    call_next: CallNext[Any, Sequence[_C]],
+) -> Sequence[_C]:
+    """What the rest of the chain lists, less what the client's own listing leaves out.
+
+    The components are the rest of the chain's: the middleware ahead shapes the page
+    once, on its way back, as it shapes any listing.
+    """
+    shown = {component.key for component in await as_listed(server, kind)}
+    return [c for c in await call_next(context) if c.key in shown]
+
+
+def _refuse_foreign_cursor(info: RequestInfo | None) -> None:
+    """-32602 for a cursor left in the params: the cursor scope takes this search's own page
+    cursors out of them, so any other was not issued for this query."""
+    if info is not None and info.params.get("cursor") is not None:
+        raise invalid_params(
+            "cursor was not issued for this query; send the nextCursor of the previous "
+            "page with the same query, or search again without a cursor",
+            field="cursor",
+        )
 
 
 def _narrowed(

@@ -20,7 +20,7 @@ from fastmcp_filtering.middleware.search_service import (
     search_key,
 )
 from fastmcp_filtering.middleware.snapshot import leaves_tools, request_trusts
-from fastmcp_filtering.policy.decision import current_policy
+from fastmcp_filtering.policy.decision import current_policy, shown
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -198,7 +198,7 @@ class SearchTool:
         )
         # As a listing would show them: no middleware changes a tool but by its marks.
         page = [tool for tool, calls in found if calls is None]
-        listed = await marked_by(server.middleware, page)
+        listed = await marked_by(server.middleware, shown(server, policy, page))
         callable_ = iter(listed)
         return [(next(callable_) if calls is None else tool, calls) for tool, calls in found]
 

@@ -19,6 +19,15 @@ knows, no component ``auth``, no per-session visibility rules. Otherwise search
 lists through the chain as before. The page a search ranks is handed to the
 rest of the middleware chain by ``Prefilled``, the innermost middleware, so
 every middleware still shapes what the client gets.
+
+A server's own middleware *ahead* of a list hook (FastMCP's ``AuthMiddleware``, a
+role check in ``on_list_tools``) shapes a list on its way back, after a search
+ranked it and after a ``filter`` checked its tag names: a page it empties would
+still carry the cursor and count of what it dropped, and a tag only dropped
+components carry would still be a known tag. Where such a middleware sits ahead
+(``shaped_ahead``), the hook reads its candidates from the client's own listing
+through the whole chain (``as_listed``), the request's ``filter`` and ``query``
+set aside, so what the client cannot list shapes nothing it gets.
 """
 
 from __future__ import annotations
@@ -26,29 +35,33 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import weakref
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from fastmcp.server.transforms import Namespace, ToolTransform, VersionFilter, Visibility
 from fastmcp.server.transforms.visibility import get_session_transforms
 
 from fastmcp_filtering._fastmcp import catalog_generation, lists_its_storage
-from fastmcp_filtering.core.request import unrestricted
+from fastmcp_filtering.core.request import current_scope, scoped, unrestricted
 from fastmcp_filtering.middleware.candidates import CatalogSnapshot
 from fastmcp_filtering.middleware.hooks import Gate, ListHooks, Prefilled, prefilled_last
 from fastmcp_filtering.middleware.search_service import can_enable
-from fastmcp_filtering.policy.decision import AccessTransform
+from fastmcp_filtering.policy.decision import LISTERS, AccessTransform
 from fastmcp_filtering.policy.injection import JudgedInjection, unjudged_tools
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from fastmcp import FastMCP
     from fastmcp.server.context import Context
     from fastmcp.server.middleware import Middleware
     from fastmcp.tools import Tool
 
+    from fastmcp_filtering.core.catalog import ComponentKind
     from fastmcp_filtering.middleware.search_service import SearchService
 
-__all__ = ["Snapshots", "leaves_tools", "request_trusts"]
+__all__ = ["Snapshots", "as_listed", "leaves_tools", "request_trusts", "shaped_ahead"]
 
 # Transforms that do the same to every request's listing, whoever asks.
 _STATIC_TRANSFORMS = (Visibility, Namespace, ToolTransform, VersionFilter)
@@ -162,6 +175,28 @@ def leaves_tools(middleware: Middleware) -> bool:
         )
         for hook in _LISTING_HOOKS
     )
+
+
+def shaped_ahead(server: FastMCP, middleware: Middleware) -> bool:
+    """Whether a middleware ahead of ``middleware`` in ``server``'s chain may change a list.
+
+    True too when ``middleware`` is not in the chain (a mounted server's, answering
+    inside its parent's request): nothing says what runs ahead of it.
+    """
+    for each in server.middleware:
+        if each is middleware or getattr(each, "inner", None) is middleware:
+            return False
+        if not leaves_tools(each):
+            return True
+    return True
+
+
+async def as_listed(server: FastMCP, kind: ComponentKind) -> Sequence[Any]:
+    """What the client lists of ``kind`` through ``server``'s whole chain, its request's own
+    ``filter`` and ``query`` aside (every middleware, every layer, FastMCP's checks)."""
+    with scoped(replace(current_scope(), as_listed=True)):
+        listed: Sequence[Any] = await getattr(server, LISTERS[kind])()
+    return listed
 
 
 async def list_catalog(server: FastMCP) -> tuple[list[Tool], bool]:

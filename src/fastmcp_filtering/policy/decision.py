@@ -117,6 +117,7 @@ __all__ = [
     "load_policy",
     "loaded_policy",
     "set_aside",
+    "shown",
     "widened",
 ]
 
@@ -404,14 +405,29 @@ def loaded_policy(owner: object) -> Policy | None:
     remembered = request_memo()
     if remembered is None:
         return None
-    cached = remembered.get(("policy", id(owner), scope.widened is owner))
+    cached = remembered.get(_policy_key(owner))
     return cast("Policy", cached[1]) if cached is not None and cached[0] is owner else None
 
 
+def _policy_key(owner: object) -> tuple[object, ...]:
+    """Where this request remembers ``owner``'s policy: per owner and per scope, since a
+    policy that holds another's (a mounted server's holds its parents') differs in a block
+    that widens or sets aside that other one."""
+    scope = current_scope()
+    return ("policy", id(owner), id(scope.widened), id(scope.set_aside))
+
+
 async def load_policy(
-    owner: object, layers: Sequence[PolicyLayer], memo: Memo | None = None
+    owner: object,
+    layers: Sequence[PolicyLayer],
+    memo: Memo | None = None,
+    server: FastMCP | None = None,
 ) -> Policy:
-    """This request's policy over ``layers``, loaded once per request and ``owner``."""
+    """This request's policy over ``layers``, loaded once per request and ``owner``.
+
+    ``server`` is the server whose layers they are: their views read its state (a mounted
+    server's lookup may load its parent's policy, which must not read the child's).
+    """
     if not layers or is_unrestricted() or current_scope().set_aside is owner:
         return ALLOW_ALL
     request = current_request()
@@ -420,11 +436,11 @@ async def load_policy(
         return CONCEAL_ALL
     wide = current_scope().widened is owner
     remembered = request_memo()
-    key = ("policy", id(owner), wide)
+    key = _policy_key(owner)
     cached = remembered.get(key) if remembered is not None else None
     if cached is not None and cached[0] is owner:
         return cast("Policy", cached[1])
-    policy = await _load(request, layers, memo, wide)
+    policy = await _load(request, layers, memo, wide, server)
     if remembered is not None:
         # The owner is held with its policy, so its id is not reused within the request.
         remembered[key] = (owner, policy)
@@ -432,14 +448,30 @@ async def load_policy(
 
 
 async def _load(
-    request: object, layers: Sequence[PolicyLayer], memo: Memo | None, wide: bool
+    request: object,
+    layers: Sequence[PolicyLayer],
+    memo: Memo | None,
+    wide: bool,
+    server: FastMCP | None,
 ) -> Policy:
+    from fastmcp.server.context import Context
     from fastmcp.server.dependencies import get_context
 
     try:
         ctx = get_context()
     except RuntimeError:
         return CONCEAL_ALL
+    if server is not None and ctx.fastmcp is not server:
+        # Loaded from a lookup on another server (a mounted one, judging by its parent's
+        # policy): the views read the state of the server whose layers they are.
+        async with Context(fastmcp=server) as own:
+            return await _views(request, layers, memo, wide, own)
+    return await _views(request, layers, memo, wide, ctx)
+
+
+async def _views(
+    request: object, layers: Sequence[PolicyLayer], memo: Memo | None, wide: bool, ctx: Context
+) -> Policy:
     info = info_of(request)  # type: ignore[arg-type]
     client = ClientRequest(ctx=ctx, info=info, key=client_key(ctx))
     views: list[LayerView] = []
@@ -539,7 +571,8 @@ class AccessTransform(CatalogTransform):
 
     async def policy(self) -> Policy:
         """The current request's policy (loaded once per request)."""
-        return await load_policy(self, self._layers, self._memo)
+        server = self._server() if self._server is not None else None
+        return await load_policy(self, self._layers, self._memo, server)
 
     async def _kept(self, components: Sequence[_C]) -> Sequence[_C]:
         if not self._layers:
@@ -674,3 +707,17 @@ async def current_policy(server: FastMCP) -> Policy:
     component visible on a server without one)."""
     transform = AccessTransform.of(server)
     return await transform.policy() if transform is not None else ALLOW_ALL
+
+
+def shown(server: FastMCP, policy: Policy, components: Sequence[_C]) -> list[_C]:
+    """``components`` as ``server``'s lookups show them to the client ``policy`` judges for:
+    without the groups it denies that their own ``_meta`` names.
+
+    For what the package hands out from outside FastMCP's lookup (a search page from the
+    catalog snapshot), so it names no more groups than a listing of the same tools would.
+    """
+    transform = AccessTransform.of(server)
+    denied = policy.denied_groups
+    if transform is None or not denied:
+        return list(components)
+    return [transform._scrub(c, denied) for c in components]
