@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import pytest
 from fastmcp import Client, FastMCP
 from fastmcp.server.auth import require_scopes, restrict_tag
@@ -384,3 +385,31 @@ class TestSearchStatistics:
             found.append(await _reader_after_admin(mcp, era, "ledger"))
         assert found[0] == found[1]
         assert set(found[0]) == {"export_rows", "export_report"}
+
+
+# Known gap (docs/known-gaps.md), a strict xfail: it fails the day the gap is closed.
+CONCERN_ADDITION = (
+    "a tool added at runtime that a session's own concerns (or hide_ungrouped) exclude is "
+    "announced to that session with tools/list_changed, though its list did not change"
+)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=CONCERN_ADDITION)
+async def test_an_addition_the_sessions_concerns_exclude_is_not_announced() -> None:
+    from fastmcp_filtering import Concern, concerns
+
+    mcp = FastMCP("concerned")
+    mcp.tool(lambda: "pong", name="ping")
+    risk = Concern("risk", values=["safe", "destructive"])
+    admin = Group("admin", tools=["admin_*"], access=require_scopes("github:admin"))
+    add_filtering(mcp, groups=[Group("issues"), admin], concerns=[risk])
+    heard = Recorder()
+    async with Client(mcp, mode="legacy", message_handler=heard) as client:
+        await call_method(client, "concerns/update", {"concerns": {"risk": "safe"}})
+        before = await client.list_tools()
+        heard.methods.clear()
+        mcp.add_tool(concerns(risk="destructive")(Tool.from_function(_drop_database)))
+        # Sent from the change, not in answer to a request: let it arrive.
+        await anyio.sleep(0.3)
+        assert await client.list_tools() == before
+    assert heard.methods == []

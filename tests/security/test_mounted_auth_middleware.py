@@ -27,10 +27,14 @@ from fastmcp_filtering import Group, add_filtering
 from .._principals import PrincipalByClientName, as_principal
 from ..conftest import ERAS
 
-# Known gap (docs/known-gaps.md), a strict xfail: it fails the day the gap is closed.
+# Known gaps (docs/known-gaps.md), strict xfails: each fails the day its gap is closed.
 OTHER_MIDDLEWARE = (
     "a parent's own middleware that drops tools from its lists (not FastMCP's AuthMiddleware) "
     "does not judge a mounted server's own search_tools, which ranks the dropped tool"
+)
+PARENT_VISIBILITY = (
+    "a tool the parent disables with FastMCP's own visibility (parent.disable(...)) is still "
+    "found and run by a mounted server's own call_tool, search_tools and enable_tools"
 )
 
 
@@ -52,11 +56,19 @@ def child_server(stack: str, *, secret: bool) -> FastMCP:
     return child
 
 
-def tree(stack: str, *, secret: bool, parent_stack: bool, guard: Middleware) -> FastMCP:
+PARENT_STACKS = ("groups", "progressive", "none")
+"""The parent's own stack: groups alone; progressive disclosure with the child's tools in a
+group not enabled (its hint must not stand in for the middleware's denial); none."""
+
+
+def tree(stack: str, *, secret: bool, parent_stack: str, guard: Middleware) -> FastMCP:
     parent = FastMCP("parent", middleware=[PrincipalByClientName(), guard])
     parent.mount(child_server(stack, secret=secret), namespace="c")
-    if parent_stack:
+    if parent_stack == "groups":
         add_filtering(parent, groups=[Group("ops")])
+    elif parent_stack == "progressive":
+        groups = [Group("ops"), Group("mounted", tools=["c_*"])]
+        add_filtering(parent, groups=groups, progressive={"initial_groups": ["ops"]})
     return parent
 
 
@@ -85,9 +97,9 @@ async def answers(era: str, who: str, server: FastMCP, stack: str) -> list[str]:
 
 
 @pytest.mark.parametrize("stack", ["search_first", "progressive"])
-@pytest.mark.parametrize("parent_stack", [True, False], ids=["parent-stack", "plain-parent"])
+@pytest.mark.parametrize("parent_stack", PARENT_STACKS)
 async def test_the_reader_gets_what_it_would_had_the_child_none(
-    era: str, stack: str, parent_stack: bool
+    era: str, stack: str, parent_stack: str
 ) -> None:
     hidden, absent = [
         await answers(
@@ -104,7 +116,7 @@ async def test_the_reader_gets_what_it_would_had_the_child_none(
 
 @pytest.mark.parametrize("stack", ["search_first", "progressive"])
 async def test_the_admin_still_runs_it_through_the_childs_call_tool(era: str, stack: str) -> None:
-    server = tree(stack, secret=True, parent_stack=True, guard=auth_guard())
+    server = tree(stack, secret=True, parent_stack="groups", guard=auth_guard())
     async with Client(server, **ERAS[era], **as_principal("admin")) as client:
         if stack == "progressive":
             # A session-era client runs the tools of the groups it enabled.
@@ -127,8 +139,23 @@ class DropAdminTools(Middleware):
 async def test_another_middleware_of_the_parent_shapes_the_childs_search(era: str) -> None:
     found = []
     for secret in (True, False):
-        server = tree("search_first", secret=secret, parent_stack=True, guard=DropAdminTools())
+        server = tree("search_first", secret=secret, parent_stack="groups", guard=DropAdminTools())
         async with Client(server, **ERAS[era], **as_principal("reader")) as client:
             result = await client.call_tool_mcp("c_search_tools", {"query": "drop table"})
+        found.append(result.model_dump_json(exclude={"meta"}))
+    assert found[0] == found[1]
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=PARENT_VISIBILITY)
+async def test_a_tool_the_parent_disables_is_not_run_by_the_childs_call_tool(era: str) -> None:
+    found = []
+    for secret in (True, False):
+        parent = FastMCP("parent", middleware=[PrincipalByClientName()])
+        parent.mount(child_server("search_first", secret=secret), namespace="c")
+        parent.disable(names={"c_drop_table"})
+        async with Client(parent, **ERAS[era], **as_principal("reader")) as client:
+            result = await client.call_tool_mcp(
+                "c_call_tool", {"name": "drop_table", "arguments": {}}
+            )
         found.append(result.model_dump_json(exclude={"meta"}))
     assert found[0] == found[1]

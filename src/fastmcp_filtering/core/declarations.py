@@ -72,6 +72,7 @@ _MOUNTED = (
 )
 
 _T = TypeVar("_T")
+_C = TypeVar("_C", bound=FastMCPComponent)
 
 
 def validate_name(name: object, *, what: str) -> str:
@@ -417,6 +418,28 @@ def per_request_rule(
             return True
 
     return listed_per_request
+
+
+def with_declared_groups(component: _C) -> _C:
+    """``component`` with the groups ``@in_group`` gave its function in its own ``_meta``.
+
+    A mounted server's components reach the parent as FastMCP's provider
+    components, which keep ``_meta`` but carry no function: without this, a
+    group declared with ``@in_group`` would not exist for the parent (and its
+    access check would not apply).
+
+    Example:
+        ```python
+        served = with_declared_groups(tool)  # tool.meta groups + @in_group's
+        ```
+    """
+    declared = declared_groups_of(component)
+    named = (component.meta or {}).get(GROUPS_META_KEY)
+    if not declared or (isinstance(named, list | tuple) and set(declared) <= set(named)):
+        return component
+    meta = {**(component.meta or {}), GROUPS_META_KEY: list(declared)}
+    copy: _C = component.model_copy(update={"meta": meta})
+    return copy
 
 
 def declared_groups_of(component: FastMCPComponent) -> tuple[str, ...]:

@@ -64,7 +64,7 @@ import logging
 import weakref
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast
 
 from fastmcp.exceptions import AuthorizationError
 from fastmcp.resources.template import ResourceTemplate
@@ -74,7 +74,7 @@ from typing_extensions import override
 
 from fastmcp_filtering._fastmcp import current_request
 from fastmcp_filtering.core.catalog import same_kind
-from fastmcp_filtering.core.declarations import GROUPS_META_KEY
+from fastmcp_filtering.core.declarations import GROUPS_META_KEY, with_declared_groups
 from fastmcp_filtering.core.request import (
     RequestInfo,
     client_key,
@@ -173,6 +173,11 @@ class ClientRequest:
 
 class PolicyLayer(ABC):
     """One layer of the access policy: loads one client's view for one request."""
+
+    serves_declarations: ClassVar[bool] = False
+    """Whether the server's components leave it with their ``@in_group`` groups in ``_meta``
+    (a mounted server's: the parent gets FastMCP's provider components, which keep
+    ``_meta`` and no function)."""
 
     def changes_with(self, *, modern: bool) -> bool:
         """Whether the client's own calls can change its view in the request's era (a cached
@@ -578,9 +583,16 @@ class AccessTransform(CatalogTransform):
         if not self._layers:
             return components
         policy = await self.policy()
-        kept = [c for c in components if policy.judge(c) is None]
+        kept = [self._served(c) for c in components if policy.judge(c) is None]
         denied = policy.denied_groups
         return [self._scrub(c, denied) for c in kept] if denied else kept
+
+    def _served(self, component: _C) -> _C:
+        """``component`` as this server serves it: with its declared groups in ``_meta``
+        where a layer needs them there (see ``PolicyLayer.serves_declarations``)."""
+        if any(layer.serves_declarations for layer in self._layers):
+            return with_declared_groups(component)
+        return component
 
     def _scrub(self, component: _C, denied: frozenset[str]) -> _C:
         """``component`` without the denied groups its own ``_meta`` names.
@@ -626,7 +638,8 @@ class AccessTransform(CatalogTransform):
         policy = await self.policy()
         if policy.lookup(found) is None:
             denied = policy.denied_groups
-            return self._scrub(found, denied) if denied else found
+            served = self._served(found)
+            return self._scrub(served, denied) if denied else served
         if version is not None and version.eq is not None:
             return None
         server = self._server() if self._server is not None else None

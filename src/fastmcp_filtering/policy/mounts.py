@@ -38,6 +38,7 @@ from fastmcp.tools.base import Tool
 from typing_extensions import override
 
 from fastmcp_filtering._fastmcp import auth_middleware_checks, request_token
+from fastmcp_filtering.core.declarations import with_declared_groups
 from fastmcp_filtering.policy.decision import CONCEALED, AccessTransform, PolicyLayer
 
 if TYPE_CHECKING:
@@ -62,6 +63,8 @@ _T = TypeVar("_T")
 
 class MountedUnder(PolicyLayer):
     """The policies of the servers this server is mounted in, as one layer of its own."""
+
+    serves_declarations = True
 
     def __init__(self) -> None:
         self._parents: list[tuple[weakref.ref[FastMCP], tuple[Transform, ...]]] = []
@@ -138,11 +141,13 @@ class _AboveView:
             form = as_mounted(component, above.parent, above.renames)
             if form is None:
                 return CONCEALED
+            # The gates first: a parent's hint (a group to enable) must not stand in for
+            # its AuthMiddleware's denial, which conceals.
+            if above.gates and not _admitted(form, above.gates, self._token):
+                return CONCEALED
             hidden = above.policy.judge(form) if above.policy is not None else None
             if hidden is not None:
                 return hidden
-            if above.gates and not _admitted(form, above.gates, self._token):
-                return CONCEALED
         return None
 
 
@@ -165,7 +170,7 @@ def as_mounted(
 ) -> FastMCPComponent | None:
     """``component`` as ``parent`` lists it through the mount; None when that cannot be told
     (a rename that waits on something): concealed, like anything unknown."""
-    kind, wrapped = _wrapped(component)
+    kind, wrapped = _wrapped(with_declared_groups(component))
     if wrapped is None:
         return None
     listed: Sequence[Any] = [wrapped]
