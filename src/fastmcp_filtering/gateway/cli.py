@@ -127,6 +127,7 @@ async def check(
             f"the state store {report.state['url']} does not answer ({problem}); start it, "
             "or fix [state] url"
         )
+    _warn_written_secrets(report, config)
     meta_names = _meta_names(config)
     listing = await _list_upstreams(config, upstream_log=upstream_log)
     for (label, name), reason in listing.dropped.items():
@@ -255,6 +256,18 @@ def _unmet_needs(config: FilteringConfig, *, http: bool) -> str | None:
         f" (each request starts from the initial ones{reach if progressive else ''}); 2025-11-25 "
         "clients keep them per session. Add [auth] to keep them per client"
     )
+
+
+def _warn_written_secrets(report: CheckReport, config: FilteringConfig) -> None:
+    """Warn of each secret-looking value written in the file, not read from the environment."""
+    for upstream in config.upstreams:
+        for key in upstream.written_secrets:
+            variable = key.partition(".")[2].upper().replace("-", "_")
+            report.warnings.append(
+                f"upstream {upstream.label!r} {key} holds what looks like a secret written in "
+                f'the file; write "${{{variable}}}" there and set {variable} in the '
+                "environment, so the file can be shared without it"
+            )
 
 
 def _warn_meta_patterns(report: CheckReport, catalog: Catalog, meta_names: set[str]) -> None:

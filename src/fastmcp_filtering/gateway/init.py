@@ -25,6 +25,7 @@ from fastmcp_filtering.core.request import unrestricted
 from fastmcp_filtering.gateway.config import FilteringConfig
 from fastmcp_filtering.gateway.mcp_json import McpJsonError, namespace_of, read_servers
 from fastmcp_filtering.gateway.proxy import _build
+from fastmcp_filtering.gateway.secret_values import Referencer
 from fastmcp_filtering.gateway.suggest import DEFAULT_META_TOOLS, suggest_config
 from fastmcp_filtering.gateway.suggestion import counted
 
@@ -282,14 +283,36 @@ def run_init(request: InitRequest, out: TextIO, err: TextIO) -> int:
         meta_tools=DEFAULT_META_TOOLS,
     )
     name = f"{_label(request.target)} (filtered)" if request.target else "fastmcp-filtering"
-    text = suggestion.to_toml(upstreams=tables, name=name, source=source)
+    # The upstreams were listed with the secrets as given; the file gets references to them.
+    referencer = Referencer()
+    written = [
+        referencer.table(t.get("namespace") or t.get("name") or _label(request.target), t)
+        for t in tables
+    ]
+    text = suggestion.to_toml(
+        upstreams=written, name=name, source=source, variables=referencer.variables
+    )
     if request.output:
         Path(request.output).write_text(text, encoding="utf-8")
     else:
         out.write(text)
     if not request.quiet:
         _print_summary(request, suggestion.tool_count, len(suggestion.groups), source, out, err)
+        _print_variables(referencer.variables, err if not request.output else out)
     return 0
+
+
+def _print_variables(variables: dict[str, str], notes: TextIO) -> None:
+    """The environment variables the written file reads its secrets from, to set before serving."""
+    if not variables:
+        return
+    print(
+        "\nNo secret was written to the file: it reads each from the environment. "
+        "Set these before check and serve (the host entry's env, or your shell):",
+        file=notes,
+    )
+    for variable, where in variables.items():
+        print(f"  {variable}  ({where})", file=notes)
 
 
 def _print_summary(
