@@ -406,7 +406,7 @@ class TestHealthPerScope:
             [
                 "upstream 'up' is unavailable: refused; each request that needs "
                 "it fails with an error naming it until it answers",
-                "upstream 'up' answers again",
+                "upstream 'up' answers again (1 request failed or went without it meanwhile)",
                 "upstream 'up' failed a request carrying one client's forwarded headers: Server "
                 "returned an error response; until it answers them that client is told so by "
                 "each request that needs it (the others are served as before)",

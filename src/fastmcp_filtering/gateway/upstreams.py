@@ -208,6 +208,7 @@ class UpstreamProvider(ProxyProvider):
                 return _own_reason(error, what, self._list_limit, self.health)
             known = self.health.unavailable.get(self.label)
             if known is not None:
+                self.health.missed(self.label)
                 return known
         scope = self.listings.current_scope()
         _doubt(self, error, scope)
@@ -312,12 +313,30 @@ class UpstreamProvider(ProxyProvider):
         """``component``, giving up after call_timeout (naming the upstream to who may see it)."""
         if component is None:
             return None
-        answered = None if self.probe is None else self.probe.answered
-        bound = Bound(self.label, self.timeouts.call, self.shown, answered)
+        bound = Bound(
+            self.label, self.timeouts.call, self.shown, self._answered_call, self._unreachable
+        )
         # FastMCP 4.1's proxy has no identity (its results carry the proxy's).
         return bounded(
             component, self.client_factory, bound, identity=getattr(self, "identity", "proxy")
         )
+
+    def _answered_call(self) -> None:
+        """The upstream answered a client's call, prompt get or resource read: if it was
+        failing, it is back (said once), and its listings are asked again."""
+        if self.probe is not None:
+            self.probe.answered()
+        scope = self.listings.current_scope()
+        if self.health.failing(self.label, scope):
+            _heard(self, None, scope)
+
+    def _unreachable(self, error: BaseException) -> str | None:
+        """The reason, when a call's ``error`` says the upstream could not be reached (then
+        recorded as a failed handshake is: logged once, its listings backed off), else None."""
+        scope = self.listings.current_scope()
+        if not isinstance(error, Exception) or heard(error, scope) != "silence":
+            return None
+        return _heard(self, error, scope)
 
     @override
     async def list_prompts(self) -> Sequence[Prompt]:
@@ -366,17 +385,24 @@ async def _read_instructions(provider: UpstreamProvider, scope: str) -> Any:
     """The instructions ``provider``'s upstream gives ``scope`` when connected to
     (``_UNREAD`` when it could not be, recorded in its health and listings' news)."""
     text, failure = await _initialize(provider.client_factory, provider.timeouts.connect)
+    _heard(provider, failure, scope)
+    return _UNREAD if failure is not None else text
+
+
+def _heard(provider: UpstreamProvider, failure: Exception | None, scope: str) -> str | None:
+    """Record what a request other than a listing (a handshake, a call) heard of
+    ``provider``'s upstream with ``scope``'s headers: an answer (``failure`` None) or a failure,
+    whose reason is returned."""
     told = "answer" if failure is None else heard(failure, scope)
     if told == "answer":
         provider.listings.heard_outside(None)  # it answered: news a probe begun before lacks
     elif told == "silence":
         provider.listings.heard_outside(failure)
-    if failure is not None:
-        _doubt(provider, failure, scope)
-        provider.health.failed(provider.label, failure, scope=scope)
-        return _UNREAD
-    provider.health.answered(provider.label, scope)
-    return text
+    if failure is None:
+        provider.health.answered(provider.label, scope)
+        return None
+    _doubt(provider, failure, scope)
+    return provider.health.failed(provider.label, failure, scope=scope)
 
 
 async def _initialize(
