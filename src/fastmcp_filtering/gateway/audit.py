@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from fastmcp_filtering.core.catalog import ComponentKind, match_names
 from fastmcp_filtering.core.request import unrestricted
+from fastmcp_filtering.gateway.upstreams import patiently
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
@@ -128,7 +129,9 @@ async def audit_groups(server: FastMCP, catalog: Catalog, dead: dict[str, str]) 
         found = await audit_groups(proxy.server, config.catalog(), dict(proxy.health.unavailable))
         ```
     """
-    listing = await list_unfiltered(server)
+    # Every upstream waited for: one still starting is not an empty group.
+    with patiently():
+        listing = await list_unfiltered(server)
     listing.dead = dict(dead)
     return findings(catalog, listing, shown=False)
 

@@ -46,7 +46,7 @@ from fastmcp_filtering.gateway.serve import (
     serve_stdio,
     upstream_log,
 )
-from fastmcp_filtering.gateway.upstreams import UPSTREAM_MARK
+from fastmcp_filtering.gateway.upstreams import UPSTREAM_MARK, patiently
 
 logger = logging.getLogger("fastmcp_filtering")
 
@@ -168,7 +168,8 @@ async def _list_upstreams(config: FilteringConfig, *, upstream_log: TextIO | Non
         config, on_upstream_error="warn", upstream_log=upstream_log, log_failures=False, relay=False
     )
     try:
-        listing = await list_unfiltered(proxy.server)
+        with patiently():
+            listing = await list_unfiltered(proxy.server)
     finally:
         await proxy.close()
     health = proxy.health

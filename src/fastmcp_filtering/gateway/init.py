@@ -26,8 +26,9 @@ from fastmcp_filtering.gateway.config import FilteringConfig
 from fastmcp_filtering.gateway.mcp_json import McpJsonError, namespace_of, read_servers
 from fastmcp_filtering.gateway.proxy import _build
 from fastmcp_filtering.gateway.secret_values import Referencer
-from fastmcp_filtering.gateway.suggest import DEFAULT_META_TOOLS, suggest_config
+from fastmcp_filtering.gateway.suggest import DEFAULT_META_TOOLS, SuggestedConfig, suggest_config
 from fastmcp_filtering.gateway.suggestion import counted
+from fastmcp_filtering.gateway.upstreams import patiently
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -180,7 +181,7 @@ async def _listing(config: FilteringConfig, log: TextIO) -> tuple[list[Any], lis
         config, on_upstream_error="warn", upstream_log=log, log_failures=False, relay=False
     )
     try:
-        with unrestricted():
+        with unrestricted(), patiently():
             server = proxy.server
             tools = list(await server.list_tools(run_middleware=False))
             others: list[tuple[ComponentKind, FastMCPComponent]] = [
@@ -282,6 +283,21 @@ def run_init(request: InitRequest, out: TextIO, err: TextIO) -> int:
         max_group_size=request.max_group_size,
         meta_tools=DEFAULT_META_TOOLS,
     )
+    variables = _write(request, suggestion, tables, source, out)
+    if not request.quiet:
+        _print_summary(request, suggestion.tool_count, len(suggestion.groups), source, out, err)
+        _print_variables(variables, err if not request.output else out)
+    return 0
+
+
+def _write(
+    request: InitRequest,
+    suggestion: SuggestedConfig,
+    tables: list[dict[str, Any]],
+    source: str,
+    out: TextIO,
+) -> dict[str, str]:
+    """Write the TOML (to ``--output`` or ``out``); the variables it reads its secrets from."""
     name = f"{_label(request.target)} (filtered)" if request.target else "fastmcp-filtering"
     # The upstreams were listed with the secrets as given; the file gets references to them.
     referencer = Referencer()
@@ -296,10 +312,7 @@ def run_init(request: InitRequest, out: TextIO, err: TextIO) -> int:
         Path(request.output).write_text(text, encoding="utf-8")
     else:
         out.write(text)
-    if not request.quiet:
-        _print_summary(request, suggestion.tool_count, len(suggestion.groups), source, out, err)
-        _print_variables(referencer.variables, err if not request.output else out)
-    return 0
+    return referencer.variables
 
 
 def _print_variables(variables: dict[str, str], notes: TextIO) -> None:
