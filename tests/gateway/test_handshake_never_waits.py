@@ -25,6 +25,7 @@ from fastmcp_filtering.gateway import proxy as proxy_module
 from fastmcp_filtering.gateway import upstreams as upstreams_module
 from fastmcp_filtering.gateway.cli import check
 from fastmcp_filtering.gateway.config import FilteringConfig
+from fastmcp_filtering.gateway.listings import BackingOff, Garbled, Listings
 from fastmcp_filtering.gateway.proxy import _build, build_proxy
 
 from ..conftest import ERAS
@@ -153,6 +154,46 @@ class TestASilentProcess:
         try:
             async with asyncio.timeout(WELL_UNDER), Client(proxy.server, **ERAS[era]) as client:
                 assert {t.name for t in await client.list_tools()} == {"ok_echo"}
+        finally:
+            await proxy.close()
+
+
+class TestAParseFailureIsAnAnswer:
+    async def test_a_listing_on_its_way_fails_at_once(self) -> None:
+        """The SDK hands the transport what it could not parse; the request it answered
+        would never complete: the listing waiting for it fails then, not at its bound."""
+        listings = Listings(seconds=60.0)
+        never: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
+        waiting = asyncio.ensure_future(
+            listings.get("tool", lambda: never, give_up_after=WELL_UNDER)
+        )
+        await asyncio.sleep(0.05)
+        listings.garbled.heard(ValueError("Invalid JSON: recursion limit exceeded"))
+        async with asyncio.timeout(1):
+            with pytest.raises(Garbled, match=r"cannot parse \(Invalid JSON: recursion limit"):
+                await waiting
+        assert never.cancelled()
+        # Broken, not slow: backed off as a silent upstream is.
+        with pytest.raises(BackingOff):
+            await listings.get("tool", lambda: never, give_up_after=WELL_UNDER)
+
+
+@pytest.mark.slow
+class TestAParseFailingProcess:
+    async def test_a_lone_upstream_fails_the_listing_at_once(self, era: str) -> None:
+        """``misbehaving.py --deep 110`` lists a schema its SDK cannot parse; default timeouts
+        (the listing waited 61 s for it)."""
+        deep = {
+            "name": "deep",
+            "command": sys.executable,
+            "args": [str(MISBEHAVING), "--deep", "110"],
+        }
+        proxy = _build(FilteringConfig.model_validate({"upstreams": [deep]}))
+        told = r"^upstream 'deep' is unavailable: sent a message its MCP SDK cannot parse \(Invalid"
+        try:
+            async with asyncio.timeout(WELL_UNDER), Client(proxy.server, **ERAS[era]) as client:
+                with pytest.raises(MCPError, match=told):
+                    await client.list_tools()
         finally:
             await proxy.close()
 

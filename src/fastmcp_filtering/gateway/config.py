@@ -351,6 +351,10 @@ class GroupConfig(_Model):
     description: str | None = None
     parent: str | list[str] | None = None
     tools: Patterns = Field(default_factory=list)
+    kinds: list[Literal["tool", "prompt", "resource", "template"]] | None = Field(
+        default=None, min_length=1
+    )
+    """What ``tools`` patterns match (a tool and a prompt may share a name); None: every kind."""
     access: AccessConfig | None = None
     restrictive: bool = False
 
@@ -364,6 +368,7 @@ class GroupConfig(_Model):
             tools=tuple(self.tools),
             access=self.access.checks() if self.access is not None else None,
             restrictive=self.restrictive,
+            kinds=self.kinds,
         )
 
 

@@ -229,13 +229,28 @@ def _print_tail(log: TextIO, err: TextIO, lines: int = 20) -> None:
 
 
 def _host_entry(output: str | None) -> str:
+    """The ``mcpServers`` entry serving ``output``: by absolute path, since a desktop host
+    starts it without this shell's PATH (or virtual environment), and ``--quiet``, since the
+    host shows a stdio server's stderr as its log."""
     path = str(Path(output).resolve()) if output else "proxy.toml"
-    if shutil.which("fastmcp-filtering"):
-        command, args = "fastmcp-filtering", ["serve", path]
+    serve = ["serve", path, "--quiet"]
+    cli = _cli_path()
+    if cli is not None:
+        command, args = cli, serve
     else:
-        command, args = sys.executable, ["-m", "fastmcp_filtering", "serve", path]
+        command, args = sys.executable, ["-m", "fastmcp_filtering", *serve]
     entry = {"mcpServers": {"fastmcp-filtering": {"command": command, "args": args}}}
     return json.dumps(entry, indent=2)
+
+
+def _cli_path() -> str | None:
+    """The absolute path of the ``fastmcp-filtering`` script installed with this Python (the
+    one beside it first: the environment ``init`` runs in), or None."""
+    beside = Path(sys.executable).parent / "fastmcp-filtering"
+    if beside.is_file():
+        return str(beside.absolute())
+    found = shutil.which("fastmcp-filtering")
+    return str(Path(found).absolute()) if found else None
 
 
 def run_init(request: InitRequest, out: TextIO, err: TextIO) -> int:

@@ -222,7 +222,28 @@ def _groups(suggestion: SuggestedConfig) -> list[str]:
             lines.append(f"parent = {toml_value(group.parent)}")
         if group.tools:
             lines += _array("tools", group.tools)
+        if group.kinds:
+            lines.append(f"kinds = {toml_value(group.kinds)}")
     return lines
+
+
+def _first_view(suggestion: SuggestedConfig) -> str:
+    """How many tools a client sees before it enables a group, and why: a parent group
+    enabled shows its own tools, not its subgroups', so the file must not read as if
+    ``initial_groups`` showed everything they hold."""
+    initial = suggestion.initial_groups
+    shown = sum(len(suggestion.members[g]) for g in initial)
+    empty = [g for g in initial if not suggestion.members[g]]
+    said = (
+        f"A client sees {shown} of the {suggestion.tool_count} tools first (besides the "
+        "gateway's own, such as search_tools): those of initial_groups."
+    )
+    if empty:
+        said += (
+            f" {', '.join(empty)} hold no tools of their own (their subgroups do, "
+            "enabled by name): they add none."
+        )
+    return said + " The others it finds with search_tools and enables with enable_tools."
 
 
 def _tags_and_risk(suggestion: SuggestedConfig) -> list[str]:
@@ -276,6 +297,8 @@ def _progressive(suggestion: SuggestedConfig) -> list[str]:
             f"{count} tools fit in one view (at most {cap}): progressive disclosure is off; "
             "enabled = true turns it on with these options."
         )
+    if suggestion.progressive:
+        lines += _comment(_first_view(suggestion))
     lines.append("[progressive]")
     if not suggestion.progressive:
         lines.append("enabled = false")
