@@ -8,6 +8,7 @@ silent, and a line such as ``Error: missing API key`` names no one. ``NamedStdio
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sys
@@ -41,6 +42,8 @@ class StderrRelay:
         ```python
         relay = StderrRelay("memory", None)
         transport.log_file = relay.open()
+        ...
+        await relay.close()
         ```
     """
 
@@ -48,6 +51,7 @@ class StderrRelay:
         self.label = label
         self._sink = sink
         self._writer: TextIO | None = None
+        self._reader: threading.Thread | None = None
         self._tokens = _BURST
         self._at = time.monotonic()
         self._left_out = 0
@@ -59,14 +63,20 @@ class StderrRelay:
             self._writer = cast("TextIO", os.fdopen(write_fd, "w", encoding="utf-8"))
             reader = os.fdopen(read_fd, "rb")
             # A thread, not a task: the pipe outlives any one event loop's requests.
-            threading.Thread(target=self._relay, args=(reader,), daemon=True).start()
+            self._reader = threading.Thread(target=self._relay, args=(reader,), daemon=True)
+            self._reader.start()
         return self._writer
 
-    def close(self) -> None:
-        """Close this process's copy of the write end: the reader ends at the subprocess's."""
+    async def close(self, *, drain: float = 1.0) -> None:
+        """Close this process's copy of the write end, then wait ``drain`` seconds at most
+        for the reader to pass on what the exited subprocess wrote (``init`` reads the log
+        next; a grandchild still holding the pipe is not waited for longer)."""
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+        if self._reader is not None:
+            await asyncio.to_thread(self._reader.join, drain)
+            self._reader = None
 
     def _relay(self, reader: IO[bytes]) -> None:
         with reader:
@@ -147,4 +157,4 @@ class NamedStdio:
     async def close(self) -> None:
         await super().close()  # type: ignore[misc]
         if self.relay is not None:
-            self.relay.close()
+            await self.relay.close()
