@@ -39,6 +39,7 @@ def _options(argv: list[str]) -> argparse.Namespace:
         "--grow", action="store_true", help="a tool 'grow' adds a tool, then says list_changed"
     )
     parser.add_argument("--crash-on-call", action="store_true", help="exit on tools/call")
+    parser.add_argument("--stderr", type=int, default=0, help="write N lines to stderr at start")
     parser.add_argument(
         "--crash-on-read", action="store_true", help="exit on prompts/get and resources/read"
     )
@@ -151,6 +152,9 @@ class Upstream:
 
 def main() -> None:
     options = _options(sys.argv[1:])
+    for number in range(options.stderr):
+        print(f"noise {number}", file=sys.stderr)
+    sys.stderr.flush()
     if options.exit:
         sys.exit(3)
     if options.env_out:

@@ -172,9 +172,8 @@ class TestCheck:
         assert main(["check", str(path)]) == 1
         out = capfd.readouterr().out
         assert "error: upstream 'ghost' cannot be listed" in out
-        # The reason, without the path (check's output is pasted into tickets and chats).
-        assert "No such file or directory: '<path>'" in out
-        assert "/nonexistent" not in out
+        # The operator's own check names what is missing (a client is told '<path>').
+        assert "No such file or directory: '/nonexistent/mcp-server'" in out
 
     def test_a_dead_upstream_among_several_is_named_and_the_others_checked(
         self, tmp_path: Path, capfd: pytest.CaptureFixture[str]
@@ -190,7 +189,7 @@ class TestCheck:
         )
         assert main(["check", str(path)]) == 1
         out = capfd.readouterr().out
-        reason = "[Errno 2] No such file or directory: '<path>'"
+        reason = "[Errno 2] No such file or directory: '/nonexistent/mcp'"
         assert f"{path}: 26 upstream tools\n" in out
         assert "  upstream live (namespace a): 26 tools\n" in out
         assert f"  upstream ghost (namespace g): unavailable ({reason})\n" in out
@@ -379,7 +378,7 @@ class TestInit:
         assert f"26 tools in 5 groups written to {out}" in made.stdout
         entry = json.loads(made.stdout[made.stdout.index("{") :])
         [server] = entry["mcpServers"].values()
-        assert server["args"][-2:] == ["serve", str(out)]
+        assert server["args"][-3:] == ["serve", str(out), "--quiet"]
 
     def test_without_o_the_toml_goes_to_stdout(self, capfd: pytest.CaptureFixture[str]) -> None:
         assert main(["init", sys.executable, str(ANNOTATED)]) == 0

@@ -406,7 +406,7 @@ class TestHealthPerScope:
             [
                 "upstream 'up' is unavailable: refused; each request that needs "
                 "it fails with an error naming it until it answers",
-                "upstream 'up' answers again",
+                "upstream 'up' answers again (1 request failed or went without it meanwhile)",
                 "upstream 'up' failed a request carrying one client's forwarded headers: Server "
                 "returned an error response; until it answers them that client is told so by "
                 "each request that needs it (the others are served as before)",
@@ -1116,7 +1116,8 @@ class TestNothingSharedDependsOnAnotherToken:
                 mallory = {"Authorization": "Bearer mallory", "X-Reset-Me": "1"}
                 stalled = "upstream 'tenant' is unavailable: did not answer tools/list within 2 s"
                 assert (await listing(eve)).startswith(stalled)
-                assert "ReadError" in await listing(mallory)
+                # A socket's failure in plain words, naming no Python class.
+                assert "is unavailable: connection reset" in await listing(mallory)
                 # Eve's own back-off runs, with her own reason: never Mallory's reset.
                 again = await listing(eve)
                 assert again.startswith(stalled)

@@ -131,7 +131,7 @@ class TestHiddenUpstreams:
 
 # -- the same, in memory: the package's own lookups, which set the policy aside ---------------
 
-PAYROLL_DOWN = r"^upstream 'payroll-secret' is unavailable: backend down"
+PAYROLL_DOWN = r"^upstream 'payroll-secret' is unavailable: (backend down|connection refused)"
 
 
 def reached_in_memory(
@@ -187,7 +187,8 @@ def in_memory_gateway(
 
 def mentions_it(text: str) -> bool:
     """Whether ``text`` tells of the hidden upstream: its name, its failure or its reason."""
-    return any(word in text for word in ("payroll-secret", "unavailable", "backend down"))
+    told = ("payroll-secret", "unavailable", "backend down", "connection refused")
+    return any(word in text for word in told)
 
 
 @asynccontextmanager

@@ -173,6 +173,8 @@ max_results = 10
 # -- progressive disclosure: an agent enables the groups it needs ----------------------------------
 # max_tools: half of the 26 tools, at least 15 and at most 30, and no fewer than a group shows with
 # its parents; initial_groups: the largest groups that fit in half of max_tools.
+# A client sees 6 of the 26 tools first (besides the gateway's own, such as search_tools): those of
+# initial_groups. The others it finds with search_tools and enables with enable_tools.
 [progressive]
 initial_groups = ["issues"]
 max_tools = 15

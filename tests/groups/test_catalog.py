@@ -75,6 +75,15 @@ class TestMembership:
         )
         assert catalog.membership(template).direct == ("admin",)
 
+    def test_kinds_limit_patterns_to_those_kinds(self) -> None:
+        """A tool and a prompt of one name: ``kinds=["tool"]`` puts the tool alone in it."""
+        catalog = Catalog(groups=[Group("fetch", tools=["fetch"], kinds=["tool"])])
+        assert catalog.membership(tool("fetch")).direct == ("fetch",)
+        prompt = Prompt.from_function(lambda: "x", name="fetch")
+        assert catalog.membership(prompt).direct == ()
+        with pytest.raises(ValueError, match=r"group 'g': kinds must name one or more of tool"):
+            Group("g", tools=["x"], kinds=["tools"])
+
     def test_decorator_meta_and_patterns_are_unioned(self) -> None:
         catalog = Catalog(groups=[Group("a"), Group("b"), Group("c", tools=["x*"])])
         t = Tool.from_function(lambda: "", name="xt", meta={GROUPS_META_KEY: ["b"]})

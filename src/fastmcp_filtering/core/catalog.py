@@ -446,7 +446,11 @@ class _Resolved:
         self._groups = groups
         self._order = {name: i for i, name in enumerate(groups)}
         self._patterns = [
-            (group.name, re.compile("|".join(fnmatch.translate(p) for p in group.tools)))
+            (
+                group.name,
+                re.compile("|".join(fnmatch.translate(p) for p in group.tools)),
+                group.kinds,
+            )
             for group in groups.values()
             if group.tools
         ]
@@ -477,8 +481,8 @@ class _Resolved:
         if cached is not None:
             return cached
         found = dict.fromkeys(g for g in claimed if g in self._groups)
-        for group_name, pattern in self._patterns:
-            if any(pattern.match(n) for n in names):
+        for group_name, pattern, kinds in self._patterns:
+            if (kinds is None or kind in kinds) and any(pattern.match(n) for n in names):
                 found[group_name] = None
         direct = tuple(sorted(found, key=self._order.__getitem__))
         effective: set[str] = set()

@@ -127,6 +127,21 @@ def _reject_bare_string(value: str, field_name: str) -> tuple[str, ...]:
     )
 
 
+_KINDS = ("tool", "prompt", "resource", "template")
+
+
+def _kinds(kinds: Sequence[str], group: str) -> tuple[str, ...]:
+    """``kinds`` as a tuple, each a component kind, at least one."""
+    found = _names_tuple(kinds, what=f"group {group!r}", field_name="kinds")
+    unknown = [k for k in found if k not in _KINDS]
+    if unknown or not found:
+        raise ValueError(
+            f"group {group!r}: kinds must name one or more of {', '.join(_KINDS)}; "
+            f"got {list(found)!r}"
+        )
+    return found
+
+
 class GroupAnnotations(mt.Annotations):
     """A group's ``annotations``: MCP's ``Annotations`` keeping keys it does not declare,
     such as the ``title`` the grouping proposal ranks after ``Group.title`` for display."""
@@ -144,7 +159,9 @@ class Group:
     parents, and a filter on a parent also matches the members of its children.
     ``tools`` declares membership by name or glob pattern (``"delete_*"``) for
     components whose code cannot change (a proxy, an OpenAPI server); patterns
-    match tool, prompt and resource names, resource URIs and URI templates.
+    match tool, prompt and resource names, resource URIs and URI templates;
+    ``kinds`` (``"tool"``, ``"prompt"``, ``"resource"``, ``"template"``) limits them to
+    those kinds, for a tool and a prompt of one name (None: every kind).
 
     ``access`` makes the group access control: FastMCP auth checks
     (``require_scopes("github:admin")``, an ``AccessPolicy``, any ``AuthCheck``
@@ -172,6 +189,7 @@ class Group:
     meta: Mapping[str, Any] | None = None
     access: Callable[..., Any] | Sequence[Callable[..., Any]] | None = None
     restrictive: bool = False
+    kinds: Sequence[str] | None = None
     parents: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -193,6 +211,8 @@ class Group:
                 raw = raw.model_dump(by_alias=True, exclude_none=True)
             object.__setattr__(self, "annotations", GroupAnnotations.model_validate(raw))
         object.__setattr__(self, "access", _checks(self.access, self.name))
+        if self.kinds is not None:
+            object.__setattr__(self, "kinds", _kinds(self.kinds, self.name))
         if not isinstance(self.restrictive, bool):
             raise ValueError(
                 f"group {self.name!r}: restrictive must be True or False, got {self.restrictive!r}"

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from fastmcp_filtering.core.catalog import ComponentKind, match_names
 from fastmcp_filtering.core.request import unrestricted
+from fastmcp_filtering.gateway.upstreams import patiently
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
@@ -83,8 +84,9 @@ def findings(catalog: Catalog, listing: Listing, *, shown: bool = True) -> Findi
         found = findings(config.catalog(), await list_unfiltered(server))
         ```
     """
-    names = {t.name for t in listing.tools}
-    names.update(n for kind, c in listing.others for n in match_names(c, kind))
+    by_kind: dict[str, set[str]] = {"tool": {t.name for t in listing.tools}}
+    for kind, component in listing.others:
+        by_kind.setdefault(kind, set()).update(match_names(component, kind))
     filled: set[str] = set()
     for component in [*listing.tools, *(c for _kind, c in listing.others)]:
         filled.update(catalog.membership(component).effective)
@@ -93,6 +95,7 @@ def findings(catalog: Catalog, listing: Listing, *, shown: bool = True) -> Findi
         if group.name not in filled:
             found.errors.append(empty_group_error(group, listing.dead, shown=shown))
             continue
+        names = [n for k, ns in by_kind.items() if not group.kinds or k in group.kinds for n in ns]
         for pattern in group.tools:
             if not any(fnmatch.fnmatchcase(n, pattern) for n in names):
                 found.warnings.append(
@@ -128,7 +131,9 @@ async def audit_groups(server: FastMCP, catalog: Catalog, dead: dict[str, str]) 
         found = await audit_groups(proxy.server, config.catalog(), dict(proxy.health.unavailable))
         ```
     """
-    listing = await list_unfiltered(server)
+    # Every upstream waited for: one still starting is not an empty group.
+    with patiently():
+        listing = await list_unfiltered(server)
     listing.dead = dict(dead)
     return findings(catalog, listing, shown=False)
 

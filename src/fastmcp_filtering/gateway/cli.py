@@ -46,7 +46,7 @@ from fastmcp_filtering.gateway.serve import (
     serve_stdio,
     upstream_log,
 )
-from fastmcp_filtering.gateway.upstreams import UPSTREAM_MARK
+from fastmcp_filtering.gateway.upstreams import UPSTREAM_MARK, patiently
 from fastmcp_filtering.middleware.progressive import FIXED_CALL_TOOL
 
 logger = logging.getLogger("fastmcp_filtering")
@@ -128,6 +128,7 @@ async def check(
             f"the state store {report.state['url']} does not answer ({problem}); start it, "
             "or fix [state] url"
         )
+    _warn_written_secrets(report, config)
     meta_names = _meta_names(config)
     listing = await _list_upstreams(config, upstream_log=upstream_log)
     for (label, name), reason in listing.dropped.items():
@@ -168,7 +169,8 @@ async def _list_upstreams(config: FilteringConfig, *, upstream_log: TextIO | Non
         config, on_upstream_error="warn", upstream_log=upstream_log, log_failures=False, relay=False
     )
     try:
-        listing = await list_unfiltered(proxy.server)
+        with patiently():
+            listing = await list_unfiltered(proxy.server)
     finally:
         await proxy.close()
     health = proxy.health
@@ -256,6 +258,18 @@ def _unmet_needs(config: FilteringConfig, *, http: bool) -> str | None:
         f" (each request starts from the initial ones{reach if progressive else ''}); 2025-11-25 "
         "clients keep them per session. Add [auth] to keep them per client"
     )
+
+
+def _warn_written_secrets(report: CheckReport, config: FilteringConfig) -> None:
+    """Warn of each secret-looking value written in the file, not read from the environment."""
+    for upstream in config.upstreams:
+        for key in upstream.written_secrets:
+            variable = key.partition(".")[2].upper().replace("-", "_")
+            report.warnings.append(
+                f"upstream {upstream.label!r} {key} holds what looks like a secret written in "
+                f'the file; write "${{{variable}}}" there and set {variable} in the '
+                "environment, so the file can be shared without it"
+            )
 
 
 def _warn_meta_patterns(report: CheckReport, catalog: Catalog, meta_names: set[str]) -> None:

@@ -21,6 +21,8 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -43,6 +45,7 @@ from fastmcp_filtering.gateway.limits import Timeouts
 from fastmcp_filtering.gateway.listings import LONGEST_BACKOFF
 from fastmcp_filtering.gateway.mcp_json import McpJsonError, namespace_of, read_servers
 from fastmcp_filtering.gateway.redact import safe_url
+from fastmcp_filtering.gateway.secret_values import literal_secrets
 from fastmcp_filtering.gateway.toml_speak import speak_toml
 from fastmcp_filtering.middleware.concerns import Concern, ConcernMiddleware, ConcernsFromToken
 from fastmcp_filtering.middleware.progressive import ProgressiveDisclosureMiddleware
@@ -228,6 +231,24 @@ class UpstreamConfig(_Model):
     request; at most a day."""
     backoff_max: BackoffMax = 30.0
     """The longest ``backoff`` grows to, in seconds: at least ``backoff``, at most a day."""
+    _written_secrets: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _note_written_secrets(
+        cls, data: Any, handler: ModelWrapValidatorHandler[UpstreamConfig]
+    ) -> UpstreamConfig:
+        # Read before ``${NAME}`` is expanded: afterwards a reference and a literal look alike.
+        upstream = handler(data)
+        if isinstance(data, Mapping):
+            upstream._written_secrets = tuple(literal_secrets(data))
+        return upstream
+
+    @property
+    def written_secrets(self) -> tuple[str, ...]:
+        """The ``env`` and ``headers`` keys whose secret-looking value is written in the file
+        rather than read from the environment (``env.API_KEY``)."""
+        return self._written_secrets
 
     @model_validator(mode="after")
     def _backoff_capped(self) -> UpstreamConfig:
@@ -330,6 +351,10 @@ class GroupConfig(_Model):
     description: str | None = None
     parent: str | list[str] | None = None
     tools: Patterns = Field(default_factory=list)
+    kinds: list[Literal["tool", "prompt", "resource", "template"]] | None = Field(
+        default=None, min_length=1
+    )
+    """What ``tools`` patterns match (a tool and a prompt may share a name); None: every kind."""
     access: AccessConfig | None = None
     restrictive: bool = False
 
@@ -343,6 +368,7 @@ class GroupConfig(_Model):
             tools=tuple(self.tools),
             access=self.access.checks() if self.access is not None else None,
             restrictive=self.restrictive,
+            kinds=self.kinds,
         )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+import socket
 import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Literal
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 from fastmcp_filtering.gateway.limits import UpstreamTimeout
 from fastmcp_filtering.gateway.listings import BackingOff, keep_recent, unanswered, unsendable
 from fastmcp_filtering.gateway.redact import Redactor
+from fastmcp_filtering.gateway.suggestion import counted
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -28,14 +30,50 @@ logger = logging.getLogger("fastmcp_filtering")
 _WRAPPER_PREFIXES = ("Client failed to connect: ",)
 
 
+# What a socket's failure is, in words: the libraries' own ("All connection attempts failed")
+# hide it under a wrapper's text.
+_SOCKET_WORDS: tuple[tuple[type[BaseException], str], ...] = (
+    (ConnectionRefusedError, "connection refused"),
+    (ConnectionResetError, "connection reset"),
+    (socket.gaierror, "its host name does not resolve"),
+)
+
+
+def _socket_words(error: BaseException) -> str | None:
+    """The plain words for the socket failure under ``error`` (its chain, as a traceback shows
+    it), or None."""
+    pending: list[BaseException] = [error]
+    seen: set[int] = set()
+    # Breadth first, each once: a cycle or a wide tree must not hang a request.
+    while pending and len(seen) < 256:
+        link = pending.pop(0)
+        if id(link) in seen:
+            continue
+        seen.add(id(link))
+        for kind, words in _SOCKET_WORDS:
+            if isinstance(link, kind):
+                return words
+        if isinstance(link, BaseExceptionGroup):
+            pending.extend(link.exceptions)
+        # The cause, else the context it was raised in (httpcore maps errors from a context).
+        under = link.__cause__ or link.__context__
+        if under is not None:
+            pending.append(under)
+    return None
+
+
 def describe_failure(error: BaseException) -> str:
-    """The reason an upstream failed, one line: the root cause, not its wrappers.
+    """The reason an upstream failed, one line: the root cause, not its wrappers; a socket's
+    failure in plain words (``connection refused``).
 
     Example:
         ```python
         describe_failure(RuntimeError("Client failed to connect: [Errno 2] ..."))
         ```
     """
+    words = _socket_words(error)
+    if words is not None:
+        return words
     root = error
     while root.__cause__ is not None:
         root = root.__cause__
@@ -99,6 +137,8 @@ class UpstreamHealth:
         """Set when the proxy stops its upstreams: requests still in flight then fail unlogged."""
         self.dropped_tools: dict[tuple[str, str], str] = {}
         """Each (upstream label, tool name) left out of listings, and why."""
+        # Per failing upstream: the requests it failed (or was left out of) since it failed.
+        self._missed: dict[str, int] = {}
 
     def reason_of(self, error: BaseException) -> str:
         """The reason ``error`` gives, as anyone may read it (no secret): nothing recorded."""
@@ -121,6 +161,7 @@ class UpstreamHealth:
                 self.answered(label)  # it answered that client: it is up
             self._scope_failed(label, scope, reason)
             return reason
+        self.missed(label)
         if self.unavailable.get(label) != reason:
             self.unavailable[label] = reason
             if not self.log:
@@ -132,6 +173,10 @@ class UpstreamHealth:
                 _CONSEQUENCE[self.mode],
             )
         return reason
+
+    def missed(self, label: str) -> None:
+        """Count one more request ``label`` failed, or was left out of, while down."""
+        self._missed[label] = self._missed.get(label, 0) + 1
 
     def dropped(self, label: str, name: str, reason: str) -> None:
         """Log (once per tool) that upstream ``label``'s tool ``name`` is not served, and why."""
@@ -171,8 +216,14 @@ class UpstreamHealth:
     def answered(self, label: str, scope: str = "") -> None:
         """Record that ``label`` answered (``scope``'s request: its headers', when given);
         logged when it had failed for everyone (for one client's headers: at debug)."""
+        missed = self._missed.pop(label, 0)
         if self.unavailable.pop(label, None) is not None and self.log:
-            logger.info("upstream %r answers again", label)
+            # At the outage's own level: a log kept to warnings shows its end too.
+            logger.warning(
+                "upstream %r answers again (%s failed or went without it meanwhile)",
+                label,
+                counted(missed, "request"),
+            )
         if scope and self._clients.answered(label, scope) and self.log:
             logger.debug("upstream %r answers a client's forwarded headers again", label)
 

@@ -25,8 +25,10 @@ from fastmcp_filtering.core.request import unrestricted
 from fastmcp_filtering.gateway.config import FilteringConfig
 from fastmcp_filtering.gateway.mcp_json import McpJsonError, namespace_of, read_servers
 from fastmcp_filtering.gateway.proxy import _build
-from fastmcp_filtering.gateway.suggest import DEFAULT_META_TOOLS, suggest_config
+from fastmcp_filtering.gateway.secret_values import Referencer
+from fastmcp_filtering.gateway.suggest import DEFAULT_META_TOOLS, SuggestedConfig, suggest_config
 from fastmcp_filtering.gateway.suggestion import counted
+from fastmcp_filtering.gateway.upstreams import patiently
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -179,7 +181,7 @@ async def _listing(config: FilteringConfig, log: TextIO) -> tuple[list[Any], lis
         config, on_upstream_error="warn", upstream_log=log, log_failures=False, relay=False
     )
     try:
-        with unrestricted():
+        with unrestricted(), patiently():
             server = proxy.server
             tools = list(await server.list_tools(run_middleware=False))
             others: list[tuple[ComponentKind, FastMCPComponent]] = [
@@ -227,13 +229,28 @@ def _print_tail(log: TextIO, err: TextIO, lines: int = 20) -> None:
 
 
 def _host_entry(output: str | None) -> str:
+    """The ``mcpServers`` entry serving ``output``: by absolute path, since a desktop host
+    starts it without this shell's PATH (or virtual environment), and ``--quiet``, since the
+    host shows a stdio server's stderr as its log."""
     path = str(Path(output).resolve()) if output else "proxy.toml"
-    if shutil.which("fastmcp-filtering"):
-        command, args = "fastmcp-filtering", ["serve", path]
+    serve = ["serve", path, "--quiet"]
+    cli = _cli_path()
+    if cli is not None:
+        command, args = cli, serve
     else:
-        command, args = sys.executable, ["-m", "fastmcp_filtering", "serve", path]
+        command, args = sys.executable, ["-m", "fastmcp_filtering", *serve]
     entry = {"mcpServers": {"fastmcp-filtering": {"command": command, "args": args}}}
     return json.dumps(entry, indent=2)
+
+
+def _cli_path() -> str | None:
+    """The absolute path of the ``fastmcp-filtering`` script installed with this Python (the
+    one beside it first: the environment ``init`` runs in), or None."""
+    beside = Path(sys.executable).parent / "fastmcp-filtering"
+    if beside.is_file():
+        return str(beside.absolute())
+    found = shutil.which("fastmcp-filtering")
+    return str(Path(found).absolute()) if found else None
 
 
 def run_init(request: InitRequest, out: TextIO, err: TextIO) -> int:
@@ -281,15 +298,49 @@ def run_init(request: InitRequest, out: TextIO, err: TextIO) -> int:
         max_group_size=request.max_group_size,
         meta_tools=DEFAULT_META_TOOLS,
     )
+    variables = _write(request, suggestion, tables, source, out)
+    if not request.quiet:
+        _print_summary(request, suggestion.tool_count, len(suggestion.groups), source, out, err)
+        _print_variables(variables, err if not request.output else out)
+    return 0
+
+
+def _write(
+    request: InitRequest,
+    suggestion: SuggestedConfig,
+    tables: list[dict[str, Any]],
+    source: str,
+    out: TextIO,
+) -> dict[str, str]:
+    """Write the TOML (to ``--output`` or ``out``); the variables it reads its secrets from."""
     name = f"{_label(request.target)} (filtered)" if request.target else "fastmcp-filtering"
-    text = suggestion.to_toml(upstreams=tables, name=name, source=source)
+    # The upstreams were listed with the secrets as given; the file gets references to them.
+    referencer = Referencer()
+    written = [
+        referencer.table(t.get("namespace") or t.get("name") or _label(request.target), t)
+        for t in tables
+    ]
+    text = suggestion.to_toml(
+        upstreams=written, name=name, source=source, variables=referencer.variables
+    )
     if request.output:
         Path(request.output).write_text(text, encoding="utf-8")
     else:
         out.write(text)
-    if not request.quiet:
-        _print_summary(request, suggestion.tool_count, len(suggestion.groups), source, out, err)
-    return 0
+    return referencer.variables
+
+
+def _print_variables(variables: dict[str, str], notes: TextIO) -> None:
+    """The environment variables the written file reads its secrets from, to set before serving."""
+    if not variables:
+        return
+    print(
+        "\nNo secret was written to the file: it reads each from the environment. "
+        "Set these before check and serve (the host entry's env, or your shell):",
+        file=notes,
+    )
+    for variable, where in variables.items():
+        print(f"  {variable}  ({where})", file=notes)
 
 
 def _print_summary(

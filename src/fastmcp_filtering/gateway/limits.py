@@ -152,6 +152,9 @@ class Bound(NamedTuple):
     may): only such a client is told the name of an upstream that did not answer.
     ``answered`` hears of every request the upstream answered (a result, or an
     error of its own), for the upstream's health (``Probe.answered``).
+    ``unreachable`` hears of every other failure: it returns the reason, for
+    anyone to read, when the failure says the upstream could not be reached (a
+    refused connection; recorded in its health, which logs it once), else None.
 
     Example:
         ```python
@@ -163,6 +166,12 @@ class Bound(NamedTuple):
     seconds: float
     shown: Callable[[], Awaitable[bool | None]] | None = None
     answered: Callable[[], None] | None = None
+    unreachable: Callable[[BaseException], str | None] | None = None
+
+    def unavailable(self, error: BaseException) -> str | None:
+        """``is unavailable (REASON)`` when ``error`` says the upstream could not be reached."""
+        reason = None if self.unreachable is None else self.unreachable(error)
+        return None if reason is None else f"is unavailable ({reason})"
 
 
 # What a bounded component holds until ``bounded`` gives it its upstream's bound.
@@ -219,8 +228,14 @@ class BoundedProxyTool(ProxyTool):
             # The SDK's word for an upstream that exited or dropped the connection mid-call.
             problem = "failed the call (its connection closed before a result)"
         except Exception as error:
+            unavailable = self._bound.unavailable(error)
+            if unavailable is not None:
+                # Its health logged the outage once; one line per call would say it again.
+                raise ToolError(
+                    f"upstream {label!r} {unavailable}", log_level=logging.DEBUG
+                ) from None
             # The upstream's own bytes may say anything: name the failure, not its text.
-            problem = f"failed the call ({type(error).__name__}: no valid result)"
+            problem = "failed the call (its answer was not a valid result)"
         message = f"upstream {label!r} {problem}"
         # One line says it all; FastMCP's own line (with a traceback for anything but a
         # ToolError) only at debug.
@@ -238,6 +253,7 @@ async def _read_within(
     upstream only to a client that may see it (hidden means hidden), and the log
     names it always.
     """
+    logged = True
     try:
         return await _answered(pending, bound)
     except TimeoutError:
@@ -249,7 +265,16 @@ async def _read_within(
         # The SDK's word for an upstream that exited or dropped the connection mid-read.
         problem = f"failed {what} (its connection closed before an answer)"
         unnamed = f"a server behind this gateway failed {what}"
-    logger.warning("upstream %r %s (%s); the client got an error", bound.label, problem, subject)
+    except Exception as error:
+        unavailable = bound.unavailable(error)
+        if unavailable is None:
+            raise
+        # Its health logged the outage once: no line per request.
+        problem, unnamed, logged = unavailable, "a server behind this gateway is unavailable", False
+    if logged:
+        logger.warning(
+            "upstream %r %s (%s); the client got an error", bound.label, problem, subject
+        )
     if bound.shown is None or await bound.shown():
         message = f"upstream {bound.label!r} {problem}"
     else:

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import httpx2
 import mcp_types as mt
+import pydantic
 from mcp.shared.exceptions import MCPError
 
 if TYPE_CHECKING:
@@ -72,12 +73,70 @@ headers keeps the most recently used (memory stays bounded whoever connects)."""
 LONGEST_BACKOFF = 86400.0
 """A day: the longest ``backoff`` or ``backoff_max`` taken, in seconds."""
 
+
 # Failures in which the upstream did not answer: its process cannot start or is gone, its
 # address refuses, resets or drops the connection, or time ran out. TimeoutError and every
 # ConnectionError are OSErrors; httpx2 wraps them in the three of its own below. Its
 # LocalProtocolError (a request this end could not send) is left out: one client's forwarded
 # header may cause it.
+class Garbled(Exception):
+    """The upstream sent a message its MCP SDK cannot parse (a schema nested past what a JSON
+    parser reads, say): the request it answered never completes, so it is failed at once.
+
+    ``Garbled.watch()`` makes the watcher a ``Listings`` keeps; ``heard(error)`` (the
+    transport's ``garbled`` hook) fails what ``unless`` waits for.
+
+    Example:
+        ```python
+        watcher = Garbled.watch()
+        listed = await watcher.unless(fetch())  # raises Garbled once watcher.heard(error)
+        ```
+    """
+
+    @staticmethod
+    def watch() -> _GarbleWatch:
+        return _GarbleWatch()
+
+
+class _GarbleWatch:
+    def __init__(self) -> None:
+        self._next: asyncio.Future[str] | None = None
+
+    def heard(self, error: Exception) -> None:
+        """The upstream's SDK could not parse a message: each wait on its way fails."""
+        if self._next is not None and not self._next.done():
+            self._next.set_result(_parse_failure(error))
+        self._next = None
+
+    async def unless(self, pending: Awaitable[_V]) -> _V:
+        """``pending``'s result, or ``Garbled`` as soon as ``heard`` is told (``pending``
+        then cancelled: its answer will never come)."""
+        if self._next is None:
+            self._next = asyncio.get_running_loop().create_future()
+        garbled = self._next
+        task = asyncio.ensure_future(pending)
+        try:
+            either: set[asyncio.Future[Any]] = {task, garbled}
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not task.done():
+                task.cancel()
+        if task.done() and not task.cancelled():
+            return task.result()
+        raise Garbled(f"sent a message its MCP SDK cannot parse ({garbled.result()})")
+
+
+def _parse_failure(error: Exception) -> str:
+    """What the SDK could not parse, in its parser's words (pydantic's first error: ``Invalid
+    JSON: recursion limit exceeded at line 1 column 4025``), not the message's bytes."""
+    if isinstance(error, pydantic.ValidationError) and error.errors():
+        return str(error.errors()[0]["msg"])[:200]
+    lines = str(error).strip().splitlines()
+    return lines[0][:200] if lines else "an unreadable message"
+
+
 _NO_ANSWER: tuple[type[BaseException], ...] = (
+    Garbled,  # broken, not slow: backed off as silence is
     OSError,
     anyio.BrokenResourceError,
     anyio.ClosedResourceError,
@@ -391,6 +450,9 @@ class Listings:
         # Outcomes recorded for any scope so far; the tick of the latest forget and of the
         # latest scope let go: a listing begun before either cannot tell what its scope heard.
         self._tick = self._forgot = self._evicted = 0
+        self.garbled = Garbled.watch()
+        """Told when the upstream sent what its MCP SDK cannot parse: listings on their way
+        fail at once (the upstream is broken now, not slow)."""
 
     @property
     def news(self) -> int:
@@ -472,7 +534,7 @@ class Listings:
         begun = self._tick
         try:
             async with asyncio.timeout(give_up_after):
-                listed = await fetch()
+                listed = await self.garbled.unless(fetch())
         except TimeoutError:
             silence = TimeoutError(f"did not answer within {give_up_after:g} s")
             # With a client's headers the stall may be that client's doing: its own back-off,
@@ -601,6 +663,7 @@ class NoticesChanges:
     """
 
     changed: Callable[[Sequence[str]], None] | None = None
+    garbled: Callable[[Exception], None] | None = None
 
     @asynccontextmanager
     async def connect_session(self, **session_kwargs: Any) -> AsyncIterator[ClientSession]:
@@ -615,7 +678,10 @@ class NoticesChanges:
 async def _notice(
     transport: NoticesChanges, handler: Callable[[Any], Awaitable[None]] | None, message: Any
 ) -> None:
-    """Tell ``transport.changed`` what ``message`` makes stale, then run the client's handler."""
+    """Tell ``transport.changed`` what ``message`` makes stale (``transport.garbled`` that the
+    SDK could not parse it), then run the client's handler."""
+    if isinstance(message, Exception) and transport.garbled is not None:
+        transport.garbled(message)
     kinds = changed_kinds(message)
     if kinds and transport.changed is not None:
         transport.changed(kinds)

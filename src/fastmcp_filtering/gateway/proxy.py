@@ -13,6 +13,7 @@ import contextlib
 import fnmatch
 import hashlib
 import json
+import os
 import re
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -36,6 +37,7 @@ from fastmcp_filtering.gateway.health import UpstreamHealth
 from fastmcp_filtering.gateway.listings import NoticesChanges
 from fastmcp_filtering.gateway.namespacing import OwnNamespace
 from fastmcp_filtering.gateway.redact import Redactor
+from fastmcp_filtering.gateway.stdio_upstream import NamedStdio, StderrRelay
 from fastmcp_filtering.gateway.upstreams import (
     UPSTREAM_MARK,
     Probe,
@@ -96,7 +98,7 @@ class _OwnHeaders:
             yield session
 
 
-class _Stdio(NoticesChanges, StdioTransport):
+class _Stdio(NoticesChanges, NamedStdio, StdioTransport):
     pass
 
 
@@ -220,7 +222,8 @@ def upstream_transport(
 
     A stdio upstream's subprocess is kept alive between requests and shared by
     them; close the transport (``await transport.close()``) to stop it. Its
-    stderr goes to ``log_file`` (default: this process's stderr). An HTTP
+    stderr goes to ``log_file`` (default: this process's stderr), each line prefixed
+    ``[label]`` and rate-limited (``StderrRelay``); its exit and restart are logged. An HTTP
     upstream gets the configured ``headers``, plus (FastMCP's proxy default)
     the headers of the client's request unless ``forward_client_headers=False``.
     Its ``changed`` hook hears the upstream's ``list_changed`` notifications.
@@ -240,7 +243,7 @@ def upstream_transport(
             kind = _OwnHeadersSSE if sse else _OwnHeadersHttp
         return kind(upstream.url, headers=dict(upstream.headers))  # type: ignore[call-arg]
     assert upstream.command is not None
-    return _Stdio(
+    stdio = _Stdio(
         command=upstream.command,
         args=list(upstream.args),
         # The mark tells a gateway started this way (by any path) that it must not serve.
@@ -248,6 +251,10 @@ def upstream_transport(
         cwd=upstream.cwd,
         log_file=log_file,
     )
+    stdio.label = upstream.label
+    if getattr(log_file, "name", None) != os.devnull:  # --quiet: nothing to relay
+        stdio.relay = StderrRelay(upstream.label, log_file)
+    return stdio
 
 
 def build_proxy(config: FilteringConfig, *, upstream_log: Path | TextIO | None = None) -> FastMCP:
@@ -312,7 +319,8 @@ def _build(
 ) -> _Proxy:
     """The proxy, the transports it owns and its upstreams' health (``relay=False``: the
     upstreams' notifications reach no client, for a proxy no client uses; ``audit``: once
-    serving, log each group that matches nothing, as ``check`` reports it)."""
+    serving, log each group that matches nothing, as ``check`` reports it;
+    ``log_failures=False``: the caller reports them to the operator, paths named)."""
     # Behind [auth] the client's Authorization header is its token for this proxy.
     forward = config.auth is None
     transports = [
@@ -323,8 +331,7 @@ def _build(
     if strategy is None:
         # One dead upstream among several is harmless; a lone one has nothing else to serve.
         strategy = "warn" if len(config.upstreams) > 1 else "raise"
-    secrets = [secret for u in config.upstreams for secret in u.secrets]
-    health = UpstreamHealth(log=log_failures, mode=strategy, redact=Redactor(secrets))
+    health = _health(config, strategy, log_failures=log_failures)
 
     audits = [config.catalog()] if audit else []
 
@@ -361,6 +368,17 @@ def _build(
     # Innermost: the stack's paragraphs are appended after the upstreams' instructions.
     server.add_middleware(UpstreamInstructions(providers))
     return _Proxy(server, transports, health)
+
+
+def _health(
+    config: FilteringConfig, strategy: Literal["raise", "warn"], *, log_failures: bool
+) -> UpstreamHealth:
+    """The upstreams' health: what fails is logged (paths hidden), or reported by the
+    caller to the operator (``log_failures=False``: ``check``, ``init``), who sees the path
+    that is missing; no configured secret either way."""
+    secrets = [secret for u in config.upstreams for secret in u.secrets]
+    redact = Redactor(secrets, paths=log_failures)
+    return UpstreamHealth(log=log_failures, mode=strategy, redact=redact)
 
 
 def _audience(server: FastMCP[Any]) -> Audience:
@@ -420,6 +438,8 @@ def _add_upstreams(
         if isinstance(transport, NoticesChanges):
             # The upstream's list_changed drops its kept listing for every client at once.
             transport.changed = provider.listings.forget
+            # What its SDK cannot parse fails the listings waiting at once.
+            transport.garbled = provider.listings.garbled.heard
         # FastMCP's namespace, said once: an upstream's own git_status is not git_git_status.
         namespaced = (
             provider.wrap_transform(OwnNamespace(upstream.namespace))

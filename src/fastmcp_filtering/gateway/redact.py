@@ -47,7 +47,8 @@ class Redactor:
 
     ``secrets`` are the literal values to hide (``env`` and ``headers`` values,
     ``args``); those shorter than four characters are left (they would match
-    ordinary words).
+    ordinary words). ``paths=False`` keeps paths: for the operator's own tools (``check``,
+    ``init``), who must see which file is missing, where a client must not.
 
     Example:
         ```python
@@ -56,13 +57,14 @@ class Redactor:
         ```
     """
 
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
+    def __init__(self, secrets: Iterable[str] = (), *, paths: bool = True) -> None:
         # Longest first, so a secret containing another is hidden whole.
         found = {s for s in secrets if len(s) >= _SHORTEST_SECRET}
         self._secrets = sorted(found, key=len, reverse=True)
+        self._paths = paths
 
     def __call__(self, text: str) -> str:
         for secret in self._secrets:
             text = text.replace(secret, "***")
         text = _URL.sub(lambda m: safe_url(m.group(0)), text)
-        return _PATH.sub("<path>", text)
+        return _PATH.sub("<path>", text) if self._paths else text

@@ -214,8 +214,14 @@ class _Builder:
             chosen = {n for n in guessed if self.items[n].risk == value}
             for pattern in self._patterns(chosen):
                 mapping[pattern] = {"risk": value}
+        groups = tuple(self.groups)
+        if others:
+            # A prompt may share a tool's name: the patterns are for the tools alone.
+            groups = tuple(
+                g.model_copy(update={"kinds": ["tool"]}) if g.tools else g for g in groups
+            )
         return SuggestedConfig(
-            groups=tuple(self.groups),
+            groups=groups,
             members=self.members,
             tags=self._tags(),
             concerns=(ConcernConfig(name="risk", from_annotations=True, default="write"),)

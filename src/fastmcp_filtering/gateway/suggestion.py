@@ -62,13 +62,16 @@ class SuggestedConfig:
         upstreams: Sequence[Mapping[str, Any]],
         name: str | None = None,
         source: str | None = None,
+        variables: Mapping[str, str] | None = None,
     ) -> str:
         """The proposal as a commented TOML file for ``load_config``.
 
         ``upstreams`` are ``[[upstreams]]`` tables (``command``/``args``/``env``
         or ``url``/``headers``, ``name``, ``namespace``...), one per namespace
         of a proposal made for several servers. ``name`` is the proxy's name,
-        ``source`` what the proposal was made from (for the header comment).
+        ``source`` what the proposal was made from (for the header comment),
+        ``variables`` the environment variables the tables reference, each with
+        where it is used (said in a comment above the upstreams).
 
         Example:
             ```python
@@ -89,7 +92,9 @@ class SuggestedConfig:
                 else "the proposal is for tools without a namespace; remove namespace from "
                 "the upstreams, or propose with suggest_config({namespace: tools})"
             )
-        return render(self, upstreams=upstreams, name=name, source=source)
+        return render(
+            self, upstreams=upstreams, name=name, source=source, variables=variables or {}
+        )
 
 
 def counted(count: int, noun: str) -> str:
@@ -147,6 +152,7 @@ def render(
     upstreams: Sequence[Mapping[str, Any]],
     name: str | None,
     source: str | None,
+    variables: Mapping[str, str] | None = None,
 ) -> str:
     """The commented TOML of ``suggestion`` proxying ``upstreams``."""
     count, cap = suggestion.tool_count, suggestion.max_group_size
@@ -169,6 +175,12 @@ def render(
         "number of tools."
     )
     lines += ["", f"name = {_string(name or 'fastmcp-filtering')}"]
+    if variables:
+        lines.append("")
+        lines += _comment(
+            "No secret is written here: set these environment variables before check and "
+            "serve: " + "; ".join(f"{n} ({where})" for n, where in variables.items()) + "."
+        )
     for upstream in upstreams:
         lines += ["", "[[upstreams]]"]
         unknown = sorted(set(upstream) - set(_UPSTREAM_KEYS))
@@ -210,7 +222,28 @@ def _groups(suggestion: SuggestedConfig) -> list[str]:
             lines.append(f"parent = {toml_value(group.parent)}")
         if group.tools:
             lines += _array("tools", group.tools)
+        if group.kinds:
+            lines.append(f"kinds = {toml_value(group.kinds)}")
     return lines
+
+
+def _first_view(suggestion: SuggestedConfig) -> str:
+    """How many tools a client sees before it enables a group, and why: a parent group
+    enabled shows its own tools, not its subgroups', so the file must not read as if
+    ``initial_groups`` showed everything they hold."""
+    initial = suggestion.initial_groups
+    shown = sum(len(suggestion.members[g]) for g in initial)
+    empty = [g for g in initial if not suggestion.members[g]]
+    said = (
+        f"A client sees {shown} of the {suggestion.tool_count} tools first (besides the "
+        "gateway's own, such as search_tools): those of initial_groups."
+    )
+    if empty:
+        said += (
+            f" {', '.join(empty)} hold no tools of their own (their subgroups do, "
+            "enabled by name): they add none."
+        )
+    return said + " The others it finds with search_tools and enables with enable_tools."
 
 
 def _tags_and_risk(suggestion: SuggestedConfig) -> list[str]:
@@ -264,6 +297,8 @@ def _progressive(suggestion: SuggestedConfig) -> list[str]:
             f"{count} tools fit in one view (at most {cap}): progressive disclosure is off; "
             "enabled = true turns it on with these options."
         )
+    if suggestion.progressive:
+        lines += _comment(_first_view(suggestion))
     lines.append("[progressive]")
     if not suggestion.progressive:
         lines.append("enabled = false")

@@ -14,11 +14,13 @@ result, under the upstream's name when there are several.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import logging
 import math
 from collections import OrderedDict
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import mcp_types as mt
@@ -44,7 +46,7 @@ from fastmcp_filtering.gateway.namespacing import served_name
 from fastmcp_filtering.middleware.hooks import Announces
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Sequence
+    from collections.abc import Awaitable, Callable, Iterator, Sequence
 
     from fastmcp.client.transports import ClientTransport
     from fastmcp.prompts.base import Prompt
@@ -60,7 +62,14 @@ if TYPE_CHECKING:
 
     Audience = Callable[[Sequence[FastMCPComponent] | None], Awaitable[bool | None]]
 
-__all__ = ["UPSTREAM_MARK", "Probe", "UpstreamInstructions", "UpstreamProvider"]
+__all__ = [
+    "SHORT_WAIT",
+    "UPSTREAM_MARK",
+    "Probe",
+    "UpstreamInstructions",
+    "UpstreamProvider",
+    "patiently",
+]
 
 logger = logging.getLogger("fastmcp_filtering")
 
@@ -68,12 +77,40 @@ _T = TypeVar("_T")
 _R = TypeVar("_R")
 _C = TypeVar("_C", bound="FastMCPComponent")
 _UNREAD: Any = object()
+_WENT_ON: Any = object()
 UPSTREAM_MARK = "FASTMCP_FILTERING_UPSTREAM"
 """Set in each stdio upstream's environment: a gateway that finds it refuses to serve."""
 _DEFAULT_TIMEOUTS = Timeouts(connect=30.0, list=30.0, call=300.0)
 # Seconds a request waits beyond its listing's own bound, so that bound (which records the
 # failure and starts the back-off) always fires first.
 _GRACE = 1.0
+_MOMENT = 0.1
+_PATIENT: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "fastmcp_filtering_patient", default=False
+)
+
+
+@contextlib.contextmanager
+def patiently() -> Iterator[None]:
+    """Within it, each listing waits for every upstream its whole bound, never ``SHORT_WAIT``:
+    for ``check``, ``init`` and the audit at startup, which must hear every upstream.
+
+    Example:
+        ```python
+        with patiently():
+            tools = await server.list_tools(run_middleware=False)
+        ```
+    """
+    token = _PATIENT.set(True)
+    try:
+        yield
+    finally:
+        _PATIENT.reset(token)
+
+
+SHORT_WAIT = 3.0
+"""Seconds a handshake, or a listing that can do without an upstream (``on_upstream_error =
+"warn"``), waits for it before going on without it; its answer is kept when it comes."""
 
 
 def client_factory(
@@ -159,9 +196,8 @@ class UpstreamProvider(ProxyProvider):
         self.audience: Audience | None = None
         """Whether this request's client may see any of what the upstream serves (set by
         the proxy); None: every client may."""
-        # Read once per scope (``listings.scope``): an upstream may say different things to
-        # different headers; the most recently read last.
-        self._instructions: OrderedDict[str, str | None] = OrderedDict()
+        self._instructions = _Instructions()
+        self._short_wait = _ShortWait()
         self._served = _Served()
         self.probe: Probe | None = None
         """What asks the upstream without any client's headers when one client's were not
@@ -171,18 +207,24 @@ class UpstreamProvider(ProxyProvider):
     def __repr__(self) -> str:
         return f"UpstreamProvider({self.label!r})"
 
-    async def _guard(self, pending: Awaitable[_T], fallback: _T, what: str) -> _T:
-        limit = self._list_limit
+    async def _guard(
+        self, pending: Awaitable[_T], fallback: _T, what: str, *, short: bool = False
+    ) -> _T:
+        """``pending``'s result within the listing's bound, or failing by ``on_error``.
+
+        ``short``: the request can do without the upstream: after ``SHORT_WAIT`` it gets
+        ``fallback``, and the listing goes on (shared, kept when it answers; a failure then is
+        recorded by the next request that asks).
+        """
         try:
-            try:
-                async with asyncio.timeout(limit + _GRACE):
-                    result = await pending
-            except TimeoutError:
-                raise UpstreamTimeout(what, limit, "connect_timeout + list_timeout") from None
+            result = await self._short_wait.within(pending, self.list_limit, what, short=short)
+            if result is _WENT_ON:
+                logger.debug("upstream %r: %s on its way; went on without it", self.label, what)
+                return fallback
         except NotFoundError:
             raise
         except Exception as error:
-            reason = self._reason(error, what)
+            reason = _reason(self, error, what)
             if self.on_error == "raise":
                 shown = False if _bookkeeping() else await self.shown()
                 if shown is False:
@@ -198,20 +240,12 @@ class UpstreamProvider(ProxyProvider):
             return fallback
         if not self.listings.failing:  # a kept listing answered: no news of the upstream
             self.health.answered(self.label, self.listings.current_scope())
-        return result
+        return cast("_T", result)
 
-    def _reason(self, error: Exception, what: str) -> str:
-        """Why the upstream failed, recorded in ``health`` (logged once, not per request)."""
-        if isinstance(error, BackingOff):
-            # Reported when the back-off began: the same reason, and no line of its own.
-            if not error.whole:  # this client's headers' own failure, never another client's
-                return _own_reason(error, what, self._list_limit, self.health)
-            known = self.health.unavailable.get(self.label)
-            if known is not None:
-                return known
-        scope = self.listings.current_scope()
-        _doubt(self, error, scope)
-        return self.health.failed(self.label, error, scope=scope)
+    @property
+    def _short(self) -> bool:
+        """Whether a client's listing goes on without this upstream after ``SHORT_WAIT``."""
+        return self.on_error == "warn" and not _PATIENT.get()
 
     async def shown(self) -> bool | None:
         """Whether this request's client may see any tool or prompt the upstream last served,
@@ -225,9 +259,9 @@ class UpstreamProvider(ProxyProvider):
 
     async def refresh(self) -> None:
         """List the upstream's tools and prompts, as ``shown`` judges them (kept listings
-        answer at once)."""
-        await self.list_tools()
-        await self.list_prompts()
+        answer at once; a slow upstream is waited for ``SHORT_WAIT`` at most)."""
+        short = not _PATIENT.get()
+        await asyncio.gather(self._listed_tools(short=short), self._listed_prompts(short=short))
 
     def _keep(self, kind: str, components: Sequence[FastMCPComponent]) -> None:
         named = [
@@ -244,15 +278,11 @@ class UpstreamProvider(ProxyProvider):
         the upstreams do.
         """
         scope = self.listings.current_scope()
-        if scope in self._instructions:
-            return self._instructions[scope]
+        if scope in self._instructions.kept:
+            return self._instructions.kept[scope]
         if self.health.failing(self.label, scope):
             return None  # read once a listing finds it answering again
-        text = await _read_instructions(self, scope)
-        if text is _UNREAD:
-            return None
-        keep_recent(self._instructions, scope, text)
-        return cast("str | None", text)
+        return await self._instructions.read(scope, lambda: _read_instructions(self, scope))
 
     def _servable(self, tools: Sequence[Tool]) -> list[Tool]:
         """The tools the proxy may serve; each other one is logged (once) and left out."""
@@ -268,12 +298,12 @@ class UpstreamProvider(ProxyProvider):
         return kept
 
     @property
-    def _list_limit(self) -> float:
+    def list_limit(self) -> float:
         return self.timeouts.connect + self.timeouts.list
 
     @override
     async def _list_tools(self) -> Sequence[Tool]:
-        return await self.listings.get("tool", self._fetch_tools, give_up_after=self._list_limit)
+        return await self.listings.get("tool", self._fetch_tools, give_up_after=self.list_limit)
 
     async def _fetch_tools(self) -> Sequence[Tool]:
         # Checked once per upstream listing, not once per client's listing.
@@ -284,21 +314,24 @@ class UpstreamProvider(ProxyProvider):
     @override
     async def _list_prompts(self) -> Sequence[Prompt]:
         fetch = super()._list_prompts
-        return await self.listings.get("prompt", fetch, give_up_after=self._list_limit)
+        return await self.listings.get("prompt", fetch, give_up_after=self.list_limit)
 
     @override
     async def _list_resources(self) -> Sequence[Resource]:
         fetch = super()._list_resources
-        return await self.listings.get("resource", fetch, give_up_after=self._list_limit)
+        return await self.listings.get("resource", fetch, give_up_after=self.list_limit)
 
     @override
     async def _list_resource_templates(self) -> Sequence[ResourceTemplate]:
         fetch = super()._list_resource_templates
-        return await self.listings.get("template", fetch, give_up_after=self._list_limit)
+        return await self.listings.get("template", fetch, give_up_after=self.list_limit)
 
     @override
     async def list_tools(self) -> Sequence[Tool]:
-        listed = await self._guard(super().list_tools(), None, "tools/list")
+        return await self._listed_tools(short=self._short)
+
+    async def _listed_tools(self, *, short: bool) -> Sequence[Tool]:
+        listed = await self._guard(super().list_tools(), None, "tools/list", short=short)
         return [] if listed is None else listed
 
     @override
@@ -312,8 +345,8 @@ class UpstreamProvider(ProxyProvider):
         """``component``, giving up after call_timeout (naming the upstream to who may see it)."""
         if component is None:
             return None
-        answered = None if self.probe is None else self.probe.answered
-        bound = Bound(self.label, self.timeouts.call, self.shown, answered)
+        answered, unreachable = partial(_answered_call, self), partial(_unreachable, self)
+        bound = Bound(self.label, self.timeouts.call, self.shown, answered, unreachable)
         # FastMCP 4.1's proxy has no identity (its results carry the proxy's).
         return bounded(
             component, self.client_factory, bound, identity=getattr(self, "identity", "proxy")
@@ -321,7 +354,10 @@ class UpstreamProvider(ProxyProvider):
 
     @override
     async def list_prompts(self) -> Sequence[Prompt]:
-        listed = await self._guard(super().list_prompts(), None, "prompts/list")
+        return await self._listed_prompts(short=self._short)
+
+    async def _listed_prompts(self, *, short: bool) -> Sequence[Prompt]:
+        listed = await self._guard(super().list_prompts(), None, "prompts/list", short=short)
         if listed is None:
             return []
         self._keep("prompt", listed)
@@ -334,7 +370,8 @@ class UpstreamProvider(ProxyProvider):
 
     @override
     async def list_resources(self) -> Sequence[Resource]:
-        return await self._guard(super().list_resources(), [], "resources/list")
+        short = self._short
+        return await self._guard(super().list_resources(), [], "resources/list", short=short)
 
     @override
     async def get_resource(self, uri: str, version: VersionSpec | None = None) -> Resource | None:
@@ -343,7 +380,9 @@ class UpstreamProvider(ProxyProvider):
 
     @override
     async def list_resource_templates(self) -> Sequence[ResourceTemplate]:
-        return await self._guard(super().list_resource_templates(), [], "resources/templates/list")
+        listed = super().list_resource_templates()
+        short = self._short
+        return await self._guard(listed, [], "resources/templates/list", short=short)
 
     @override
     async def get_resource_template(
@@ -353,6 +392,112 @@ class UpstreamProvider(ProxyProvider):
             super().get_resource_template(uri, version), None, "resources/templates/list"
         )
         return self._bounded(template)
+
+
+def _reason(provider: UpstreamProvider, error: Exception, what: str) -> str:
+    """Why ``provider``'s upstream failed, recorded in its health (logged once, not per
+    request)."""
+    health, label = provider.health, provider.label
+    if isinstance(error, BackingOff):
+        # Reported when the back-off began: the same reason, and no line of its own.
+        if not error.whole:  # this client's headers' own failure, never another client's
+            return _own_reason(error, what, provider.list_limit, health)
+        known = health.unavailable.get(label)
+        if known is not None:
+            health.missed(label)
+            return known
+    scope = provider.listings.current_scope()
+    _doubt(provider, error, scope)
+    return health.failed(label, error, scope=scope)
+
+
+def _answered_call(provider: UpstreamProvider) -> None:
+    """``provider``'s upstream answered a client's call, prompt get or resource read: if it
+    was failing, it is back (said once), and its listings are asked again."""
+    if provider.probe is not None:
+        provider.probe.answered()
+    scope = provider.listings.current_scope()
+    if provider.health.failing(provider.label, scope):
+        _heard(provider, None, scope)
+
+
+def _unreachable(provider: UpstreamProvider, error: BaseException) -> str | None:
+    """The reason, when a call's ``error`` says ``provider``'s upstream could not be reached
+    (then recorded as a failed handshake is: logged once, its listings backed off), else None."""
+    scope = provider.listings.current_scope()
+    if not isinstance(error, Exception) or heard(error, scope) != "silence":
+        return None
+    return _heard(provider, error, scope)
+
+
+class _ShortWait:
+    """How long a listing that can do without an upstream still waits for it: what is left of
+    ``SHORT_WAIT`` since a listing of it began to wait and was not answered (the kinds a
+    request lists one after another share one wait)."""
+
+    def __init__(self) -> None:
+        self._since: float | None = None
+
+    def left(self, longest: float) -> float:
+        """Seconds to wait now, at most ``longest`` (a moment at least: a kept listing
+        answers within it)."""
+        now = asyncio.get_running_loop().time()
+        if self._since is None:
+            self._since = now
+        return min(max(self._since + SHORT_WAIT - now, _MOMENT), longest)
+
+    def over(self) -> None:
+        """A listing was answered, or failed: the next wait is whole."""
+        self._since = None
+
+    async def within(self, pending: Awaitable[_T], limit: float, what: str, *, short: bool) -> Any:
+        """``pending``'s result; ``UpstreamTimeout`` after ``limit``; ``short``: ``_WENT_ON``
+        once what is left of ``SHORT_WAIT`` is over (``pending`` goes on, shared)."""
+        whole = limit + _GRACE
+        wait = self.left(whole) if short else whole
+        waited = asyncio.timeout(wait)
+        try:
+            async with waited:
+                return await pending
+        except TimeoutError:
+            if short and waited.expired() and wait < whole:
+                return _WENT_ON
+            raise UpstreamTimeout(what, limit, "connect_timeout + list_timeout") from None
+        finally:
+            if not (short and waited.expired()):
+                self.over()
+
+
+class _Instructions:
+    """An upstream's instructions, read once per scope (``listings.scope``: an upstream may
+    say different things to different headers), the most recently read last; a read that a
+    handshake stops waiting for goes on, kept when done."""
+
+    def __init__(self) -> None:
+        self.kept: OrderedDict[str, str | None] = OrderedDict()
+        self._reading: dict[str, asyncio.Future[str | None]] = {}
+
+    async def read(self, scope: str, read: Callable[[], Awaitable[Any]]) -> str | None:
+        """``scope``'s instructions, waited for ``SHORT_WAIT`` at most (None meanwhile)."""
+        reading = self._reading.get(scope)
+        if reading is None:
+            reading = asyncio.ensure_future(self._read_and_keep(scope, read))
+            self._reading[scope] = reading
+        try:
+            # Shielded: the read goes on after this handshake stops waiting.
+            return await asyncio.wait_for(asyncio.shield(reading), SHORT_WAIT)
+        except TimeoutError:
+            return None
+
+    async def _read_and_keep(self, scope: str, read: Callable[[], Awaitable[Any]]) -> str | None:
+        try:
+            text = await read()
+        finally:
+            self._reading.pop(scope, None)
+        if text is _UNREAD:
+            return None
+        keep_recent(self.kept, scope, text)
+        return cast("str | None", text)
 
 
 def _doubt(provider: UpstreamProvider, error: BaseException, scope: str) -> None:
@@ -366,17 +511,24 @@ async def _read_instructions(provider: UpstreamProvider, scope: str) -> Any:
     """The instructions ``provider``'s upstream gives ``scope`` when connected to
     (``_UNREAD`` when it could not be, recorded in its health and listings' news)."""
     text, failure = await _initialize(provider.client_factory, provider.timeouts.connect)
+    _heard(provider, failure, scope)
+    return _UNREAD if failure is not None else text
+
+
+def _heard(provider: UpstreamProvider, failure: Exception | None, scope: str) -> str | None:
+    """Record what a request other than a listing (a handshake, a call) heard of
+    ``provider``'s upstream with ``scope``'s headers: an answer (``failure`` None) or a failure,
+    whose reason is returned."""
     told = "answer" if failure is None else heard(failure, scope)
     if told == "answer":
         provider.listings.heard_outside(None)  # it answered: news a probe begun before lacks
     elif told == "silence":
         provider.listings.heard_outside(failure)
-    if failure is not None:
-        _doubt(provider, failure, scope)
-        provider.health.failed(provider.label, failure, scope=scope)
-        return _UNREAD
-    provider.health.answered(provider.label, scope)
-    return text
+    if failure is None:
+        provider.health.answered(provider.label, scope)
+        return None
+    _doubt(provider, failure, scope)
+    return provider.health.failed(provider.label, failure, scope=scope)
 
 
 async def _initialize(
@@ -548,8 +700,12 @@ class UpstreamInstructions(Announces):
     async def announced(self, context: MiddlewareContext[Any], result: _R) -> _R:
         if not isinstance(result, mt.InitializeResult | mt.DiscoverResult):
             return result  # a result FastMCP answered as a plain mapping
-        upstreams = await self._shown()
-        texts = await asyncio.gather(*(u.instructions() for u in upstreams))
+        # Read beside the listings that say who is shown: the handshake waits SHORT_WAIT once.
+        reads = asyncio.gather(*(u.instructions() for u in self.upstreams))
+        shown = await self._shown()
+        read = dict(zip(self.upstreams, await reads, strict=True))
+        upstreams = [u for u in self.upstreams if u in shown]
+        texts = [read[u] for u in upstreams]
         sections: list[str]
         if len(self.upstreams) == 1:
             sections = [t for t in texts if t]

@@ -276,7 +276,7 @@ class MetaToolBodies:
             "enabled": change.changed,
             "enabled_groups": self.store.ordered(change.enabled),
             "available_tools": self.available(listed, change.enabled, tree),
-            "available_groups": offered(tree, change.enabled, roots=self.offer_roots),
+            "available_groups": held.usable(offered(tree, change.enabled, roots=self.offer_roots)),
             "errors": change.errors,
         }
         if not self.include_schemas:
@@ -403,7 +403,9 @@ class FixedListReplies:
             enabled=change.changed,
             enabled_groups=self.store.ordered(change.enabled),
             available_tools=available,
-            available_groups=offered(tree, change.enabled, roots=self.bodies.offer_roots),
+            available_groups=held.usable(
+                offered(tree, change.enabled, roots=self.bodies.offer_roots)
+            ),
             errors=change.errors,
             tools=_definitions(listing, new),
         )

@@ -253,7 +253,7 @@ def enable(
             change.errors.append(f"group {name!r} is already enabled")
             continue
         if holding is not None and name not in holding:
-            change.errors.append(_holds_nothing(catalog, name, current, frozenset(names) - holding))
+            change.errors.append(_holds_nothing(catalog, name, current, holding))
             continue
         if not _reachable(catalog, name, current):
             path = path_to(catalog, name, current)
@@ -279,20 +279,21 @@ def enable(
 
 
 def _holds_nothing(
-    catalog: GroupTree, name: str, enabled: frozenset[str], empty: frozenset[str]
+    catalog: GroupTree, name: str, enabled: frozenset[str], holding: frozenset[str]
 ) -> str:
     """The error for a group holding nothing the client could use, and what to do instead.
 
     The same words whether the group has no member at all or only members hidden
     from this client: the answer must not tell them apart. The groups it offers
-    instead are those the client can enable now, less the ones this call found empty.
+    instead are those the client can enable now that hold something (``holding``, every
+    kind listed since a named group holds nothing): never another of a dead upstream's.
 
     Example:
         ```python
-        _holds_nothing(tree, "clock", frozenset({"time"}), frozenset({"clock"}))
+        _holds_nothing(tree, "clock", frozenset({"time"}), frozenset({"time", "time.zones"}))
         ```
     """
-    others = [g for g in offered(catalog, enabled) if g not in empty]
+    others = [g for g in offered(catalog, enabled) if g in holding]
     # An upstream that is down, or a server that adds tools, can fill the group later.
     instead = f"enable another group ({as_names(others)} can be enabled now), or " if others else ""
     return (
@@ -504,6 +505,13 @@ class Holding:
     refused: bool = False
     """The server's middleware refused the tools listing: what the groups hold is not known,
     nor what the reply would list, so ``enable_tools`` changes nothing."""
+    complete: bool = False
+    """Every kind was listed (a named group held nothing): ``groups`` holds every group that
+    holds something, and any other holds nothing now (its upstream down, say)."""
+
+    def usable(self, names: Sequence[str]) -> list[str]:
+        """``names`` less the groups known to hold nothing now: what a reply may offer."""
+        return [n for n in names if not self.complete or n in self.groups]
 
 
 class ProgressiveLayer(PolicyLayer):
@@ -626,8 +634,10 @@ class ProgressiveLayer(PolicyLayer):
         access = await access_of(self.catalog).judge()
         held: set[str] = set()
         tools: Sequence[Tool] | None = None
+        complete = True
         for kind in LISTERS:
             if named <= held:
+                complete = False
                 break
             listed = await self.listed(server, kind, call=self.enable_tool)
             if kind == "tool":
@@ -642,7 +652,7 @@ class ProgressiveLayer(PolicyLayer):
                     held.update(
                         a for g in tree.membership(component).direct for a in tree.ancestors(g)
                     )
-        return Holding(frozenset(held), tools)
+        return Holding(frozenset(held), tools, complete=complete)
 
     async def listed(
         self, server: FastMCP, kind: str, *, call: str
