@@ -13,7 +13,8 @@ server is mounted in (which holds the same layer for the servers above that
 one), and judges a component as that parent would see it, renamed by the
 mount (tool renames, then the namespace): by its layers and by the checks of
 its FastMCP ``AuthMiddleware``, which hides from the parent's own requests
-what it denies but never runs on the mounted server's. Whatever a parent
+what it denies but never runs on the mounted server's, and by its own
+``enable``/``disable`` rules (FastMCP's ``Visibility``). Whatever a parent
 hides, whoever looks it up in the tree below, does not exist for the client
 there either.
 """
@@ -33,7 +34,8 @@ from fastmcp.server.providers.fastmcp_provider import (
     FastMCPProviderResourceTemplate,
     FastMCPProviderTool,
 )
-from fastmcp.server.transforms import Namespace, ToolTransform
+from fastmcp.server.transforms import Namespace, ToolTransform, Visibility
+from fastmcp.server.transforms.visibility import is_enabled
 from fastmcp.tools.base import Tool
 from typing_extensions import override
 
@@ -103,8 +105,11 @@ class MountedUnder(PolicyLayer):
             transform = AccessTransform.of(parent)
             policy = await transform.policy() if transform is not None else None
             gates = auth_middleware_checks(parent)
-            if gates or (policy is not None and not policy.hides_nothing):
-                above.append(_Above(policy, parent, renames, gates))
+            # The parent's own enable/disable rules (FastMCP's Visibility): what it disables
+            # does not exist for its clients, in the tree below either.
+            shown = tuple(t for t in parent.transforms if isinstance(t, Visibility))
+            if gates or shown or (policy is not None and not policy.hides_nothing):
+                above.append(_Above(policy, parent, renames, gates, shown))
         return _AboveView(above, request_token() if any(a.gates for a in above) else None)
 
 
@@ -119,6 +124,8 @@ class _Above:
     parent: FastMCP
     renames: tuple[Transform, ...]
     gates: tuple[Any, ...]
+    shown: tuple[Transform, ...] = ()
+    """The parent's own ``Visibility`` transforms."""
 
 
 class _AboveView:
@@ -145,6 +152,8 @@ class _AboveView:
             # its AuthMiddleware's denial, which conceals.
             if above.gates and not _admitted(form, above.gates, self._token):
                 return CONCEALED
+            if above.shown and not _shown(form, above.shown):
+                return CONCEALED
             hidden = above.policy.judge(form) if above.policy is not None else None
             if hidden is not None:
                 return hidden
@@ -163,6 +172,20 @@ def _admitted(component: FastMCPComponent, gates: Sequence[Any], token: AccessTo
         return all(_at_once(run_auth_checks(gate, context), False) for gate in gates)
     except AuthorizationError:
         return False
+
+
+def _shown(component: FastMCPComponent, rules: Sequence[Transform]) -> bool:
+    """Whether the parent's ``Visibility`` ``rules``, in order, leave ``component`` enabled
+    (each marks it, a later one over an earlier; the server then drops what is marked
+    disabled); a rule that would wait conceals."""
+    kind, _ = _wrapped(component)
+    marked: Any = component
+    for rule in rules:
+        listed = _settled(getattr(rule, f"list_{kind}")([marked])) if kind else []
+        if len(listed) != 1:
+            return False
+        marked = listed[0]
+    return bool(is_enabled(marked))
 
 
 def as_mounted(
