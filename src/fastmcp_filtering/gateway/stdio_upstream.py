@@ -136,6 +136,20 @@ class NamedStdio:
     _told_exit: Any = None
 
     async def connect(self, **kwargs: Any) -> Any:
+        self._tell_exit()
+        if self.relay is not None:
+            transport: StdioTransport = self  # type: ignore[assignment]
+            transport.log_file = self.relay.open()
+        return await super().connect(**kwargs)  # type: ignore[misc]
+
+    async def disconnect(self) -> None:
+        # FastMCP tears a dead connection down on more paths than the next connect (a client
+        # whose connect was cancelled closes the transport): the exit is told before it goes.
+        self._tell_exit()
+        await super().disconnect()  # type: ignore[misc]
+
+    def _tell_exit(self) -> None:
+        """Log, once per process, that a process which was serving has ended."""
         transport: StdioTransport = self  # type: ignore[assignment]
         task = transport._connect_task
         session = transport._session
@@ -150,9 +164,6 @@ class NamedStdio:
         if exited:
             self._told_exit = task  # said once, however many requests find it gone
             logger.warning("upstream %r exited (its process ended); starting it again", self.label)
-        if self.relay is not None:
-            transport.log_file = self.relay.open()
-        return await super().connect(**kwargs)  # type: ignore[misc]
 
     async def close(self) -> None:
         await super().close()  # type: ignore[misc]
