@@ -134,22 +134,29 @@ class NamedStdio:
     label: str = "upstream"
     relay: StderrRelay | None = None
     _told_exit: Any = None
+    _exit_unsaid: bool = False
 
     async def connect(self, **kwargs: Any) -> Any:
-        self._tell_exit()
+        self._note_exit()
+        self._say_exit()
         if self.relay is not None:
             transport: StdioTransport = self  # type: ignore[assignment]
             transport.log_file = self.relay.open()
-        return await super().connect(**kwargs)  # type: ignore[misc]
+        try:
+            return await super().connect(**kwargs)  # type: ignore[misc]
+        finally:
+            # FastMCP checks again under its lock, where the exit may first show.
+            self._say_exit()
 
     async def disconnect(self) -> None:
         # FastMCP tears a dead connection down on more paths than the next connect (a client
-        # whose connect was cancelled closes the transport): the exit is told before it goes.
-        self._tell_exit()
+        # whose connect was cancelled closes the transport): the exit is noted before it goes,
+        # and said when the process is started again (never at shutdown, when it is not).
+        self._note_exit()
         await super().disconnect()  # type: ignore[misc]
 
-    def _tell_exit(self) -> None:
-        """Log, once per process, that a process which was serving has ended."""
+    def _note_exit(self) -> None:
+        """Note, once per process, that a process which was serving has ended."""
         transport: StdioTransport = self  # type: ignore[assignment]
         task = transport._connect_task
         session = transport._session
@@ -163,6 +170,11 @@ class NamedStdio:
         )
         if exited:
             self._told_exit = task  # said once, however many requests find it gone
+            self._exit_unsaid = True
+
+    def _say_exit(self) -> None:
+        if self._exit_unsaid:
+            self._exit_unsaid = False
             logger.warning("upstream %r exited (its process ended); starting it again", self.label)
 
     async def close(self) -> None:
