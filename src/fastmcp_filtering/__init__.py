@@ -17,9 +17,15 @@ Example:
 
 from __future__ import annotations
 
-from fastmcp_filtering._moved import install_moved_modules
 from fastmcp_filtering.core.catalog import Catalog, Membership
 from fastmcp_filtering.core.declarations import GROUPS_META_KEY, Group, Tag, in_group
+from fastmcp_filtering.core.errors import (
+    FilteringError,
+    OptionError,
+    OptionTypeError,
+    StateUnavailable,
+    UpstreamError,
+)
 from fastmcp_filtering.core.request import unrestricted
 from fastmcp_filtering.gateway.suggest import SuggestedConfig, suggest_config
 from fastmcp_filtering.middleware.access import AccessPolicy, GroupAccessMiddleware
@@ -64,6 +70,7 @@ __all__ = [
     "DisableToolsResult",
     "EnableToolsResult",
     "FilterMiddleware",
+    "FilteringError",
     "FilteringStack",
     "Group",
     "GroupAccessMiddleware",
@@ -71,13 +78,17 @@ __all__ = [
     "LayerMiddleware",
     "LayerView",
     "Membership",
+    "OptionError",
+    "OptionTypeError",
     "PolicyLayer",
     "ProgressiveDisclosureMiddleware",
     "SearchMiddleware",
     "SearchToolsResult",
     "StackOptions",
+    "StateUnavailable",
     "SuggestedConfig",
     "Tag",
+    "UpstreamError",
     "add_filtering",
     "concerns",
     "filtering_stack",
@@ -87,6 +98,3 @@ __all__ = [
     "suggest_config",
     "unrestricted",
 ]
-
-# The modules of 0.x that moved into subpackages still import, with a DeprecationWarning.
-install_moved_modules()

@@ -25,7 +25,8 @@ from fastmcp_filtering.gateway import proxy as proxy_module
 from fastmcp_filtering.gateway import upstreams as upstreams_module
 from fastmcp_filtering.gateway.cli import check
 from fastmcp_filtering.gateway.config import FilteringConfig
-from fastmcp_filtering.gateway.listings import BackingOff, Garbled, Listings
+from fastmcp_filtering.gateway.failures import Garbled
+from fastmcp_filtering.gateway.listings import BackingOff, Listings
 from fastmcp_filtering.gateway.proxy import _build, build_proxy
 
 from ..conftest import ERAS

@@ -18,7 +18,7 @@ from fastmcp.server.providers.proxy import ProxyTool
 from inline_snapshot import snapshot
 
 from fastmcp_filtering.gateway.config import FilteringConfig
-from fastmcp_filtering.gateway.health import describe_failure
+from fastmcp_filtering.gateway.failures import describe_failure
 from fastmcp_filtering.gateway.proxy import build_proxy
 
 from ..conftest import ERAS

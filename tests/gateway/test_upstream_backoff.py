@@ -37,13 +37,13 @@ from mcp.shared.exceptions import MCPError
 from fastmcp_filtering.gateway import proxy as proxy_module
 from fastmcp_filtering.gateway import upstreams as upstreams_module
 from fastmcp_filtering.gateway.config import ConfigError, FilteringConfig, load_config
+from fastmcp_filtering.gateway.failures import unanswered
 from fastmcp_filtering.gateway.listings import (
     BackingOff,
     Listings,
     NoticesChanges,
     _notice,
     how_soon,
-    unanswered,
 )
 from fastmcp_filtering.gateway.proxy import build_proxy
 

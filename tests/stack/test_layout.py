@@ -6,7 +6,6 @@ import ast
 import importlib
 import importlib.util
 import sys
-import warnings
 from pathlib import Path
 from types import ModuleType
 
@@ -14,7 +13,6 @@ import pytest
 
 import fastmcp_filtering
 import fastmcp_filtering.gateway
-from fastmcp_filtering._moved import MOVED
 
 _BENCH = Path(__file__).resolve().parents[2] / "bench" / "architecture.py"
 
@@ -65,34 +63,57 @@ class TestPublicNames:
         assert fastmcp_filtering.LayerMiddleware is LayerMiddleware
 
 
-class TestMovedModules:
-    @pytest.mark.parametrize("old", sorted(MOVED))
-    def test_an_old_path_imports_with_a_warning_naming_the_new_one(self, old: str) -> None:
-        name = f"fastmcp_filtering.{old}"
-        sys.modules.pop(name, None)
-        new, public = MOVED[old]
-        with pytest.warns(DeprecationWarning, match=rf"{name} moved; import from {public} "):
-            module = importlib.import_module(name)
-        target = importlib.import_module(f"fastmcp_filtering.{new}")
-        exported = [n for n in getattr(target, "__all__", ()) if not n.startswith("_")]
-        assert exported
-        for attribute in exported:
-            assert getattr(module, attribute) is getattr(target, attribute)
-        assert set(exported) <= set(dir(module))
-
-    def test_from_import_of_an_old_path_works(self) -> None:
-        sys.modules.pop("fastmcp_filtering.filter", None)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            from fastmcp_filtering.filter import FilterMiddleware  # type: ignore[import-not-found]
-        assert FilterMiddleware is fastmcp_filtering.FilterMiddleware
-        assert [w.category for w in caught] == [DeprecationWarning]
-        # The warning points at the importing line, not at the import machinery.
-        assert caught[0].filename == __file__
-
-    def test_an_unknown_old_path_still_fails(self) -> None:
+class TestNoOldPaths:
+    @pytest.mark.parametrize("old", ["filter", "search", "config", "no_such_module"])
+    def test_a_module_path_never_released_does_not_import(self, old: str) -> None:
+        """The package's modules live in subpackages; no forwarding module keeps other paths."""
         with pytest.raises(ModuleNotFoundError):
-            importlib.import_module("fastmcp_filtering.no_such_module")
+            importlib.import_module(f"fastmcp_filtering.{old}")
+
+
+def _modules() -> list[ModuleType]:
+    root = Path(fastmcp_filtering.__file__).parent
+    names = [
+        "fastmcp_filtering." + ".".join(p.relative_to(root).with_suffix("").parts)
+        for p in sorted(root.rglob("*.py"))
+        if p.name not in ("__init__.py", "__main__.py")  # __main__ runs the command line
+    ]
+    return [importlib.import_module(n) for n in names]
+
+
+class TestOneExceptionRoot:
+    def test_every_exception_the_package_defines_descends_from_filtering_error(self) -> None:
+        foreign = sorted(
+            f"{module.__name__}.{name}"
+            for module in _modules()
+            for name, value in vars(module).items()
+            if isinstance(value, type)
+            and issubclass(value, BaseException)
+            and value.__module__ == module.__name__
+            and not issubclass(value, fastmcp_filtering.FilteringError)
+        )
+        assert foreign == []
+
+    def test_the_package_raises_none_of_pythons_own_value_or_type_errors(self) -> None:
+        """Its own (``OptionError``, ``OptionTypeError``) are those, under the package root."""
+        root = Path(fastmcp_filtering.__file__).parent
+        raised = sorted(
+            f"{path.relative_to(root)}:{node.lineno}"
+            for path in sorted(root.rglob("*.py"))
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Raise)
+            and isinstance(node.exc, ast.Call)
+            and isinstance(node.exc.func, ast.Name)
+            and node.exc.func.id in {"ValueError", "TypeError", "Exception", "RuntimeError"}
+        )
+        assert raised == []
+
+    def test_the_root_and_its_kinds_are_public(self) -> None:
+        assert issubclass(fastmcp_filtering.OptionError, ValueError)
+        assert issubclass(fastmcp_filtering.OptionTypeError, TypeError)
+        for kind in ("OptionError", "OptionTypeError", "StateUnavailable", "UpstreamError"):
+            assert issubclass(getattr(fastmcp_filtering, kind), fastmcp_filtering.FilteringError)
+        assert issubclass(fastmcp_filtering.gateway.ConfigError, fastmcp_filtering.OptionError)
 
 
 class TestLayering:

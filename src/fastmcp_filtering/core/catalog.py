@@ -23,6 +23,7 @@ from fastmcp_filtering.core.declarations import (
     lineage,
     per_request_rule,
 )
+from fastmcp_filtering.core.errors import OptionError, OptionTypeError
 from fastmcp_filtering.core.watch import TAGS_LIST_CHANGED, Audience, Watch
 
 if TYPE_CHECKING:
@@ -104,7 +105,7 @@ def kind_of(component: FastMCPComponent) -> ComponentKind:
         return "template"
     if isinstance(component, Resource):
         return "resource"
-    raise TypeError(f"not a tool, prompt, resource or template: {type(component).__name__}")
+    raise OptionTypeError(f"not a tool, prompt, resource or template: {type(component).__name__}")
 
 
 _KIND_LABEL: dict[ComponentKind, str] = {
@@ -209,18 +210,18 @@ class Catalog:
         self._groups: dict[str, Group] = {}
         for group in groups:
             if group.name in self._groups:
-                raise ValueError(f"group {group.name!r} is declared twice; group names are unique")
+                raise OptionError(f"group {group.name!r} is declared twice; group names are unique")
             self._groups[group.name] = group
         self._tags: dict[str, Tag] = {}
         for tag in tags:
             if tag.name in self._tags:
-                raise ValueError(f"tag {tag.name!r} is declared twice; tag names are unique")
+                raise OptionError(f"tag {tag.name!r} is declared twice; tag names are unique")
             self._tags[tag.name] = tag
         self._warned: set[tuple[str, str]] = set()
         self._watch = Watch(self)
         self._rebuild(self._groups)
         if unauthenticated not in ("deny", "allow"):
-            raise ValueError(
+            raise OptionError(
                 f"unauthenticated must be 'deny' or 'allow', got {unauthenticated!r}: 'deny' "
                 "keeps groups with access checks from clients with no token (stdio, "
                 "unauthenticated HTTP), 'allow' opens them to such clients"
@@ -249,14 +250,14 @@ class Catalog:
         if catalog is None:
             return cls(groups=groups, tags=tags, unauthenticated=unauthenticated or "deny")
         if unauthenticated is not None:
-            raise ValueError(
+            raise OptionError(
                 "unauthenticated= belongs to the Catalog when one is shared: "
                 f"Catalog(groups=..., unauthenticated={unauthenticated!r})"
             )
         if not isinstance(catalog, Catalog):
-            raise ValueError(f"catalog must be a Catalog, got {type(catalog).__name__}")
+            raise OptionError(f"catalog must be a Catalog, got {type(catalog).__name__}")
         if groups or tags:
-            raise ValueError(
+            raise OptionError(
                 "pass either catalog= or groups=/tags=, not both: "
                 "declare them once in Catalog(groups=..., tags=...)"
             )
@@ -346,9 +347,9 @@ class Catalog:
     async def add_group(self, group: Group) -> None:
         """Declare ``group`` at runtime and tell each connected client what it sees changed."""
         if not isinstance(group, Group):
-            raise TypeError(f"add_group() takes a Group, got {type(group).__name__}")
+            raise OptionTypeError(f"add_group() takes a Group, got {type(group).__name__}")
         if group.name in self._groups:
-            raise ValueError(f"group {group.name!r} already exists; remove_group() it first")
+            raise OptionError(f"group {group.name!r} already exists; remove_group() it first")
         before = await self._watch.sights()
         self._rebuild({**self._groups, group.name: group})
         for listener in list(self._listeners):
@@ -362,9 +363,9 @@ class Catalog:
     async def remove_group(self, name: str) -> Group:
         """Remove the group called ``name`` and tell each connected client what it sees changed."""
         if name not in self._groups:
-            raise ValueError(f"no group {name!r} to remove (declared: {sorted(self._groups)})")
+            raise OptionError(f"no group {name!r} to remove (declared: {sorted(self._groups)})")
         if children := self._resolved.children.get(name):
-            raise ValueError(
+            raise OptionError(
                 f"group {name!r} is the parent of {list(children)}; remove or re-parent them first"
             )
         removed = self._groups[name]
@@ -376,7 +377,7 @@ class Catalog:
     async def add_tag(self, tag: Tag) -> None:
         """Declare ``tag`` at runtime and send ``notifications/tags/list_changed``."""
         if tag.name in self._tags:
-            raise ValueError(f"tag {tag.name!r} already exists")
+            raise OptionError(f"tag {tag.name!r} already exists")
         self._tags = {**self._tags, tag.name: tag}
         self._version += 1
         await self.broadcast(TAGS_LIST_CHANGED)
@@ -428,7 +429,7 @@ class _Resolved:
         for group in groups.values():
             for parent in group.parents:
                 if parent not in groups:
-                    raise ValueError(
+                    raise OptionError(
                         f"group {group.name!r} names unknown parent {parent!r}; "
                         f"declare Group({parent!r}) or fix the name (known: {sorted(groups)})"
                     )
@@ -503,7 +504,7 @@ def _walk(name: str, groups: dict[str, Group]) -> frozenset[str]:
     def visit(current: str) -> None:
         if current in path:
             cycle = " -> ".join([*path[path.index(current) :], current])
-            raise ValueError(f"groups form a cycle: {cycle}; remove one of these parent links")
+            raise OptionError(f"groups form a cycle: {cycle}; remove one of these parent links")
         if current in seen:
             return
         path.append(current)
@@ -518,11 +519,11 @@ def _walk(name: str, groups: dict[str, Group]) -> frozenset[str]:
 
 def _as_declarations(items: object, cls: type[Any], what: str) -> Sequence[Any]:
     if isinstance(items, str | bytes) or not isinstance(items, Iterable):
-        raise ValueError(f"{what} must be a list of {cls.__name__}, got {type(items).__name__}")
+        raise OptionError(f"{what} must be a list of {cls.__name__}, got {type(items).__name__}")
     result = list(items)
     for item in result:
         if not isinstance(item, cls):
-            raise ValueError(
+            raise OptionError(
                 f"{what} must hold {cls.__name__} objects, got {item!r}: "
                 f"use {cls.__name__}({item!r})"
             )

@@ -15,6 +15,7 @@ from fastmcp_filtering.core.declarations import (
     set_function_attribute,
     validate_name,
 )
+from fastmcp_filtering.core.errors import OptionError, OptionTypeError
 from fastmcp_filtering.core.request import invalid_params
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ def _short(value: object) -> str:
 
 def check_value(value: object, *, what: str) -> str:
     if not isinstance(value, str) or not value or len(value) > MAX_VALUE_LENGTH:
-        raise ValueError(
+        raise OptionError(
             f"{what} must be a non-empty string of at most {MAX_VALUE_LENGTH} characters, "
             f"got {_short(value)}"
         )
@@ -101,7 +102,7 @@ class Concern:
     def __post_init__(self) -> None:
         validate_name(self.name, what="concern")
         if isinstance(self.values, str) or not isinstance(self.values, Sequence):
-            raise ValueError(
+            raise OptionError(
                 f"Concern {self.name!r}: values must be a list of strings, "
                 f"e.g. values=['high', 'low'], got {_short(self.values)}"
             )
@@ -109,18 +110,20 @@ class Concern:
             check_value(v, what=f"a value of concern {self.name!r}") for v in self.values
         )
         if not values:
-            raise ValueError(f"Concern {self.name!r} needs at least one value: values=['high']")
+            raise OptionError(f"Concern {self.name!r} needs at least one value: values=['high']")
         if duplicates := sorted({v for v in values if values.count(v) > 1}):
-            raise ValueError(f"Concern {self.name!r} repeats value(s) {duplicates}; list each once")
+            raise OptionError(
+                f"Concern {self.name!r} repeats value(s) {duplicates}; list each once"
+            )
         if self.default is not None and self.default not in values:
-            raise ValueError(
+            raise OptionError(
                 f"Concern {self.name!r}: default {_short(self.default)} is not one of its "
                 f"values {list(values)}; pick one of them or leave default unset"
             )
         if not isinstance(self.ordered, bool):
-            raise ValueError(f"Concern {self.name!r}: ordered must be True or False")
+            raise OptionError(f"Concern {self.name!r}: ordered must be True or False")
         if self.description is not None and not isinstance(self.description, str):
-            raise ValueError(f"Concern {self.name!r}: description must be a string")
+            raise OptionError(f"Concern {self.name!r}: description must be a string")
         object.__setattr__(self, "values", values)
         object.__setattr__(self, "rank", {v: i for i, v in enumerate(values)})
 
@@ -178,14 +181,14 @@ class ConcernsFromToken:
         if not isinstance(self.scopes, Mapping) or not all(
             isinstance(k, str) and isinstance(v, Mapping) for k, v in self.scopes.items()
         ):
-            raise ValueError(
+            raise OptionError(
                 f"scopes must map scope names to concern values, like "
                 f"{{'interns': {{'security': 'high'}}}}, got {_short(self.scopes)}"
             )
         if self.claim is not None and (not isinstance(self.claim, str) or not self.claim):
-            raise ValueError(f"claim must be a claim name or None, got {_short(self.claim)}")
+            raise OptionError(f"claim must be a claim name or None, got {_short(self.claim)}")
         if not self.scopes and self.claim is None:
-            raise ValueError("ConcernsFromToken needs scopes={...} or claim='...'")
+            raise OptionError("ConcernsFromToken needs scopes={...} or claim='...'")
 
     def configured(
         self, scopes: Sequence[str], claims: Mapping[str, Any], declared: Mapping[str, Concern]
@@ -277,7 +280,7 @@ def declare_on(target: object, values: Mapping[str, str]) -> None:
     if callable(target):
         _declare_on_function(target, values)
         return
-    raise TypeError(
+    raise OptionTypeError(
         f"@concerns applies to functions and FastMCP components, not {type(target).__name__}"
     )
 
@@ -306,7 +309,7 @@ def merge_values(sources: Sequence[tuple[str, object]], *, where: str) -> dict[s
         if not values:
             continue
         if not isinstance(values, Mapping):
-            raise ValueError(
+            raise OptionError(
                 f"{where}: {source} must be an object like {{'security': 'high'}}, "
                 f"got {_short(values)}"
             )
@@ -314,7 +317,7 @@ def merge_values(sources: Sequence[tuple[str, object]], *, where: str) -> dict[s
             validate_name(name, what=f"concern in {source} of {where}")
             check_value(value, what=f"{source} value of concern {name!r} on {where}")
             if name in merged and merged[name] != value:
-                raise ValueError(
+                raise OptionError(
                     f"{where}: concern {name!r} is {merged[name]!r} in {origin[name]} but "
                     f"{value!r} in {source}; give each concern one value per component"
                 )

@@ -20,6 +20,8 @@ from fastmcp.server.providers.fastmcp_provider import (
 from fastmcp.utilities.components import FastMCPComponent
 from pydantic import ConfigDict
 
+from fastmcp_filtering.core.errors import OptionError, OptionTypeError
+
 __all__ = [
     "BETTER_MATCHES_META_KEY",
     "CONCERNS_META_ALIAS",
@@ -78,9 +80,9 @@ _C = TypeVar("_C", bound=FastMCPComponent)
 def validate_name(name: object, *, what: str) -> str:
     """Return ``name`` if it is a valid group or tag name, else raise ``ValueError``."""
     if not isinstance(name, str):
-        raise ValueError(f"{what} name must be a string, got {type(name).__name__}: {name!r}")
+        raise OptionError(f"{what} name must be a string, got {type(name).__name__}: {name!r}")
     if not name or len(name) > MAX_NAME_LENGTH or not _NAME.fullmatch(name):
-        raise ValueError(
+        raise OptionError(
             f"invalid {what} name {name!r}: use 1 to {MAX_NAME_LENGTH} letters, digits, "
             "'_', '.', ':', '/' or '-', starting with a letter, digit or '_'"
         )
@@ -93,11 +95,11 @@ def _names_tuple(value: object, *, what: str, field_name: str) -> tuple[str, ...
     if isinstance(value, str):
         return (value,) if field_name == "parent" else _reject_bare_string(value, field_name)
     if not isinstance(value, Sequence | set | frozenset):
-        raise ValueError(f"{field_name} must be a list of strings, got {type(value).__name__}")
+        raise OptionError(f"{field_name} must be a list of strings, got {type(value).__name__}")
     items = tuple(value)
     for item in items:
         if not isinstance(item, str) or not item:
-            raise ValueError(f"{field_name} must hold non-empty strings, got {item!r} ({what})")
+            raise OptionError(f"{field_name} must hold non-empty strings, got {item!r} ({what})")
     return items
 
 
@@ -108,12 +110,12 @@ def _checks(value: object, group: str) -> tuple[Callable[..., Any], ...] | None:
     items = tuple(value) if isinstance(value, list | tuple) else (value,)
     for item in items:
         if not callable(item):
-            raise ValueError(
+            raise OptionError(
                 f"group {group!r}: access takes FastMCP auth checks (require_scopes(...), "
                 f"an AccessPolicy, a function of AuthContext) or a list of them, got {item!r}"
             )
     if not items:
-        raise ValueError(
+        raise OptionError(
             f"group {group!r}: access=[] admits nobody by mistake or everybody by design; "
             "leave access out for an open group, or name a check"
         )
@@ -121,7 +123,7 @@ def _checks(value: object, group: str) -> tuple[Callable[..., Any], ...] | None:
 
 
 def _reject_bare_string(value: str, field_name: str) -> tuple[str, ...]:
-    raise ValueError(
+    raise OptionError(
         f"{field_name}={value!r} is a string; pass a list so it is not split into characters: "
         f"{field_name}=[{value!r}]"
     )
@@ -135,7 +137,7 @@ def _kinds(kinds: Sequence[str], group: str) -> tuple[str, ...]:
     found = _names_tuple(kinds, what=f"group {group!r}", field_name="kinds")
     unknown = [k for k in found if k not in _KINDS]
     if unknown or not found:
-        raise ValueError(
+        raise OptionError(
             f"group {group!r}: kinds must name one or more of {', '.join(_KINDS)}; "
             f"got {list(found)!r}"
         )
@@ -198,7 +200,7 @@ class Group:
         for parent in parents:
             validate_name(parent, what=f"parent of group {self.name!r}")
         if self.name in parents:
-            raise ValueError(f"group {self.name!r} names itself as parent; remove it from parent")
+            raise OptionError(f"group {self.name!r} names itself as parent; remove it from parent")
         patterns = _names_tuple(self.tools, what=f"group {self.name!r}", field_name="tools")
         object.__setattr__(self, "parents", tuple(dict.fromkeys(parents)))
         object.__setattr__(self, "tools", patterns)
@@ -214,7 +216,7 @@ class Group:
         if self.kinds is not None:
             object.__setattr__(self, "kinds", _kinds(self.kinds, self.name))
         if not isinstance(self.restrictive, bool):
-            raise ValueError(
+            raise OptionError(
                 f"group {self.name!r}: restrictive must be True or False, got {self.restrictive!r}"
             )
 
@@ -301,7 +303,7 @@ def in_group(*names: str) -> Callable[[_T], _T]:
         ```
     """
     if not names:
-        raise ValueError("in_group() needs at least one group name: @in_group('issues')")
+        raise OptionError("in_group() needs at least one group name: @in_group('issues')")
     for name in names:
         validate_name(name, what="group")
 
@@ -318,7 +320,7 @@ def in_group(*names: str) -> Callable[[_T], _T]:
         if callable(target):
             _tag_function(target, names)
             return target
-        raise TypeError(
+        raise OptionTypeError(
             f"@in_group applies to functions and FastMCP components, not {type(target).__name__}"
         )
 
@@ -421,7 +423,7 @@ def per_request_rule(
         getattr(marks, "__call__", None)  # noqa: B004 - an async __call__ is what is looked for
     )
     if not callable(marks) or isinstance(marks, type) or asynchronous:
-        raise ValueError(
+        raise OptionError(
             f"per_request must be a plain function of a component (or None), got {marks!r}: "
             "pass one that returns True for what is listed per request, such as "
             "lambda c: isinstance(c, TenantTool)"

@@ -34,6 +34,7 @@ from fastmcp_filtering._fastmcp import (
     state_store,
 )
 from fastmcp_filtering.core.declarations import CONCERNS_META_ALIAS, CONCERNS_META_KEY
+from fastmcp_filtering.core.errors import StateUnavailable
 
 if TYPE_CHECKING:
     from collections.abc import Hashable, Iterator
@@ -50,7 +51,6 @@ __all__ = [
     "OutageLog",
     "RequestInfo",
     "Scope",
-    "StateUnavailable",
     "add_capabilities",
     "brief",
     "clean_query",
@@ -293,10 +293,6 @@ def clean_query(raw: object, *, field: str) -> str:
 
 _PREFIX = "fastmcp-filtering"
 _TTL_SECONDS = 86_400
-
-
-class StateUnavailable(Exception):
-    """The client has no identity to keep state under, or the store failed."""
 
 
 _logger = logging.getLogger("fastmcp_filtering")

@@ -31,6 +31,7 @@ from pydantic import (
 
 from fastmcp_filtering.core.catalog import Catalog
 from fastmcp_filtering.core.declarations import Group, Tag
+from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.gateway.annotations import RISK_DESCRIPTION, RISK_VALUES
 from fastmcp_filtering.gateway.config_access import AccessConfig  # noqa: TC001 - pydantic resolves it
 from fastmcp_filtering.gateway.config_auth import AuthConfig, StateConfig, StaticToken
@@ -77,7 +78,7 @@ _TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 _PYTHON_COMMANDS = frozenset({"python", "python3"})
 
 
-class ConfigError(ValueError):
+class ConfigError(OptionError):
     """A configuration mistake: the file, the key path, the line (TOML) and the fix.
 
     ``problems`` holds one ``(key, line, message)`` per mistake found; the
@@ -107,13 +108,13 @@ class ConfigError(ValueError):
 def _check_patterns(patterns: list[str]) -> list[str]:
     for pattern in patterns:
         if not pattern.strip():
-            raise ValueError("patterns must be non-empty names or globs like 'delete_*'")
+            raise OptionError("patterns must be non-empty names or globs like 'delete_*'")
     return patterns
 
 
 def _check_namespace_text(value: str) -> str:
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}", value):
-        raise ValueError(
+        raise OptionError(
             f"namespace {value!r} must be 1 to 64 letters, digits, '_' or '-', starting with "
             "a letter or digit (it prefixes tool names: namespace_toolname)"
         )
@@ -125,7 +126,7 @@ Patterns = Annotated[list[str], AfterValidator(_check_patterns)]
 
 def _check_seconds(value: float) -> float:
     if not value > 0 or value == float("inf"):
-        raise ValueError(
+        raise OptionError(
             f"{value!r} is not a time in seconds; write a positive number such as 30 or 2.5"
         )
     return float(value)
@@ -143,7 +144,7 @@ def _zero_or_seconds(zero_means: str, example: str) -> Callable[[float], float]:
         try:
             return _check_seconds(value)
         except ValueError:
-            raise ValueError(
+            raise OptionError(
                 f"{value!r} is not a time in seconds; write 0 ({zero_means}) "
                 f"or a positive number such as {example}"
             ) from None
@@ -158,7 +159,7 @@ _check_ttl = _zero_or_seconds("list on every request", "60")
 def _within_a_day(value: float) -> float:
     """Refuse a back-off longer than a day: a typo (``1e308``), not a time to wait on."""
     if value > LONGEST_BACKOFF:
-        raise ValueError(
+        raise OptionError(
             f"{value:g} seconds is longer than a day to leave a failed upstream alone; "
             f"write at most {LONGEST_BACKOFF:g}, such as 30"
         )
@@ -253,7 +254,7 @@ class UpstreamConfig(_Model):
     @model_validator(mode="after")
     def _backoff_capped(self) -> UpstreamConfig:
         if self.backoff > self.backoff_max:
-            raise ValueError(
+            raise OptionError(
                 f"backoff = {self.backoff:g} is above backoff_max = {self.backoff_max:g}, the "
                 f"longest a back-off grows to; write backoff_max = {self.backoff:g} or more, "
                 "or a smaller backoff"
@@ -263,26 +264,26 @@ class UpstreamConfig(_Model):
     @model_validator(mode="after")
     def _one_transport(self, info: ValidationInfo) -> UpstreamConfig:
         if (self.command is None) == (self.url is None):
-            raise ValueError(
+            raise OptionError(
                 "give either command (a stdio server) or url (an HTTP server), "
                 'e.g. command = "npx" or url = "https://example.com/mcp"'
             )
         if self.url is not None:
             stray = [k for k in ("args", "env", "cwd") if getattr(self, k)]
             if stray:
-                raise ValueError(f"{', '.join(stray)} apply to a command, not a url; remove them")
+                raise OptionError(f"{', '.join(stray)} apply to a command, not a url; remove them")
             if not re.match(r"https?://", self.url):
-                raise ValueError(
+                raise OptionError(
                     f"url must start with http:// or https://, got {safe_url(self.url)!r}"
                 )
             return self
         if self.headers:
-            raise ValueError("headers apply to a url, not a command; remove them")
+            raise OptionError("headers apply to a url, not a command; remove them")
         assert self.command is not None
         if not self.command.strip():
-            raise ValueError('command must not be empty: command = "npx"')
+            raise OptionError('command must not be empty: command = "npx"')
         if _runs_the_gateway(self.command, self.args):
-            raise ValueError(
+            raise OptionError(
                 "this command runs fastmcp-filtering itself, which would start gateways "
                 "without end; list the servers that configuration proxies here instead, "
                 "or reach a running gateway by url"
@@ -442,17 +443,19 @@ class ConcernConfig(_Model):
     def _preset(self) -> ConcernConfig:
         if not self.from_annotations:
             if self.values is None:
-                raise ValueError(
+                raise OptionError(
                     "values is missing: add values = [...], or from_annotations = true for "
                     f"{list(RISK_VALUES)} from the MCP tool annotations"
                 )
             return self
         if self.values is not None and self.values != list(RISK_VALUES):
-            raise ValueError(
+            raise OptionError(
                 f"from_annotations = true sets values to {list(RISK_VALUES)}; remove values"
             )
         if "ordered" in self.model_fields_set and not self.ordered:
-            raise ValueError("from_annotations = true is ordered (read-only first); remove ordered")
+            raise OptionError(
+                "from_annotations = true is ordered (read-only first); remove ordered"
+            )
         object.__setattr__(self, "values", list(RISK_VALUES))
         object.__setattr__(self, "ordered", True)
         if self.description is None:
@@ -623,7 +626,7 @@ class FilteringConfig(_Model):
     def _mapping_keys(cls, value: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
         for key in value:
             if not key.strip():
-                raise ValueError("concern_mapping keys are tool names or globs, not empty")
+                raise OptionError("concern_mapping keys are tool names or globs, not empty")
         return value
 
     @model_validator(mode="after")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from fastmcp.server.auth import require_scopes
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.middleware.access import AccessPolicy
 
 if TYPE_CHECKING:
@@ -40,16 +41,16 @@ class AccessConfig(BaseModel):
     @model_validator(mode="after")
     def _something_required(self) -> AccessConfig:
         if not self.scopes and not self.claims:
-            raise ValueError(
+            raise OptionError(
                 'access needs scopes = [...] or claims = { name = "value" }; leave access '
                 "out for a group open to every client"
             )
         for scope in self.scopes:
             if not scope.strip():
-                raise ValueError("access scopes must be non-empty strings like 'github:admin'")
+                raise OptionError("access scopes must be non-empty strings like 'github:admin'")
         for claim in self.claims:
             if not claim.strip("."):
-                raise ValueError("access claims are claim names like 'tenant', not empty")
+                raise OptionError("access claims are claim names like 'tenant', not empty")
         return self
 
     def checks(self) -> list[Callable[..., Any]]:

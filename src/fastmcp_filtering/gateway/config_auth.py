@@ -16,6 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 from fastmcp.server.auth.providers.jwt import JWTVerifier, StaticTokenVerifier
 from pydantic import Field, model_validator
 
+from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.gateway.auth_errors import PlainTokenMessages
 from fastmcp_filtering.gateway.config_base import EnvString, KeyPath, _CrossReferenceError, _Model
 from fastmcp_filtering.gateway.redact import safe_url
@@ -96,7 +97,7 @@ class AuthConfig(_Model):
     @classmethod
     def _a_type(cls, data: Any) -> Any:
         if isinstance(data, dict) and "type" not in data:
-            raise ValueError(
+            raise OptionError(
                 'say which tokens to accept: type = "static" (the bearer tokens listed in '
                 '[[auth.tokens]]) or type = "jwt" (signed tokens checked with jwks_uri or '
                 "public_key)"

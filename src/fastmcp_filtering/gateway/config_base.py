@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
+from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.gateway.toml_speak import speak_toml
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ KeyPath = tuple[str | int, ...]
 _ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-class _CrossReferenceError(ValueError):
+class _CrossReferenceError(OptionError):
     """A library ``ValueError`` tied to the config key it is about."""
 
     def __init__(self, path: KeyPath, message: str) -> None:
@@ -51,7 +52,7 @@ def _expand_env(value: str) -> str:
         name = match.group(1)
         found = os.environ.get(name)
         if found is None:
-            raise ValueError(
+            raise OptionError(
                 f"environment variable {name} is not set; export {name} before starting, "
                 "or write the value instead of ${" + name + "}"
             )

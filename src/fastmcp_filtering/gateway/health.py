@@ -9,81 +9,22 @@ from __future__ import annotations
 
 import logging
 import math
-import socket
 import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Literal
 
+from fastmcp_filtering.gateway.failures import describe_failure, unanswered, unsendable
 from fastmcp_filtering.gateway.limits import UpstreamTimeout
-from fastmcp_filtering.gateway.listings import BackingOff, keep_recent, unanswered, unsendable
+from fastmcp_filtering.gateway.listings import BackingOff, keep_recent
 from fastmcp_filtering.gateway.redact import Redactor
 from fastmcp_filtering.gateway.suggestion import counted
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["Heard", "UpstreamHealth", "describe_failure", "heard"]
+__all__ = ["Heard", "UpstreamHealth", "heard"]
 
 logger = logging.getLogger("fastmcp_filtering")
-
-# FastMCP's wrappers around a transport failure, which repeat the root cause's text.
-_WRAPPER_PREFIXES = ("Client failed to connect: ",)
-
-
-# What a socket's failure is, in words: the libraries' own ("All connection attempts failed")
-# hide it under a wrapper's text.
-_SOCKET_WORDS: tuple[tuple[type[BaseException], str], ...] = (
-    (ConnectionRefusedError, "connection refused"),
-    (ConnectionResetError, "connection reset"),
-    (socket.gaierror, "its host name does not resolve"),
-)
-
-
-def _socket_words(error: BaseException) -> str | None:
-    """The plain words for the socket failure under ``error`` (its chain, as a traceback shows
-    it), or None."""
-    pending: list[BaseException] = [error]
-    seen: set[int] = set()
-    # Breadth first, each once: a cycle or a wide tree must not hang a request.
-    while pending and len(seen) < 256:
-        link = pending.pop(0)
-        if id(link) in seen:
-            continue
-        seen.add(id(link))
-        for kind, words in _SOCKET_WORDS:
-            if isinstance(link, kind):
-                return words
-        if isinstance(link, BaseExceptionGroup):
-            pending.extend(link.exceptions)
-        # The cause, else the context it was raised in (httpcore maps errors from a context).
-        under = link.__cause__ or link.__context__
-        if under is not None:
-            pending.append(under)
-    return None
-
-
-def describe_failure(error: BaseException) -> str:
-    """The reason an upstream failed, one line: the root cause, not its wrappers; a socket's
-    failure in plain words (``connection refused``).
-
-    Example:
-        ```python
-        describe_failure(RuntimeError("Client failed to connect: [Errno 2] ..."))
-        ```
-    """
-    words = _socket_words(error)
-    if words is not None:
-        return words
-    root = error
-    while root.__cause__ is not None:
-        root = root.__cause__
-    if isinstance(root, BaseExceptionGroup) and len(root.exceptions) == 1:
-        return describe_failure(root.exceptions[0])
-    text = str(root).strip()
-    while text.startswith(_WRAPPER_PREFIXES):
-        text = text.split(": ", 1)[1]
-    return (text.splitlines()[0] if text else type(root).__name__)[:300]
-
 
 _MAX_DROPS_REMEMBERED = 1000
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from pydantic import ValidationError
 
 from fastmcp_filtering.core.catalog import ComponentKind, match_names
+from fastmcp_filtering.core.errors import FilteringError, UpstreamError
 from fastmcp_filtering.core.request import unrestricted
 from fastmcp_filtering.gateway.config import FilteringConfig
 from fastmcp_filtering.gateway.mcp_json import McpJsonError, namespace_of, read_servers
@@ -56,7 +57,7 @@ class InitRequest:
     """Print errors only: no summary, no upstream stderr."""
 
 
-class InitError(Exception):
+class InitError(FilteringError):
     """A reason ``init`` cannot go on, said to the user as is."""
 
 
@@ -165,7 +166,7 @@ def _tables(request: InitRequest, out_dir: Path) -> tuple[list[dict[str, Any]], 
     return [table], " ".join(request.target)
 
 
-class _UpstreamsDown(Exception):
+class _UpstreamsDown(UpstreamError):
     """Upstreams that did not answer, each with the reason."""
 
     def __init__(self, dead: dict[str, str]) -> None:

@@ -26,7 +26,8 @@ from fastmcp.server.providers.proxy import ProxyPrompt, ProxyResource, ProxyTemp
 from mcp.shared.exceptions import MCPError
 from typing_extensions import override
 
-from fastmcp_filtering.gateway.listings import sdk_closed, sdk_timed_out
+from fastmcp_filtering.core.errors import UpstreamError
+from fastmcp_filtering.gateway.failures import sdk_reason
 from fastmcp_filtering.gateway.namespacing import served_name
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ class Timeouts(NamedTuple):
     call: float
 
 
-class UpstreamTimeout(Exception):
+class UpstreamTimeout(UpstreamError):
     """An upstream did not answer within its configured time; the message says which setting.
 
     Example:
@@ -185,11 +186,11 @@ async def _answered(pending: Awaitable[_T], bound: Bound) -> _T:
         async with asyncio.timeout(bound.seconds):
             result = await pending
     except MCPError as error:
-        if sdk_timed_out(error):
+        if sdk_reason(error) == "timed out":
             raise TimeoutError from None
         # Anything but the SDK's own "closed" is the upstream's answer, whatever its code
         # (FastMCP's rate limit sends -32000, its "Not found" -32001).
-        if not sdk_closed(error) and bound.answered is not None:
+        if sdk_reason(error) != "closed" and bound.answered is not None:
             bound.answered()
         raise
     if bound.answered is not None:
@@ -223,7 +224,7 @@ class BoundedProxyTool(ProxyTool):
         except TimeoutError:
             problem = str(UpstreamTimeout("tools/call", seconds, "call_timeout"))
         except MCPError as error:
-            if not sdk_closed(error):
+            if sdk_reason(error) != "closed":
                 raise  # the upstream's own answer, whatever its code
             # The SDK's word for an upstream that exited or dropped the connection mid-call.
             problem = "failed the call (its connection closed before a result)"
@@ -260,7 +261,7 @@ async def _read_within(
         problem = str(UpstreamTimeout(what, bound.seconds, "call_timeout"))
         unnamed = f"a server behind this gateway did not answer {what} in time"
     except MCPError as error:
-        if not sdk_closed(error):
+        if sdk_reason(error) != "closed":
             raise  # the upstream's own answer, whatever its code: passed on as it is
         # The SDK's word for an upstream that exited or dropped the connection mid-read.
         problem = f"failed {what} (its connection closed before an answer)"

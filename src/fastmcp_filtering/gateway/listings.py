@@ -27,18 +27,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import socket
 import time
 from collections import OrderedDict
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import anyio
-import httpx2
-import mcp_types as mt
-import pydantic
-from mcp.shared.exceptions import MCPError
+from fastmcp_filtering.core.errors import OptionError, UpstreamError
+from fastmcp_filtering.gateway.failures import Garbled, unanswered, unsendable
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -55,7 +51,6 @@ __all__ = [
     "changed_kinds",
     "how_soon",
     "keep_recent",
-    "unanswered",
 ]
 
 KINDS = ("tool", "prompt", "resource", "template")
@@ -74,197 +69,11 @@ LONGEST_BACKOFF = 86400.0
 """A day: the longest ``backoff`` or ``backoff_max`` taken, in seconds."""
 
 
-# Failures in which the upstream did not answer: its process cannot start or is gone, its
-# address refuses, resets or drops the connection, or time ran out. TimeoutError and every
-# ConnectionError are OSErrors; httpx2 wraps them in the three of its own below. Its
-# LocalProtocolError (a request this end could not send) is left out: one client's forwarded
-# header may cause it.
-class Garbled(Exception):
-    """The upstream sent a message its MCP SDK cannot parse (a schema nested past what a JSON
-    parser reads, say): the request it answered never completes, so it is failed at once.
-
-    ``Garbled.watch()`` makes the watcher a ``Listings`` keeps; ``heard(error)`` (the
-    transport's ``garbled`` hook) fails what ``unless`` waits for.
-
-    Example:
-        ```python
-        watcher = Garbled.watch()
-        listed = await watcher.unless(fetch())  # raises Garbled once watcher.heard(error)
-        ```
-    """
-
-    @staticmethod
-    def watch() -> _GarbleWatch:
-        return _GarbleWatch()
-
-
-class _GarbleWatch:
-    def __init__(self) -> None:
-        self._next: asyncio.Future[str] | None = None
-
-    def heard(self, error: Exception) -> None:
-        """The upstream's SDK could not parse a message: each wait on its way fails."""
-        if self._next is not None and not self._next.done():
-            self._next.set_result(_parse_failure(error))
-        self._next = None
-
-    async def unless(self, pending: Awaitable[_V]) -> _V:
-        """``pending``'s result, or ``Garbled`` as soon as ``heard`` is told (``pending``
-        then cancelled: its answer will never come)."""
-        if self._next is None:
-            self._next = asyncio.get_running_loop().create_future()
-        garbled = self._next
-        task = asyncio.ensure_future(pending)
-        try:
-            either: set[asyncio.Future[Any]] = {task, garbled}
-            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            if not task.done():
-                task.cancel()
-        if task.done() and not task.cancelled():
-            return task.result()
-        raise Garbled(f"sent a message its MCP SDK cannot parse ({garbled.result()})")
-
-
-def _parse_failure(error: Exception) -> str:
-    """What the SDK could not parse, in its parser's words (pydantic's first error: ``Invalid
-    JSON: recursion limit exceeded at line 1 column 4025``), not the message's bytes."""
-    if isinstance(error, pydantic.ValidationError) and error.errors():
-        return str(error.errors()[0]["msg"])[:200]
-    lines = str(error).strip().splitlines()
-    return lines[0][:200] if lines else "an unreadable message"
-
-
-_NO_ANSWER: tuple[type[BaseException], ...] = (
-    Garbled,  # broken, not slow: backed off as silence is
-    OSError,
-    anyio.BrokenResourceError,
-    anyio.ClosedResourceError,
-    anyio.EndOfStream,
-    httpx2.NetworkError,
-    httpx2.RemoteProtocolError,
-    httpx2.TimeoutException,
-)
-# Failures before any request byte was sent (nothing could be connected to: refused, no such
-# host, connect timed out): the only ones no client's forwarded headers can have caused.
-# httpx2 wraps a refused connection or a DNS failure in its ConnectError.
-_NOT_SENT: tuple[type[BaseException], ...] = (
-    ConnectionRefusedError,
-    socket.gaierror,
-    httpx2.ConnectError,
-    httpx2.ConnectTimeout,
-)
-# Raised while a request is built from its own bytes, before any is sent (a header value
-# that is not ASCII, one h11 will not write): that request's doing, and no news of the
-# upstream, answered or not.
-_UNSENDABLE: tuple[type[BaseException], ...] = (UnicodeError, httpx2.LocalProtocolError)
-# What the SDK raises when the connection closed before the answer came (a stdio upstream's
-# process exited). A peer may send the same code with its own words, so the words count too.
-_CLOSED = mt.ErrorData(code=mt.CONNECTION_CLOSED, message="Connection closed")
-
 _T = TypeVar("_T")
 _K = TypeVar("_K")
 _V = TypeVar("_V")
 
 logger = logging.getLogger("fastmcp_filtering")
-
-
-def unanswered(error: BaseException, *, forwarded: bool = False) -> bool:
-    """Whether ``error`` says the upstream did not answer at all: the one failure backed off.
-
-    Follows ``error``'s causes (FastMCP wraps a transport's failure in a
-    ``RuntimeError``, then an ``MCPError``). Not answering is a timeout, a refused,
-    reset or dropped connection, a command that cannot start, or the SDK's own
-    ``Connection closed`` (a stdio upstream's process gone). Anything else is an
-    answer, error or not: an HTTP status (401 to one client's forwarded token,
-    500), a JSON-RPC error, a reply the SDK could not read, or a failure not
-    known here. An upstream that answers is alive, and what it answered one
-    request must not be what every other client gets.
-
-    ``forwarded``: the listing carried a client's forwarded HTTP headers. Then
-    only a connection that could not be made counts (refused, no such host, a
-    connect timeout): a reset, a read error or timeout, a dropped or closed
-    connection may be the upstream's (or a proxy's) answer to that client's
-    bytes (a header too large to read), so it counts as an answer too.
-
-    Example:
-        ```python
-        unanswered(httpx2.ConnectError("All connection attempts failed"))  # True
-        unanswered(httpx2.ReadError("reset"))  # True
-        unanswered(httpx2.ReadError("reset"), forwarded=True)  # False
-        unanswered(MCPError(code=-32603, message="Server returned an error response"))  # False
-        ```
-    """
-    link: BaseException | None = error
-    innermost = error
-    for _ in range(64):  # a cause chain is short; a cycle must not hang a request
-        if link is None:
-            break
-        if isinstance(link, httpx2.HTTPStatusError):
-            return False  # it answered, with a status
-        if isinstance(link, _NOT_SENT):
-            return True
-        if isinstance(link, _NO_ANSWER):
-            return not forwarded  # sent: what broke may be the client's bytes' doing
-        if isinstance(link, BaseExceptionGroup):
-            return all(unanswered(inner, forwarded=forwarded) for inner in link.exceptions)
-        innermost, link = link, link.__cause__
-    # Over HTTP (the only forwarding kind) a closed connection may follow a reset.
-    closed = isinstance(innermost, MCPError) and sdk_closed(innermost)
-    return closed and not forwarded
-
-
-def sdk_closed(error: MCPError) -> bool:
-    """Whether ``error`` is the MCP SDK's own word for a connection that closed before the
-    answer (code and words): the same code with other words is the peer's own answer.
-
-    Example:
-        ```python
-        sdk_closed(MCPError(code=-32000, message="Connection closed"))  # True
-        sdk_closed(MCPError(code=-32000, message="Rate limit exceeded"))  # False
-        ```
-    """
-    return error.error == _CLOSED
-
-
-def sdk_timed_out(error: MCPError) -> bool:
-    """Whether ``error`` is the MCP SDK's own request timeout (``Request 'METHOD' timed
-    out``), not a peer's error that happens to carry its code (FastMCP's ``Not found``).
-
-    Example:
-        ```python
-        sdk_timed_out(MCPError(code=-32001, message="Request 'tools/call' timed out"))  # True
-        sdk_timed_out(MCPError(code=-32001, message="Not found: 'nope'"))  # False
-        ```
-    """
-    message = error.error.message
-    return (
-        error.error.code == mt.REQUEST_TIMEOUT
-        and message.startswith("Request ")
-        and message.endswith(" timed out")
-    )
-
-
-def unsendable(error: BaseException) -> bool:
-    """Whether ``error`` says the request could not be made from its own bytes: nothing was
-    sent, so the upstream neither answered nor failed to (follows causes, as ``unanswered``).
-
-    Example:
-        ```python
-        unsendable(UnicodeEncodeError("ascii", "caf\xe9", 3, 4, "not ASCII"))  # True
-        unsendable(httpx2.ConnectError("refused"))  # False
-        ```
-    """
-    link: BaseException | None = error
-    for _ in range(64):  # a cause chain is short; a cycle must not hang a request
-        if link is None:
-            return False
-        if isinstance(link, _UNSENDABLE):
-            return True
-        if isinstance(link, BaseExceptionGroup):
-            return any(unsendable(inner) for inner in link.exceptions)
-        link = link.__cause__
-    return False
 
 
 def keep_recent(kept: OrderedDict[_K, _V], key: _K, value: _V, most: int | None = None) -> bool:
@@ -312,7 +121,7 @@ def changed_kinds(message: object) -> tuple[str, ...]:
     return _STALE_AFTER.get(method, ()) if isinstance(method, str) else ()
 
 
-class BackingOff(Exception):
+class BackingOff(UpstreamError):
     """A listing not asked: the upstream did not answer lately and is left alone ``retry_in`` s.
 
     Its ``__cause__`` is the failure that started (or last extended) the back-off,
@@ -605,7 +414,7 @@ class Listings:
         chosen = (kinds,) if isinstance(kinds, str) else tuple(kinds)
         unknown = [kind for kind in chosen if kind not in KINDS]
         if unknown:
-            raise ValueError(f"{unknown[0]!r} is not a kind of listing; give some of {KINDS}")
+            raise OptionError(f"{unknown[0]!r} is not a kind of listing; give some of {KINDS}")
         for key in [key for key in self._kept if key[0] in chosen]:
             del self._kept[key]
         for key in [key for key in self._pending if key[0] in chosen]:
@@ -626,13 +435,13 @@ def _check_times(seconds: float, backoff: float, backoff_max: float) -> None:
     _check_time("backoff", backoff, left_alone, "0 (ask it again on every request)", 1)
     _check_time("backoff_max", backoff_max, left_alone, "0 (with backoff=0)", 30)
     if backoff > 0 and not backoff_max >= backoff:
-        raise ValueError(
+        raise OptionError(
             f"backoff_max={backoff_max!r} cannot cap backoff={backoff!r}; "
             "give a number of seconds at least backoff, such as 30"
         )
     for name, value in (("backoff", backoff), ("backoff_max", backoff_max)):
         if value > LONGEST_BACKOFF:
-            raise ValueError(
+            raise OptionError(
                 f"{name}={value!r} is longer than a day to leave a failed upstream alone; "
                 f"give at most {LONGEST_BACKOFF:g} seconds, such as 30"
             )
@@ -642,7 +451,7 @@ def _check_time(name: str, value: object, what: str, zero: str, example: float) 
     """Refuse ``value`` unless it is 0 or a finite positive number (not a bool), naming the fix."""
     # A bool is an int to Python, but True is no number of seconds.
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
-        raise ValueError(
+        raise OptionError(
             f"{name}={value!r} is not {what}; give {zero} or a positive number such as {example}"
         )
 

@@ -19,6 +19,8 @@ from typing import Any
 
 from fastmcp.mcp_config import infer_transport_type_from_url
 
+from fastmcp_filtering.core.errors import OptionError
+
 __all__ = ["McpJsonError", "namespace_of", "read_servers"]
 
 _UNSUPPORTED = {
@@ -29,7 +31,7 @@ _UNSUPPORTED = {
 }
 
 
-class McpJsonError(ValueError):
+class McpJsonError(OptionError):
     """A mistake in an ``mcpServers`` file, naming the file and the key."""
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from typing_extensions import override
 
-from fastmcp_filtering.gateway.health import describe_failure
+from fastmcp_filtering.gateway.failures import describe_failure
 
 if TYPE_CHECKING:
     from types import FrameType

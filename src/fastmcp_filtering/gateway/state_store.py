@@ -19,6 +19,8 @@ from key_value.aio.wrappers.base import BaseWrapper
 from mcp.shared.exceptions import MCPError
 from typing_extensions import override
 
+from fastmcp_filtering.core.errors import OptionError
+
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Mapping, Sequence
 
@@ -53,7 +55,7 @@ class GatewayStore(BaseWrapper):
 
     def __init__(self, key_value: AsyncKeyValue, *, where: str, ttl: float) -> None:
         if not ttl > 0:
-            raise ValueError(f"ttl={ttl!r} must be a positive number of seconds, such as 86400")
+            raise OptionError(f"ttl={ttl!r} must be a positive number of seconds, such as 86400")
         self.key_value = key_value
         self.where = where
         self.ttl_seconds = ttl

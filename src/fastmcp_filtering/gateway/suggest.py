@@ -27,6 +27,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.gateway.annotations import ANNOTATION_TAGS, RISK_VALUES, hints
 from fastmcp_filtering.gateway.config import ConcernConfig, GroupConfig, TagConfig
 from fastmcp_filtering.gateway.grouping import Cluster, Item, ToolInfo, propose_groups
@@ -47,13 +48,13 @@ def _info(tool: object) -> ToolInfo:
 
     name = get("name")
     if not isinstance(name, str) or not name:
-        raise ValueError(f"every tool needs a name; got {tool!r:.80}")
+        raise OptionError(f"every tool needs a name; got {tool!r:.80}")
     return ToolInfo(name, get("title"), get("description"), get("annotations"))
 
 
 def _namespace(namespace: object) -> str:
     if not isinstance(namespace, str) or namespace != namespace_of(namespace):
-        raise ValueError(
+        raise OptionError(
             f"namespace {namespace!r} must be letters, digits, '_' or '-', starting with a letter "
             f"or digit (it prefixes tool names), e.g. {namespace_of(str(namespace))!r}"
         )
@@ -83,9 +84,9 @@ def suggest_config(
         ```
     """
     if isinstance(max_group_size, bool) or not isinstance(max_group_size, int):
-        raise ValueError(f"max_group_size must be an int of at least 2, got {max_group_size!r}")
+        raise OptionError(f"max_group_size must be an int of at least 2, got {max_group_size!r}")
     if max_group_size < 2:
-        raise ValueError(f"max_group_size must be at least 2, got {max_group_size}")
+        raise OptionError(f"max_group_size must be at least 2, got {max_group_size}")
     servers = (
         {_namespace(ns): [_info(t) for t in ts] for ns, ts in tools.items()}
         if isinstance(tools, Mapping)
@@ -95,7 +96,7 @@ def suggest_config(
     full = [prefixes[ns] + t.name for ns, ts in servers.items() for t in ts]
     if len(set(full)) != len(full):
         twice = sorted({n for n in full if full.count(n) > 1})
-        raise ValueError(f"tool names must be unique; {twice} appear twice")
+        raise OptionError(f"tool names must be unique; {twice} appear twice")
     others = tuple(others)
     builder = _Builder(Names([*full, *others, *meta_tools]), max_group_size)
     for namespace, infos in servers.items():

@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fastmcp_filtering.core.errors import OptionError, OptionTypeError
+
 if TYPE_CHECKING:
     from fastmcp_filtering.gateway.config import ConcernConfig, GroupConfig, TagConfig
 
@@ -79,13 +81,13 @@ class SuggestedConfig:
             ```
         """
         if not upstreams:
-            raise ValueError(
+            raise OptionError(
                 "to_toml needs the upstreams to proxy: "
                 "to_toml(upstreams=[{'command': 'npx', 'args': ['-y', 'some-server']}])"
             )
         namespaces = tuple(str(u["namespace"]) for u in upstreams if u.get("namespace"))
         if sorted(namespaces) != sorted(self.namespaces):
-            raise ValueError(
+            raise OptionError(
                 f"the proposal is for namespaces {list(self.namespaces)}; give one upstream "
                 f"with each namespace, got {list(namespaces)}"
                 if self.namespaces
@@ -123,7 +125,7 @@ def toml_value(value: Any) -> str:
         return "{ " + ", ".join(f"{_key(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
     if isinstance(value, Sequence):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    raise TypeError(f"no TOML form for {type(value).__name__}")
+    raise OptionTypeError(f"no TOML form for {type(value).__name__}")
 
 
 def _array(key: str, items: Sequence[str]) -> list[str]:
@@ -185,7 +187,7 @@ def render(
         lines += ["", "[[upstreams]]"]
         unknown = sorted(set(upstream) - set(_UPSTREAM_KEYS))
         if unknown:
-            raise ValueError(f"unknown upstream keys {unknown}; use {list(_UPSTREAM_KEYS)}")
+            raise OptionError(f"unknown upstream keys {unknown}; use {list(_UPSTREAM_KEYS)}")
         lines += [
             f"{key} = {toml_value(upstream[key])}"
             for key in _UPSTREAM_KEYS

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import override
 
 from fastmcp_filtering.core.catalog import Catalog
+from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.middleware.hooks import set_up_on
 from fastmcp_filtering.middleware.layers import LayerMiddleware
 from fastmcp_filtering.policy.access import GroupAccess, access_of
@@ -57,16 +58,16 @@ class AccessPolicy:
 
     def __post_init__(self) -> None:
         if not isinstance(self.claim, str) or not self.claim.strip("."):
-            raise ValueError(f"AccessPolicy claim must be a claim name, got {self.claim!r}")
+            raise OptionError(f"AccessPolicy claim must be a claim name, got {self.claim!r}")
         if (self.value is None) == (self.from_meta is None):
-            raise ValueError(
+            raise OptionError(
                 f"AccessPolicy(claim={self.claim!r}) needs exactly one of value= (a fixed "
                 "value) or from_meta= (a key of the group's meta holding the value)"
             )
         for name in ("value", "from_meta"):
             given = getattr(self, name)
             if given is not None and not isinstance(given, str):
-                raise ValueError(f"AccessPolicy {name} must be a string, got {given!r}")
+                raise OptionError(f"AccessPolicy {name} must be a string, got {given!r}")
 
     def __call__(self, ctx: AuthContext) -> bool:
         if ctx.token is None:

@@ -21,9 +21,9 @@ from fastmcp_filtering.core.concerns import (
     merge_values,
     parse_config,
 )
+from fastmcp_filtering.core.errors import OptionError, StateUnavailable
 from fastmcp_filtering.core.request import (
     RequestInfo,
-    StateUnavailable,
     add_capabilities,
     client_key,
     custom_result,
@@ -86,7 +86,7 @@ def concerns(values: Mapping[str, str] | None = None, /, **kwargs: str) -> Calla
     """
     merged = merge_values([("@concerns", values or {}), ("@concerns", kwargs)], where="@concerns")
     if not merged:
-        raise ValueError("@concerns() needs at least one value: @concerns(security='high')")
+        raise OptionError("@concerns() needs at least one value: @concerns(security='high')")
 
     def decorate(target: _T) -> _T:
         declare_on(target, merged)

@@ -20,6 +20,7 @@ from fastmcp_filtering._fastmcp import (
     serving_server,
 )
 from fastmcp_filtering.core.catalog import same_kind
+from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.core.request import current_scope, request_info, request_memo
 from fastmcp_filtering.middleware.wire import install_wire
 from fastmcp_filtering.policy.access import current_principal
@@ -148,7 +149,7 @@ def refuse_shared_caches(server: FastMCP) -> None:
     from fastmcp.server.middleware.caching import ResponseCachingMiddleware
 
     if any(isinstance(m, ResponseCachingMiddleware) for m in server.middleware):
-        raise ValueError(
+        raise OptionError(
             "ResponseCachingMiddleware cannot run beside fastmcp-filtering: it keys cached "
             "lists by access token alone (all anonymous clients share one), so one client "
             "would get the tools or a result that another client's enabled groups, concerns, "

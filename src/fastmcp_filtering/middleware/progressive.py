@@ -10,6 +10,7 @@ from fastmcp.tools.base import Tool, ToolResult
 from typing_extensions import override
 
 from fastmcp_filtering.core.catalog import Catalog, mark_meta_tool
+from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.core.request import client_key, current_info
 from fastmcp_filtering.middleware.access import enforce_access
 from fastmcp_filtering.middleware.layers import LayerMiddleware
@@ -75,9 +76,9 @@ _CALL_SCHEMA: dict[str, Any] = {
 def _check_state_namespace(state_namespace: object) -> None:
     """A namespace of its own: another layer's (``concerns``), or one with ``:``, clobbers state."""
     if not isinstance(state_namespace, str) or not state_namespace:
-        raise ValueError(f"state_namespace must be a non-empty string, got {state_namespace!r}")
+        raise OptionError(f"state_namespace must be a non-empty string, got {state_namespace!r}")
     if state_namespace == CONCERNS_STATE or ":" in state_namespace:
-        raise ValueError(
+        raise OptionError(
             f"state_namespace={state_namespace!r} is reserved (the concerns layer keeps its "
             "state under 'concerns', and ':' separates keys); choose another, such as "
             "'progressive'"
@@ -221,7 +222,7 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
         members = await self._bodies.members(server)
         visible = {t for g in self.initial_groups for t in members.get(g, frozenset())}
         if len(visible) > self.max_tools:
-            raise ValueError(
+            raise OptionError(
                 f"initial_groups {list(self.initial_groups)} hold {len(visible)} tools, over "
                 f"max_tools={self.max_tools}; raise max_tools or enable fewer groups"
             )
@@ -323,27 +324,27 @@ def _check_options(
     if max_tools is not None and (
         isinstance(max_tools, bool) or not isinstance(max_tools, int) or max_tools < 1
     ):
-        raise ValueError(f"max_tools must be a positive int or None, got {max_tools!r}")
+        raise OptionError(f"max_tools must be a positive int or None, got {max_tools!r}")
     if available_groups not in ("children", "all"):
-        raise ValueError(
+        raise OptionError(
             f"available_groups={available_groups!r} is not an option: use 'children' (the "
             "child groups enabling opened up, as wags replies) or 'all' (the roots not "
             "enabled too)"
         )
     if not isinstance(call_unlisted, bool):
-        raise ValueError(
+        raise OptionError(
             f"call_unlisted must be True or False, got {call_unlisted!r}: True lets a "
             "client call any tool of a group it has not enabled by its exact name"
         )
     if offer_enable is not True and offer_enable is not False:
-        raise ValueError(f"offer_enable must be True or False, got {offer_enable!r}")
+        raise OptionError(f"offer_enable must be True or False, got {offer_enable!r}")
     if not isinstance(side_effect_lists, bool):
-        raise ValueError(
+        raise OptionError(
             f"side_effect_lists must be True or False, got {side_effect_lists!r}: True lets "
             "enable_tools change later 2026-07-28 lists, which the specification forbids"
         )
     if offer_enable is False and call_unlisted is not True:
-        raise ValueError(
+        raise OptionError(
             "offer_enable=False needs call_unlisted=True: without enable_tools a tool of a "
             "group not enabled could never be reached"
         )
@@ -354,7 +355,7 @@ def _validated_initial(
 ) -> tuple[str, ...]:
     """``initial_groups`` checked: declared, parents first, within ``max_tools``."""
     if isinstance(initial_groups, str):
-        raise ValueError(
+        raise OptionError(
             f"initial_groups={initial_groups!r} is a string; pass a list: "
             f"initial_groups=[{initial_groups!r}]"
         )
@@ -362,7 +363,7 @@ def _validated_initial(
     declared = [g.name for g in catalog.groups]
     for name in initial:
         if catalog.group(name) is None:
-            raise ValueError(
+            raise OptionError(
                 f"initial_groups names unknown group {name!r}; declare Group({name!r}) "
                 f"or fix the name (declared: {declared})"
             )
@@ -371,7 +372,7 @@ def _validated_initial(
     if missing:
         name = missing[0]
         path = path_to(catalog, name, reachable)
-        raise ValueError(
+        raise OptionError(
             f"initial group {name!r} is a child whose parent is not initially enabled; "
             f"use initial_groups={[*(n for n in path if n not in initial), *initial]}"
         )
@@ -384,7 +385,7 @@ def _validated_initial(
             if not _GLOB.search(pattern)
         }
         if len(literal) > max_tools:
-            raise ValueError(
+            raise OptionError(
                 f"initial_groups {list(initial)} hold at least {len(literal)} tools, over "
                 f"max_tools={max_tools}; raise max_tools or enable fewer groups"
             )
@@ -398,10 +399,10 @@ def _meta_tool_names(enable: str, disable: str, call: str | None) -> frozenset[s
         names["call_tool_name"] = call
     for option, value in names.items():
         if not isinstance(value, str) or not _TOOL_NAME.fullmatch(value):
-            raise ValueError(
+            raise OptionError(
                 f"{option}={value!r} is not a valid tool name: use 1 to 128 letters, "
                 "digits, '_', '-' or '.'"
             )
     if len(set(names.values())) != len(names):
-        raise ValueError(f"meta-tool names must differ, got {names}")
+        raise OptionError(f"meta-tool names must differ, got {names}")
     return frozenset(names.values())

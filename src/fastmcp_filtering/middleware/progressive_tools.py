@@ -12,9 +12,9 @@ from fastmcp.tools.base import ToolResult
 from pydantic import BaseModel
 
 from fastmcp_filtering.core.catalog import is_meta_tool
+from fastmcp_filtering.core.errors import StateUnavailable
 from fastmcp_filtering.core.request import (
     REPLY_CONFIG,
-    StateUnavailable,
     brief,
     client_key,
     current_info,

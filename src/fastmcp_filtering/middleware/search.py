@@ -9,6 +9,7 @@ from typing_extensions import override
 
 from fastmcp_filtering._fastmcp import list_page_size
 from fastmcp_filtering.core.catalog import LIST_METHOD, Catalog, ComponentKind
+from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.core.filters import filter_warnings, narrow
 from fastmcp_filtering.core.request import (
     MAX_QUERY_LENGTH,
@@ -107,18 +108,18 @@ class SearchMiddleware(ListHooks):
         compact_results: bool = False,
     ) -> None:
         if not isinstance(compact_results, bool):
-            raise ValueError(
+            raise OptionError(
                 f"compact_results must be True or False, got {compact_results!r}: True gives "
                 "each search_tools hit as its name, description and input schema only"
             )
         if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
-            raise ValueError(f"max_results must be a positive integer, got {max_results!r}")
+            raise OptionError(f"max_results must be a positive integer, got {max_results!r}")
         if search_tool is not None and (not isinstance(search_tool, str) or not search_tool):
-            raise ValueError(
+            raise OptionError(
                 f"search_tool must be a tool name or None to turn it off, got {search_tool!r}"
             )
         if rate_limit is not None and not isinstance(rate_limit, Middleware):
-            raise ValueError(
+            raise OptionError(
                 "rate_limit must be a FastMCP middleware such as RateLimitingMiddleware, "
                 f"got {type(rate_limit).__name__}"
             )
@@ -136,7 +137,7 @@ class SearchMiddleware(ListHooks):
             # Fails here, with the install hint, when the extra is missing.
             semantic = MiniLMEmbedder()
         elif semantic is not False and not callable(semantic):
-            raise ValueError(
+            raise OptionError(
                 "semantic must be True (the bundled MiniLM model), False, or an embedder "
                 f"(a function from texts to vectors), got {semantic!r}"
             )

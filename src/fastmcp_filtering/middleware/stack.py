@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack
 
 from fastmcp_filtering.core.catalog import Catalog
+from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.middleware.access import GroupAccessMiddleware
 from fastmcp_filtering.middleware.concerns import Concern, ConcernMiddleware, ConcernsFromToken
 from fastmcp_filtering.middleware.filter import FilterMiddleware
@@ -50,7 +51,7 @@ def install(mcp: FastMCP, *middlewares: ListHooks) -> None:
     """
     for middleware in middlewares:
         if not isinstance(middleware, ListHooks):
-            raise ValueError(
+            raise OptionError(
                 f"install() takes this package's middlewares, got {type(middleware).__name__}; "
                 "add other middleware with mcp.add_middleware()"
             )
@@ -170,7 +171,7 @@ SEARCH_FIRST: Mapping[str, Any] = {
 def _search_first(search: bool | Mapping[str, Any]) -> tuple[Mapping[str, Any], dict[str, Any]]:
     """The progressive and search options of the search-first preset."""
     if search is False:
-        raise ValueError(
+        raise OptionError(
             'progressive="search_first" needs search: leave search=True (or pass its options)'
         )
     # Five hits: what docs/benchmarks measure, and about FastMCP's BM25SearchTransform's bytes.
@@ -205,7 +206,7 @@ def _concerns(
     if concerns is None:
         for name, value in (("concern_mapping", mapping), ("concern_authorization", authorization)):
             if value is not None:
-                raise ValueError(f"{name} needs concerns=[Concern(...)] to map onto")
+                raise OptionError(f"{name} needs concerns=[Concern(...)] to map onto")
         return None
     return ConcernMiddleware(
         concerns=concerns,
@@ -244,8 +245,8 @@ def _options(value: bool | Mapping[str, Any], name: str) -> dict[str, Any]:
         return {}
     if isinstance(value, Mapping):
         if "catalog" in value or "groups" in value:
-            raise ValueError(
+            raise OptionError(
                 f"{name}= options must not repeat groups or catalog: add_filtering shares one"
             )
         return dict(value)
-    raise ValueError(f"{name} must be True, False or a dict of options, got {value!r}")
+    raise OptionError(f"{name} must be True, False or a dict of options, got {value!r}")

@@ -21,9 +21,9 @@ from fastmcp_filtering.core.concerns import (
     parse_config,
 )
 from fastmcp_filtering.core.declarations import validate_name
+from fastmcp_filtering.core.errors import OptionError, StateUnavailable
 from fastmcp_filtering.core.request import (
     OutageLog,
-    StateUnavailable,
     load_state,
     request_override,
 )
@@ -72,38 +72,38 @@ class ConcernLayer(PolicyLayer):
         side_effect_lists: bool = False,
     ) -> None:
         if not isinstance(side_effect_lists, bool):
-            raise ValueError(
+            raise OptionError(
                 f"side_effect_lists must be True or False, got {side_effect_lists!r}: True lets "
                 "concerns/update change later 2026-07-28 lists, which the specification forbids"
             )
         self.side_effect_lists = side_effect_lists
         if apply_defaults not in APPLY_DEFAULTS:
-            raise ValueError(
+            raise OptionError(
                 f"apply_defaults={apply_defaults!r} is not an option: use 'configured' (defaults "
                 "fill in for clients that stated concerns) or 'all' (every client)"
             )
         self.apply_defaults: ApplyDefaults = apply_defaults
         if isinstance(concerns, Concern | str | Mapping):
-            raise ValueError(
+            raise OptionError(
                 "concerns must be a list of Concern: concerns=[Concern('security', values=[...])]"
             )
         declared: dict[str, Concern] = {}
         for concern in concerns:
             if not isinstance(concern, Concern):
-                raise ValueError(
+                raise OptionError(
                     f"concerns must hold Concern objects, got {type(concern).__name__}: "
                     f"use Concern({concern!r}, values=[...])"
                 )
             if concern.name in declared:
-                raise ValueError(f"concern {concern.name!r} is declared twice; declare it once")
+                raise OptionError(f"concern {concern.name!r} is declared twice; declare it once")
             declared[concern.name] = concern
         if not declared:
-            raise ValueError(
+            raise OptionError(
                 "ConcernMiddleware needs at least one Concern: "
                 "concerns=[Concern('security', values=['high', 'low'])]"
             )
         if len(declared) > MAX_CONFIG_ENTRIES:
-            raise ValueError(
+            raise OptionError(
                 f"{len(declared)} concerns declared; at most {MAX_CONFIG_ENTRIES} are supported"
             )
         self.concerns = declared
@@ -123,16 +123,16 @@ class ConcernLayer(PolicyLayer):
         if mapping is None:
             return {}
         if not isinstance(mapping, Mapping):
-            raise ValueError(
+            raise OptionError(
                 "mapping must map component names to concern values, like "
                 f"{{'encrypt_data': {{'security': 'high'}}}}, got {type(mapping).__name__}"
             )
         checked: dict[str, dict[str, str]] = {}
         for key, values in mapping.items():
             if not isinstance(key, str) or not key:
-                raise ValueError(f"mapping keys must be component names or URIs, got {key!r}")
+                raise OptionError(f"mapping keys must be component names or URIs, got {key!r}")
             if not isinstance(values, Mapping):
-                raise ValueError(
+                raise OptionError(
                     f"mapping[{key!r}] must be an object like {{'security': 'high'}}, "
                     f"got {type(values).__name__}"
                 )
@@ -145,7 +145,7 @@ class ConcernLayer(PolicyLayer):
         if authorization is None:
             return None
         if not isinstance(authorization, ConcernsFromToken):
-            raise ValueError(
+            raise OptionError(
                 f"authorization must be a ConcernsFromToken, got {type(authorization).__name__}: "
                 "authorization=ConcernsFromToken(scopes={'interns': {'security': 'high'}})"
             )
@@ -159,13 +159,13 @@ class ConcernLayer(PolicyLayer):
         key = validate_name(name, what=f"concern in {where}")
         concern = self.concerns.get(key)
         if concern is None:
-            raise ValueError(
+            raise OptionError(
                 f"{where} uses concern {name!r}, which is not declared; declare "
                 f"Concern({name!r}, values=[...]) or use one of {sorted(self.concerns)}"
             )
         check_value(value, what=f"{where} value of concern {name!r}")
         if value not in concern.rank:
-            raise ValueError(
+            raise OptionError(
                 f"{where} gives concern {name!r} the value {value!r}, which is not one of "
                 f"its values {list(concern.values)}"
             )

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, cast
 from typing_extensions import override
 
 from fastmcp_filtering.core.catalog import LIST_METHOD, is_meta_tool, kind_label
+from fastmcp_filtering.core.errors import StateUnavailable
 from fastmcp_filtering.core.request import (
     OutageLog,
-    StateUnavailable,
     brief,
     client_key,
     current_info,

@@ -22,6 +22,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
+from fastmcp_filtering.core.errors import OptionError, OptionTypeError
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterator, Sequence
 
@@ -130,7 +132,7 @@ class _LoadsOnce:
     def _ready(self, texts: Sequence[str]) -> None:
         """Load the model; raises ``TypeError`` for one string given as ``texts``."""
         if isinstance(texts, str):
-            raise TypeError("texts must be a sequence of strings, not one string")
+            raise OptionTypeError("texts must be a sequence of strings, not one string")
         self.load()
 
 
@@ -165,11 +167,11 @@ class _OnnxEmbedder(_LoadsOnce):
         packages: Sequence[str],
     ) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+            raise OptionError(f"batch_size must be a positive integer, got {batch_size!r}")
         if threads is not None and (
             isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
         ):
-            raise ValueError(
+            raise OptionError(
                 f"threads must be a positive integer or None for one per CPU core, got {threads!r}"
             )
         # Fail where the server is built, not at its first query; nothing is imported.
@@ -366,7 +368,7 @@ class MiniLMEmbedder(_OnnxEmbedder):
         # Other bad values get the generic message below.
         many = isinstance(batch_size, int) and not isinstance(batch_size, bool) and batch_size > 1
         if model_path is None and many:
-            raise ValueError(
+            raise OptionError(
                 f"batch_size must be 1 with the bundled model, got {batch_size!r}: it "
                 "quantizes each run's activations with one scale, so a vector embedded in a "
                 "batch would depend on the texts beside it; batch a float model instead "
@@ -426,7 +428,7 @@ class WordLlamaEmbedder(_LoadsOnce):
         tokenizer_path: str | os.PathLike[str] | None = None,
     ) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+            raise OptionError(f"batch_size must be a positive integer, got {batch_size!r}")
         needs_package = weights_path is None or tokenizer_path is None
         _require(
             (*_WORDLLAMA_MODULES, *((_WORDLLAMA_PACKAGE,) if needs_package else ())),
@@ -474,7 +476,7 @@ class WordLlamaEmbedder(_LoadsOnce):
         tokenizer.no_truncation()
         vectors = _read_safetensor(weights, "embedding.weight")
         if vectors.ndim != 2 or vectors.shape[1] != self.dimension:
-            raise ValueError(
+            raise OptionError(
                 f"{weights} holds vectors of shape {vectors.shape}, not (vocabulary, "
                 f"{self.dimension}); pass WordLlama's l2_supercat_256 weights"
             )
@@ -546,13 +548,13 @@ class EnsembleEmbedder:
 
     def __init__(self, *embedders: Embedder, weights: Sequence[float] | None = None) -> None:
         if len(embedders) < 2:
-            raise ValueError(
+            raise OptionError(
                 f"EnsembleEmbedder needs at least two embedders, got {len(embedders)}; "
                 "pass a single embedder on its own"
             )
         for embedder in embedders:
             if not callable(embedder):
-                raise ValueError(
+                raise OptionError(
                     f"each embedder must be a callable from texts to vectors, got {embedder!r}"
                 )
         if weights is None:
@@ -562,7 +564,7 @@ class EnsembleEmbedder:
             isinstance(w, int | float) and not isinstance(w, bool) and math.isfinite(w) and w > 0
             for w in weights
         ):
-            raise ValueError(
+            raise OptionError(
                 f"weights must be {len(embedders)} positive numbers, one per embedder, "
                 f"got {weights!r}"
             )
@@ -594,7 +596,7 @@ class EnsembleEmbedder:
     def encode(self, texts: Sequence[str], *, query: bool = False) -> NDArray[np.float32]:
         """Embed ``texts`` (as queries if ``query``) as a float32 array of unit vectors."""
         if isinstance(texts, str):
-            raise TypeError("texts must be a sequence of strings, not one string")
+            raise OptionTypeError("texts must be a sequence of strings, not one string")
         import numpy as np
 
         if not texts:
@@ -605,7 +607,7 @@ class EnsembleEmbedder:
             raw = (embed if callable(embed) else embedder)(texts)
             vectors = np.asarray(raw, dtype=np.float32)
             if vectors.ndim != 2 or vectors.shape[0] != len(texts):
-                raise ValueError(
+                raise OptionError(
                     f"{embedder!r} returned an array of shape {vectors.shape} for "
                     f"{len(texts)} text(s); it must return one vector per text"
                 )
@@ -695,7 +697,7 @@ def _sentence_transformer_builder(
         return build, repr(name)
     if callable(getattr(model_name_or_model, "encode", None)):
         if kwargs:
-            raise ValueError(
+            raise OptionError(
                 f"keyword arguments {sorted(kwargs)} only apply when a model name is given; "
                 "configure the model object you passed instead"
             )
@@ -705,7 +707,7 @@ def _sentence_transformer_builder(
             return model
 
         return given, type(model).__name__
-    raise ValueError(
+    raise OptionError(
         "model_name_or_model must be a model name or path, or an object with an "
         f"encode() method such as a SentenceTransformer, got {model_name_or_model!r}"
     )
@@ -759,7 +761,7 @@ class _LazyEmbedder:
         self, embed: Callable[[Any, list[str]], list[list[float]]], texts: Sequence[str]
     ) -> list[list[float]]:
         if isinstance(texts, str):
-            raise TypeError("texts must be a sequence of strings, not one string")
+            raise OptionTypeError("texts must be a sequence of strings, not one string")
         if self._model is None:
             with self._lock:
                 if self._model is None:
@@ -802,17 +804,17 @@ def _read_safetensor(path: Path, name: str) -> NDArray[Any]:
         begin, end = (8 + size + int(offset) for offset in entry["data_offsets"])
         shape = tuple(int(n) for n in entry["shape"])
     except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(
+        raise OptionError(
             f"{path} is not a safetensors file with a float16 or float32 tensor {name!r}"
         ) from error
     if end > len(data) or end - begin != math.prod(shape) * np.dtype(dtype).itemsize:
-        raise ValueError(f"{path} is truncated or damaged: tensor {name!r} does not fit")
+        raise OptionError(f"{path} is truncated or damaged: tensor {name!r} does not fit")
     return np.frombuffer(data, dtype=dtype, count=math.prod(shape), offset=begin).reshape(shape)
 
 
 def _check_model_name(name: object, argument: str) -> None:
     if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"{argument} must be a non-empty model name, got {name!r}")
+        raise OptionError(f"{argument} must be a non-empty model name, got {name!r}")
 
 
 def _available(module: str) -> bool:
@@ -865,7 +867,7 @@ def _package_file(
     expected = {sha256} if isinstance(sha256, str) else set(sha256)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     if digest not in expected:
-        raise ValueError(
+        raise OptionError(
             f"{path} is not the expected file (sha256 {digest}, expected "
             f"{' or '.join(sorted(expected))}); reinstall with {hint}, or {fix}"
         )

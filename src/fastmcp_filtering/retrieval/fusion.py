@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from fastmcp_filtering.core.errors import OptionError
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
@@ -37,7 +39,7 @@ def blend(
         ```
     """
     if not 0.0 <= lexical_weight <= 1.0:
-        raise ValueError(f"lexical_weight must be between 0 and 1, got {lexical_weight!r}")
+        raise OptionError(f"lexical_weight must be between 0 and 1, got {lexical_weight!r}")
     lexical = list(lexical)
     top = lexical[0][1] if lexical and lexical[0][1] > 0 else 1.0
     scores: dict[str, float] = {}

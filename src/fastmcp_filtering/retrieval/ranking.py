@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.retrieval.text import (
     QUOTED,
     STOPWORDS,
@@ -898,10 +899,10 @@ def _field_weights(weights: Mapping[str, float] | None) -> dict[str, float]:
     merged = {**DEFAULT_WEIGHTS, **(weights or {})}
     unknown = set(merged) - set(FIELDS)
     if unknown:
-        raise ValueError(f"unknown field weight(s) {sorted(unknown)}; fields are {FIELDS}")
+        raise OptionError(f"unknown field weight(s) {sorted(unknown)}; fields are {FIELDS}")
     for field, weight in merged.items():
         if not (isinstance(weight, int | float) and math.isfinite(weight) and weight >= 0):
-            raise ValueError(
+            raise OptionError(
                 f"field weight {field!r} must be a finite number >= 0, got {weight!r}; "
                 "use 0 to leave the field out of the ranking"
             )
@@ -913,7 +914,7 @@ def _for_query(rules: Rules | None, own: Rules) -> Rules:
     if rules is None:
         return own
     if rules.stopwords != own.stopwords:
-        raise ValueError(
+        raise OptionError(
             "a query's rules must have the index's stopwords (they decide what was indexed): "
             "build a SearchIndex with those rules instead"
         )

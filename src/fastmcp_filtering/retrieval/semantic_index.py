@@ -10,6 +10,7 @@ from collections.abc import KeysView
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING
 
+from fastmcp_filtering.core.errors import OptionError, OptionTypeError
 from fastmcp_filtering.retrieval.embedders import _require
 
 if TYPE_CHECKING:
@@ -84,13 +85,15 @@ class EmbeddingIndex:
         self, embedder: Embedder, *, query_cache_size: int = 256, reuse_cache_size: int = 1024
     ) -> None:
         if not callable(embedder):
-            raise ValueError(f"embedder must be a callable from texts to vectors, got {embedder!r}")
+            raise OptionError(
+                f"embedder must be a callable from texts to vectors, got {embedder!r}"
+            )
         for name, value in (
             ("query_cache_size", query_cache_size),
             ("reuse_cache_size", reuse_cache_size),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be an integer >= 0 (0 turns it off), got {value!r}")
+                raise OptionError(f"{name} must be an integer >= 0 (0 turns it off), got {value!r}")
         _require(("numpy",), what="EmbeddingIndex")
         self.embedder = embedder
         self._query_cache_size = query_cache_size
@@ -126,7 +129,7 @@ class EmbeddingIndex:
     def upsert(self, key: str, text: str) -> None:
         """Record ``text`` under ``key``; it is embedded at the next search if it changed."""
         if not isinstance(text, str):
-            raise TypeError(f"text must be a string, got {type(text).__name__}")
+            raise OptionTypeError(f"text must be a string, got {type(text).__name__}")
         digest = _digest(text)
         with self._lock:
             if self._current.get(key) == digest:
@@ -203,7 +206,7 @@ class EmbeddingIndex:
         if limit is not None and (
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
         ):
-            raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
+            raise OptionError(f"limit must be a positive integer or None, got {limit!r}")
         if refresh:
             self.refresh()
         if not self._rows.keys:
@@ -240,14 +243,14 @@ class EmbeddingIndex:
         raw = embed(texts)
         vectors = np.asarray(raw, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
-            raise ValueError(
+            raise OptionError(
                 f"the embedder returned {vectors.shape[0] if vectors.ndim else 0} vector(s) "
                 f"of shape {vectors.shape[1:]} for {len(texts)} text(s); it must return one "
                 "vector of the same length per text"
             )
         dimension = self.dimension
         if dimension is not None and vectors.shape[1] != dimension:
-            raise ValueError(
+            raise OptionError(
                 f"the embedder returned vectors of length {vectors.shape[1]}, but the index "
                 f"holds vectors of length {dimension}; use one embedder per index"
             )
