@@ -30,9 +30,9 @@ from fastmcp_filtering.core.request import unrestricted
 from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.decision import LISTERS, AccessTransform, Policy, PolicyLayer, widened
 from fastmcp_filtering.policy.injection import unjudged_tools
-from fastmcp_filtering.retrieval.fusion import blend
-from fastmcp_filtering.retrieval.ranking import BLENDED_RULES, Document, SearchIndex, best_first
-from fastmcp_filtering.retrieval.semantic_index import EmbeddingIndex, document_text
+from fastmcp_filtering.retrieval.fusion import FusedRanking
+from fastmcp_filtering.retrieval.ranking import Document, LexicalRanking, Ranking, SearchIndex
+from fastmcp_filtering.retrieval.semantic_index import EmbeddingIndex
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -63,8 +63,6 @@ _C = TypeVar("_C", bound="FastMCPComponent")
 _EMBED_INLINE = 32
 # Component keys remembered per index, over every version of the catalog.
 _MAX_KEYS = 200_000
-# Cosine similarity below which a semantic neighbour is noise, not a match.
-_MIN_SIMILARITY = 0.1
 
 
 def search_key(component: FastMCPComponent) -> str:
@@ -110,9 +108,13 @@ class SearchService:
         self._indexes[kind] = index
 
     def new_index(self) -> SyncedIndex:
-        """An empty index with this service's weights (and embedder)."""
-        semantic = EmbeddingIndex(self._embedder) if self._embedder is not None else None
-        return SyncedIndex(SearchIndex(weights=self._weights), semantic)
+        """An empty index with this service's ranking: lexical, or fused with the embedder's."""
+        lexical = SearchIndex(weights=self._weights)
+        if self._embedder is None:
+            return SyncedIndex(LexicalRanking(lexical))
+        neighbours = max(50, 5 * self._max_results)
+        embeddings = EmbeddingIndex(self._embedder)
+        return SyncedIndex(FusedRanking(lexical, embeddings, neighbours=neighbours))
 
     async def rank(
         self, kind: ComponentKind, components: Sequence[_C], query: str, limit: int
@@ -170,7 +172,7 @@ class SearchService:
 
         def build() -> None:
             index.merge(index.keyed(tools), self.document, self.catalog.version)
-            index.index.search("")  # posts the documents
+            index.ranking.lexical.search("")  # posts the documents
 
         await anyio.to_thread.run_sync(build)
 
@@ -187,15 +189,15 @@ class SearchService:
         index = self.index("tool")
         tools = await self._all_tools(server)
         index.merge(index.keyed(tools), self.document, self.catalog.version)
-        index.index.search("")  # posts the documents
+        index.ranking.lexical.search("")  # posts the documents
         await self.embed()
 
     async def embed(self) -> None:
         """Embed what the tool index holds and is not embedded yet (with ``semantic``)."""
         await self.settled()
-        semantic = self.index("tool").semantic
-        if semantic is not None and semantic.pending:
-            await anyio.to_thread.run_sync(semantic.refresh)
+        ranking = self.index("tool").ranking
+        if ranking.pending:
+            await anyio.to_thread.run_sync(ranking.refresh)
 
     # -- ranking --------------------------------------------------------------------------
 
@@ -230,36 +232,25 @@ class SearchService:
         indexed: bool = False,
         first: int,
     ) -> Iterable[str]:
-        """Keys best first: the lexical ranking, fused with the semantic one if enabled."""
-        semantic = index.semantic
-        if semantic is None:
-            return best_first(index.index.scores(query, within=within, indexed=indexed), first)
-        # The blend's lexical share matches by the rules chosen with the blend.
-        lexical = index.index.search(query, within=within, indexed=indexed, rules=BLENDED_RULES)
-        if semantic.pending:
-            if semantic.pending <= _EMBED_INLINE:
+        """Keys best first, by the index's ranking; pending work (embedding new documents)
+        is done first when it is little, else in the background meanwhile."""
+        ranking = index.ranking
+        if ranking.pending:
+            if ranking.pending <= _EMBED_INLINE:
                 # A few new or changed tools: embed them now, off the event loop.
-                await anyio.to_thread.run_sync(semantic.refresh)
+                await anyio.to_thread.run_sync(ranking.refresh)
             elif not self._embedding:
-                task = asyncio.get_running_loop().create_task(self._embed_all(semantic))
+                task = asyncio.get_running_loop().create_task(self._embed_all(ranking))
                 self._embedding.add(task)
                 task.add_done_callback(self._embedding.discard)
-        nearest = await anyio.to_thread.run_sync(
-            functools.partial(
-                semantic.search,
-                query,
-                limit=max(50, 5 * self._max_results),
-                within=within,
-                min_score=_MIN_SIMILARITY,
-                # Until a new catalog is embedded, rank with the vectors that are ready.
-                refresh=False,
-            )
-        )
-        return [key for key, _score in blend(lexical, nearest)]
+        order = functools.partial(ranking.order, query, within=within, indexed=indexed, first=first)
+        if ranking.in_thread:
+            return await anyio.to_thread.run_sync(order)
+        return order()
 
-    async def _embed_all(self, semantic: EmbeddingIndex) -> None:
+    async def _embed_all(self, ranking: Ranking) -> None:
         try:
-            await anyio.to_thread.run_sync(semantic.refresh)
+            await anyio.to_thread.run_sync(ranking.refresh)
         except Exception:
             logger.exception("embedding the tool catalog failed; search stays lexical")
 
@@ -305,11 +296,10 @@ class SearchService:
 
 
 class SyncedIndex:
-    """A ``SearchIndex`` (and optional embeddings) that follows components by object identity."""
+    """A ``Ranking``'s documents, following components by object identity."""
 
-    def __init__(self, index: SearchIndex, semantic: EmbeddingIndex | None = None) -> None:
-        self.index = index
-        self.semantic = semantic
+    def __init__(self, ranking: Ranking) -> None:
+        self.ranking = ranking
         self._seen: dict[str, FastMCPComponent] = {}
         self._version = -1
         # Keys whose document a merge replaced, until the snapshot takes them.
@@ -351,10 +341,8 @@ class SyncedIndex:
 
     def retain(self, keys: Collection[str]) -> None:
         """Forget every key not in ``keys``: those components are gone."""
-        for key in [k for k in self.index if k not in keys]:
-            self.index.remove(key)
-            if self.semantic is not None:
-                self.semantic.remove(key)
+        for key in [k for k in self.ranking if k not in keys]:
+            self.ranking.remove(key)
             self._seen.pop(key, None)
 
     def merge(
@@ -374,11 +362,7 @@ class SyncedIndex:
         for key, component in components.items():
             if seen.get(key) is not component:
                 self._touched.add(key)
-                document = describe(component)
-                self.index.upsert(key, document)
-                if self.semantic is not None:
-                    # A no-op when the text did not change: nothing is embedded again.
-                    self.semantic.upsert(key, document_text(document))
+                self.ranking.upsert(key, describe(component))
                 seen[key] = component
 
 

@@ -286,7 +286,7 @@ class Snapshots:
             index.merge(snapshot.newest, service.document, version)
             index.retain(snapshot.newest.keys())
             index.take_touched()
-            index.index.search("")  # posts the documents
+            index.ranking.lexical.search("")  # posts the documents
 
         if fresh:
             # A new index no search reads yet: built off the event loop.

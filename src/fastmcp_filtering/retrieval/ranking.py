@@ -4,6 +4,9 @@
 - ``Postings``: documents as BM25F postings, worked out when a document changes.
 - ``match_query``: what a query matches in the index: its words, near matches and compounds.
 - ``SearchIndex``: the index itself, ranking documents for a query (``Rules`` tune it).
+- ``Ranking``: how a search service orders a catalog, whatever the strategy (as FastMCP's
+  ``BaseSearchTransform``); ``LexicalRanking`` is this index alone, ``FusedRanking`` (in
+  ``fusion``) blends it with embeddings.
 """
 
 from __future__ import annotations
@@ -12,9 +15,10 @@ import bisect
 import heapq
 import itertools
 import math
+from abc import ABC, abstractmethod
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.retrieval.text import (
@@ -38,7 +42,9 @@ __all__ = [
     "DEFAULT_WEIGHTS",
     "FIELDS",
     "Document",
+    "LexicalRanking",
     "Postings",
+    "Ranking",
     "Rules",
     "SearchIndex",
     "Vocabulary",
@@ -967,3 +973,77 @@ def best_first(scores: Mapping[str, float], first: int) -> Iterator[str]:
 def _idf(count: int, matching: int) -> float:
     """BM25's inverse document frequency of a term ``matching`` of ``count`` documents hold."""
     return math.log(1.0 + (count - matching + 0.5) / (matching + 0.5))
+
+
+# -- Strategies: how a search service orders a catalog ------------------------------------
+class Ranking(ABC):
+    """One way to order indexed documents for a query.
+
+    Every strategy keeps ``lexical``, the BM25F index: what a listing indexes goes
+    through ``upsert`` and ``remove``, so the strategies never drift apart.
+
+    Example:
+        ```python
+        class Newest(Ranking):
+            def order(self, query, *, within, indexed=False, first):
+                return iter(sorted(within or self.lexical, reverse=True))
+        ```
+    """
+
+    in_thread: ClassVar[bool] = False
+    """Whether ``order`` blocks long enough to run off the event loop."""
+
+    def __init__(self, lexical: SearchIndex) -> None:
+        self.lexical = lexical
+
+    def upsert(self, key: str, document: Document) -> None:
+        """Index ``document`` under ``key`` (a no-op when it did not change)."""
+        self.lexical.upsert(key, document)
+
+    def remove(self, key: str) -> None:
+        """Forget ``key``."""
+        self.lexical.remove(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.lexical)
+
+    @property
+    def pending(self) -> int:
+        """Documents waiting for work ``refresh`` does off the event loop (0: none)."""
+        return 0
+
+    def refresh(self) -> None:  # noqa: B027  (a strategy with no pending work has none to do)
+        """Do the pending work (blocking; run it in a worker thread)."""
+
+    @abstractmethod
+    def order(
+        self,
+        query: str,
+        *,
+        within: Collection[str] | None,
+        indexed: bool = False,
+        first: int,
+    ) -> Iterable[str]:
+        """Keys of ``within`` (None: every key) that match ``query``, best first; the best
+        ``first`` are found without sorting every match. ``indexed``: ``within`` holds
+        only indexed keys (the index need not check)."""
+
+
+class LexicalRanking(Ranking):
+    """The BM25F index alone: lexical, offline, ordered lazily on the event loop.
+
+    Example:
+        ```python
+        LexicalRanking(SearchIndex(weights={"description": 2.0}))
+        ```
+    """
+
+    def order(
+        self,
+        query: str,
+        *,
+        within: Collection[str] | None,
+        indexed: bool = False,
+        first: int,
+    ) -> Iterable[str]:
+        return best_first(self.lexical.scores(query, within=within, indexed=indexed), first)
