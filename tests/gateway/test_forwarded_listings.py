@@ -41,8 +41,8 @@ from fastmcp_filtering.gateway.proxy import build_proxy, forwarded_scope
 from fastmcp_filtering.gateway.upstreams import Probe, UpstreamProvider, _doubt, client_factory
 
 from .._servers import RunningServer, serve_http
+from .._support.recorder import Recorder
 from ..conftest import ERAS
-from ..progressive.test_progressive import Recorder
 from .test_upstream_backoff import (
     TENANT,
     Clock,
