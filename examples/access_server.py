@@ -51,11 +51,8 @@ GROUPS = [
 ]
 
 
-def build_server(public_key: str | None = None) -> FastMCP:
-    auth = (
-        JWTVerifier(public_key=public_key, issuer=ISSUER, audience=AUDIENCE) if public_key else None
-    )
-    mcp: FastMCP = FastMCP("access", auth=auth)
+def add_components(mcp: FastMCP) -> None:
+    """The example's tools, prompt and resources, each declared in its groups."""
 
     @in_group("issues")
     @mcp.tool
@@ -122,6 +119,14 @@ def build_server(public_key: str | None = None) -> FastMCP:
     def audit_user(login: str) -> str:
         """One member's audit trail."""
         return f"audit of {login}"
+
+
+def build_server(public_key: str | None = None) -> FastMCP:
+    auth = (
+        JWTVerifier(public_key=public_key, issuer=ISSUER, audience=AUDIENCE) if public_key else None
+    )
+    mcp: FastMCP = FastMCP("access", auth=auth)
+    add_components(mcp)
 
     def complete(reference: object, argument: object, context: object) -> list[str]:
         return ["everything"]

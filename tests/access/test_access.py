@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from typing import Any
 
@@ -28,27 +29,15 @@ from fastmcp_filtering import (
 from fastmcp_filtering.client import better_matches, call_method, groups_of, list_groups, list_tools
 
 from .._principals import PrincipalByClientName, as_principal, guarded_server
+from .._servers import ROOT
 from ..conftest import Connect
+
+sys.path.insert(0, str(ROOT / "examples"))
+
+from access_server import GROUPS, SAME_TENANT, add_components
 
 # Every test here runs on servers set up by install and by mcp.add_middleware alone.
 pytestmark = pytest.mark.usefixtures("setup_way")
-
-SAME_TENANT = AccessPolicy(claim="tenant", from_meta="tenant")
-
-GROUPS = [
-    Group("issues", description="Issues"),
-    Group("repos", description="Repositories"),
-    Group("admin", description="Administration", access=require_scopes("github:admin")),
-    Group("members", parent="admin", description="Organization members"),
-    Group(
-        "secrets",
-        description="Secrets",
-        access=require_scopes("github:secrets"),
-        restrictive=True,
-    ),
-    Group("acme", meta={"tenant": "acme"}, access=SAME_TENANT),
-    Group("globex", meta={"tenant": "globex"}, access=SAME_TENANT),
-]
 
 
 def make_server(
@@ -58,66 +47,10 @@ def make_server(
     search: bool = True,
     max_tools: int | None = None,
 ) -> FastMCP:
+    """examples/access_server.py's server, its principal told by the client's name."""
     mcp: FastMCP = FastMCP("access")
     mcp.add_middleware(PrincipalByClientName())
-
-    @in_group("issues")
-    @mcp.tool
-    def create_issue(title: str) -> str:
-        return f"created {title}"
-
-    @in_group("repos")
-    @mcp.tool
-    def create_repo(name: str) -> str:
-        return f"created repo {name}"
-
-    @in_group("admin")
-    @mcp.tool
-    def delete_repo(name: str) -> str:
-        """Delete a repository for good."""
-        return f"deleted {name}"
-
-    @in_group("admin", "repos")
-    @mcp.tool
-    def transfer_repo(name: str, owner: str) -> str:
-        """Transfer a repository to another owner."""
-        return f"transferred {name} to {owner}"
-
-    @in_group("members")
-    @mcp.tool
-    def remove_member(login: str) -> str:
-        return f"removed {login}"
-
-    @in_group("secrets", "repos")
-    @mcp.tool
-    def read_secret(name: str) -> str:
-        return f"secret {name}"
-
-    @in_group("acme")
-    @mcp.tool
-    def acme_report() -> str:
-        return "acme numbers"
-
-    @in_group("globex")
-    @mcp.tool
-    def globex_report() -> str:
-        return "globex numbers"
-
-    @in_group("admin")
-    @mcp.prompt
-    def audit_prompt(scope: str) -> str:
-        return f"audit {scope}"
-
-    @in_group("admin")
-    @mcp.resource("audit://log")
-    def audit_log() -> str:
-        return "the audit log"
-
-    @in_group("admin")
-    @mcp.resource("audit://users/{login}")
-    def audit_user(login: str) -> str:
-        return f"audit of {login}"
-
+    add_components(mcp)
     add_filtering(
         mcp,
         groups=GROUPS,
@@ -410,7 +343,7 @@ class TestSeveralGroups:
     async def test_any_usable_group_allows_a_member(self, connect: Connect) -> None:
         async with connect(make_server(), **as_principal("reader")) as reader:
             result = await reader.call_tool("transfer_repo", {"name": "x", "owner": "y"})
-            assert result.data == "transferred x to y"
+            assert result.data == "transferred 'x' to 'y'"
 
     async def test_a_restrictive_groups_denial_wins(self, connect: Connect) -> None:
         server = make_server()
@@ -419,7 +352,7 @@ class TestSeveralGroups:
             with pytest.raises(ToolError):
                 await admin.call_tool("read_secret", {"name": "x"})
         async with connect(server, **as_principal("keeper")) as keeper:
-            assert (await keeper.call_tool("read_secret", {"name": "x"})).data == "secret x"
+            assert (await keeper.call_tool("read_secret", {"name": "x"})).data == "secret 'x'"
 
     async def test_child_groups_inherit_their_parents_checks(self, connect: Connect) -> None:
         server = make_server()
@@ -427,7 +360,7 @@ class TestSeveralGroups:
             with pytest.raises(ToolError):
                 await reader.call_tool("remove_member", {"login": "x"})
         async with connect(server, **as_principal("admin")) as admin:
-            assert (await admin.call_tool("remove_member", {"login": "x"})).data == "removed x"
+            assert (await admin.call_tool("remove_member", {"login": "x"})).data == "removed 'x'"
 
 
 class TestUnauthenticated:

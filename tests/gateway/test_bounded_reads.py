@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import mcp_types as mt
@@ -22,29 +21,12 @@ from fastmcp_filtering.gateway.config import FilteringConfig
 from fastmcp_filtering.gateway.proxy import build_proxy
 
 from .._principals import PrincipalByClientName, as_principal
+from .._support.backoff import gateway_logs, in_memory
+from .._support.reads import READS
 from ..conftest import ERAS
-from .test_upstream_backoff import gateway_logs, in_memory
-
-Read = Callable[[Client[Any]], Awaitable[object]]
 
 BOUND = 20.0
 """Seconds a whole session may take: without a bound on reads, it would wait forever."""
-
-READS: dict[str, tuple[str, str, Read]] = {
-    "prompt": ("prompts/get", "prompt 's_greet'", lambda c: c.get_prompt("s_greet")),
-    "resource": (
-        "resources/read",
-        "resource 'memo://s/note'",
-        lambda c: c.read_resource("memo://s/note"),
-    ),
-    "template": (
-        "resources/read",
-        "resource 'memo://s/notes/7'",
-        lambda c: c.read_resource("memo://s/notes/7"),
-    ),
-}
-"""Each kind of read through the gateway: the method its upstream is asked, what the log names,
-and the request."""
 
 
 async def never() -> str:

@@ -9,10 +9,7 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import tomllib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,17 +24,13 @@ from fastmcp_filtering.gateway.config import load_config
 from fastmcp_filtering.gateway.proxy import build_proxy
 
 from .._node import node_with_packages
-from .._servers import free_port, wait_for_http
+from .._support.cli import CLI, SRC, proxy_client, serve_http, wait_gone
+from .._support.github import github_toml
+from .._support.standin import EXAMPLE_CONFIG, RECORDED, STANDIN, names, reply, standin_http
 from ..conftest import ERAS
-from .test_proxy import EXAMPLE_CONFIG, RECORDED, STANDIN, names, reply, standin_http
 
 # Every test runs the command as a subprocess, or a stdio upstream under it.
 pytestmark = pytest.mark.slow
-
-
-CLI = [sys.executable, "-m", "fastmcp_filtering"]
-# The subprocesses import the package under test, whatever is installed in the environment.
-SRC = {"PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -268,29 +261,6 @@ class TestServe:
                 await exercise(client, era)
 
 
-@contextmanager
-def serve_http(
-    config: Path = EXAMPLE_CONFIG, *flags: str
-) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """``fastmcp-filtering serve --http`` on a free loopback port; yields its URL and process."""
-    port = free_port()
-    process = subprocess.Popen(
-        [*CLI, "serve", str(config), "--http", "--port", str(port), *flags],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, **SRC},
-    )
-    try:
-        wait_for_http(process, port)
-        yield f"http://127.0.0.1:{port}/mcp", process
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-
-
 async def exercise(client: Client[Any], era: str) -> None:
     """Groups, a filtered list, a call of a group not enabled (2025-11-25: refused with a
     hint until enable_tools; 2026-07-28: enable_tools hands out its definitions, and a call
@@ -352,8 +322,6 @@ class TestInit:
         assert_grouped(report)
         assert len(report.tools) == 26
         # The same proposal as the README shows for the real server.
-        from .test_suggest import github_toml
-
         assert body(toml) == body(github_toml())
         upstream = tomllib.loads(toml)["upstreams"]
         assert upstream == [
@@ -535,30 +503,6 @@ def noisy_config(tmp_path: Path) -> tuple[Path, Path]:
         encoding="utf-8",
     )
     return config, pids
-
-
-def proxy_client(config: Path, *flags: str, log: Path, era: str) -> Client[Any]:
-    """A client of ``fastmcp-filtering serve CONFIG`` over stdio, its stderr written to ``log``."""
-    transport = StdioTransport(
-        command=sys.executable,
-        args=["-m", "fastmcp_filtering", "serve", str(config), *flags],
-        env=SRC,
-        log_file=log,
-        keep_alive=False,
-    )
-    return Client(transport, **ERAS[era])
-
-
-def wait_gone(pid: int) -> None:
-    """Return once process ``pid`` has exited; fail after 30 s."""
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        assert time.monotonic() < deadline, f"process {pid} still runs"
-        time.sleep(0.05)
 
 
 class TestServeLifecycle:

@@ -13,22 +13,10 @@ from pydantic import ValidationError
 from fastmcp_filtering import Concern, Group, Tag
 from fastmcp_filtering.gateway.config import ConfigError, FilteringConfig, load_config
 
+from .._support.gateway_config import UPSTREAM, error_of, write
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_CONFIG = ROOT / "examples" / "server-github.toml"
-
-UPSTREAM = '[[upstreams]]\ncommand = "python"\nargs = ["server.py"]\n'
-
-
-def write(tmp_path: Path, text: str, name: str = "proxy.toml") -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def error_of(path: Path) -> ConfigError:
-    with pytest.raises(ConfigError) as caught:
-        load_config(path)
-    return caught.value
 
 
 class TestExampleConfig:
@@ -510,7 +498,7 @@ class TestUpstreamsFrom:
 
 class TestConfigTypes:
     def test_a_number_given_as_a_string_is_an_error(self, tmp_path: Any) -> None:
-        from fastmcp_filtering.gateway.config import ConfigError, load_config
+        from fastmcp_filtering.gateway.config import load_config
 
         config = tmp_path / "proxy.toml"
         config.write_text(

@@ -24,8 +24,8 @@ from fastmcp_filtering.gateway.state_store import GatewayStore
 
 from .._progressive_servers import redis_server
 from .._servers import free_port
-from .test_config import UPSTREAM, error_of, write
-from .test_proxy import STANDIN
+from .._support.gateway_config import UPSTREAM, error_of, write
+from .._support.standin import STANDIN
 
 STATIC = """
 [auth]

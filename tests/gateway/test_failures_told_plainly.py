@@ -30,9 +30,9 @@ from fastmcp_filtering.gateway.serve import configure_logs
 from fastmcp_filtering.gateway.state_store import CLIENT_MESSAGE, GatewayStore
 
 from .._progressive_servers import redis_server
+from .._support.cli import serve_http
+from .._support.standin import STANDIN
 from ..conftest import ERAS
-from .test_cli import serve_http
-from .test_proxy import STANDIN
 
 MISBEHAVING = Path(__file__).parent / "misbehaving.py"
 

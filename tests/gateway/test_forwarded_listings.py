@@ -41,9 +41,7 @@ from fastmcp_filtering.gateway.proxy import build_proxy, forwarded_scope
 from fastmcp_filtering.gateway.upstreams import Probe, UpstreamProvider, _doubt, client_factory
 
 from .._servers import RunningServer, serve_http
-from ..conftest import ERAS
-from ..progressive.test_progressive import Recorder
-from .test_upstream_backoff import (
+from .._support.backoff import (
     TENANT,
     Clock,
     Gate,
@@ -52,6 +50,8 @@ from .test_upstream_backoff import (
     resetting,
     through_fastmcp,
 )
+from .._support.recorder import Recorder
+from ..conftest import ERAS
 
 _ASKING: ContextVar[str] = ContextVar("asking", default="alice")
 

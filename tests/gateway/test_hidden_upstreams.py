@@ -19,8 +19,8 @@ from fastmcp_filtering.gateway import proxy as proxy_module
 from fastmcp_filtering.gateway.config import FilteringConfig
 from fastmcp_filtering.gateway.proxy import build_proxy
 
+from .._support.backoff import Outage, _Memory
 from ..conftest import ERAS
-from .test_upstream_backoff import Outage, _Memory
 
 MISBEHAVING = Path(__file__).parent / "misbehaving.py"
 QUICK = {"connect_timeout": 5, "list_timeout": 5, "call_timeout": 5}

@@ -15,7 +15,6 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import mcp_types as mt
@@ -27,10 +26,10 @@ from mcp.shared.exceptions import MCPError
 from fastmcp_filtering.gateway.config import FilteringConfig
 from fastmcp_filtering.gateway.proxy import ConfigAnnotations, _build, build_proxy
 
+from .._support.reads import READS
+from .._support.upstream_scripts import MISBEHAVING
 from ..conftest import ERAS
-from .test_bounded_reads import READS
 
-MISBEHAVING = Path(__file__).parent / "misbehaving.py"
 QUICK = {"connect_timeout": 1, "list_timeout": 1, "call_timeout": 1}
 BOUND = 20.0
 """Seconds any request may take against an upstream configured with 1 s timeouts."""

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,9 +16,8 @@ from fastmcp_filtering.gateway.config import FilteringConfig
 from fastmcp_filtering.gateway.namespacing import OwnNamespace, served_name
 from fastmcp_filtering.gateway.proxy import build_proxy
 
+from .._support.upstream_scripts import MISBEHAVING
 from ..conftest import ERAS
-
-MISBEHAVING = Path(__file__).parent / "misbehaving.py"
 
 
 def upstream() -> FastMCP:

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import logging
-import subprocess
 import sys
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +33,9 @@ from fastmcp_filtering.gateway.config import FilteringConfig, load_config
 from fastmcp_filtering.gateway.proxy import ConfigAnnotations, build_proxy
 from fastmcp_filtering.middleware.search import SearchMiddleware
 
-from .._servers import free_port, stop, wait_for_http
+from .._servers import free_port
+from .._support.standin import EXAMPLE_CONFIG, RECORDED, STANDIN, names, reply, standin_http
 from ..conftest import ERAS
-
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE_CONFIG = ROOT / "examples" / "server-github.toml"
-STANDIN = ROOT / "examples" / "upstream_standin.py"
-FIXTURE = ROOT / "examples" / "fixtures" / "server-github.tools.json"
-RECORDED = [t["name"] for t in json.loads(FIXTURE.read_text())["tools/list"]["tools"]]
 
 INITIAL = [  # issues (initial group) plus the meta-tools
     "add_issue_comment",
@@ -57,28 +49,6 @@ INITIAL = [  # issues (initial group) plus the meta-tools
     "search_tools",
     "update_issue",
 ]
-
-
-def reply(result: Any) -> dict[str, Any]:
-    """The stand-in's canned reply: which upstream ran which tool with which arguments."""
-    return dict(json.loads(result.content[0].text))
-
-
-async def names(client: Client[Any], **kwargs: Any) -> list[str]:
-    return sorted(t.name for t in (await list_tools(client, **kwargs)).tools)
-
-
-@contextmanager
-def standin_http(label: str = "standin", port: int | None = None) -> Iterator[str]:
-    """The stand-in over streamable HTTP on ``port`` (a free loopback one); yields its URL."""
-    port = port or free_port()
-    command = [sys.executable, str(STANDIN), "--http", "--port", str(port), "--label", label]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        wait_for_http(process, port)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        stop(process)
 
 
 @pytest.mark.side_effect_lists

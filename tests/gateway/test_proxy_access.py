@@ -16,8 +16,8 @@ from fastmcp_filtering.gateway.proxy import build_proxy
 
 from .._principals import PrincipalByClientName, as_principal
 from .._servers import ROOT
+from .._support.cli import serve_http as serve_proxy
 from ..conftest import ERAS
-from .test_cli import serve_http as serve_proxy
 
 STANDIN = ROOT / "examples" / "upstream_standin.py"
 

@@ -26,10 +26,10 @@ from fastmcp_filtering.gateway.proxy import build_proxy
 
 from .._progressive_servers import redis_keys, redis_server
 from .._servers import serve_http
+from .._support.cli import CLI
+from .._support.cli import serve_http as replica
+from .._support.standin import EXAMPLE_CONFIG, STANDIN, names, reply
 from ..conftest import ERAS
-from .test_cli import CLI
-from .test_cli import serve_http as replica
-from .test_proxy import EXAMPLE_CONFIG, STANDIN, names, reply
 
 # Replicas of the proxy as subprocesses, on a redis-server.
 pytestmark = pytest.mark.slow

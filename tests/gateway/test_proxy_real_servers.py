@@ -25,8 +25,8 @@ from fastmcp import Client
 from fastmcp_filtering.client import call_method, list_groups, list_tools
 
 from .._node import node_with_packages
+from .._support.cli import CLI, SRC, proxy_client, serve_http, wait_gone
 from ..conftest import ERAS
-from .test_cli import CLI, SRC, proxy_client, serve_http, wait_gone
 
 # The proxy as a subprocess in front of real npm servers.
 pytestmark = pytest.mark.slow

@@ -25,10 +25,10 @@ from fastmcp_filtering.gateway.cli import _unmet_needs
 from fastmcp_filtering.gateway.config import FilteringConfig
 from fastmcp_filtering.gateway.proxy import _build
 
+from .._support.cli import CLI, SRC, serve_http
+from .._support.standin import EXAMPLE_CONFIG
+from .._support.upstream_scripts import MISBEHAVING
 from ..conftest import ERAS
-from .test_cli import CLI, SRC, serve_http
-from .test_namespaces import MISBEHAVING
-from .test_proxy import EXAMPLE_CONFIG
 
 AUTH = {"type": "static", "tokens": [{"token": "t", "client_id": "a"}]}
 

@@ -19,25 +19,10 @@ from fastmcp_filtering import SuggestedConfig, suggest_config
 from fastmcp_filtering.gateway.config import FilteringConfig, load_config
 from fastmcp_filtering.gateway.suggest import DEFAULT_META_TOOLS
 
+from .._support.github import GITHUB, github_toml
+
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURE = ROOT / "examples" / "fixtures" / "server-github.tools.json"
-GITHUB = json.loads(FIXTURE.read_text())["tools/list"]["tools"]
 DATASETS = ROOT / "bench" / "datasets"
-
-GITHUB_UPSTREAM = {
-    "command": "npx",
-    "args": ["-y", "@modelcontextprotocol/server-github@2025.4.8"],
-    "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${GITHUB_PERSONAL_ACCESS_TOKEN}"},
-}
-
-
-def github_toml() -> str:
-    """What ``init --env GITHUB_PERSONAL_ACCESS_TOKEN npx -y ...server-github@2025.4.8`` writes."""
-    return suggest_config(GITHUB).to_toml(
-        upstreams=[GITHUB_UPSTREAM],
-        name="server-github (filtered)",
-        source="npx -y @modelcontextprotocol/server-github@2025.4.8",
-    )
 
 
 def direct_groups(config: FilteringConfig, name: str) -> list[str]:

@@ -20,7 +20,7 @@ from fastmcp_filtering.gateway.config import load_config
 
 from .._node import node_with_packages
 from .._python_servers import python_servers
-from .test_cli import serve_http
+from .._support.cli import serve_http
 
 pytestmark = pytest.mark.slow
 

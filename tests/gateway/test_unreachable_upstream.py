@@ -21,10 +21,8 @@ from fastmcp_filtering.gateway.config import FilteringConfig
 from fastmcp_filtering.gateway.failures import describe_failure
 from fastmcp_filtering.gateway.proxy import build_proxy
 
+from .._support.backoff import Clock, Outage, flaky_upstream, gateway_logs, in_memory
 from ..conftest import ERAS
-from .test_upstream_backoff import Clock, Outage, clock, flaky_upstream, gateway_logs, in_memory
-
-__all__ = ["clock"]  # the fixture, used by name
 
 
 def reachable_by_every_request(monkeypatch: pytest.MonkeyPatch) -> tuple[Outage, FastMCP]:

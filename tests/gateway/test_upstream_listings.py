@@ -19,9 +19,9 @@ from fastmcp_filtering.gateway.config import ConfigError, FilteringConfig, load_
 from fastmcp_filtering.gateway.listings import Listings, changed_kinds
 from fastmcp_filtering.gateway.proxy import build_proxy
 
+from .._support.backoff import listings_asked
+from .._support.upstream_scripts import MISBEHAVING
 from ..conftest import ERAS
-
-MISBEHAVING = Path(__file__).parent / "misbehaving.py"
 
 
 def counted(count: Path, *args: str, **options: Any) -> FilteringConfig:
@@ -32,11 +32,6 @@ def counted(count: Path, *args: str, **options: Any) -> FilteringConfig:
         **options,
     }
     return FilteringConfig.model_validate({"upstreams": [upstream], "search": {"enabled": False}})
-
-
-def listings_asked(count: Path, method: str = "tools/list") -> int:
-    """How many ``method`` listings the upstream counting in ``count`` was asked."""
-    return count.read_text().splitlines().count(method) if count.exists() else 0
 
 
 @pytest.mark.slow

@@ -18,7 +18,7 @@ from fastmcp_filtering.gateway.config import ConfigError, FilteringConfig, load_
 from fastmcp_filtering.gateway.redact import Redactor, safe_url
 from fastmcp_filtering.gateway.upstreams import UPSTREAM_MARK
 
-from .test_config import write
+from .._support.gateway_config import write
 
 MISBEHAVING = Path(__file__).parent / "misbehaving.py"
 

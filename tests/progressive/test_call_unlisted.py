@@ -22,35 +22,11 @@ from fastmcp_filtering import (
     in_group,
     install,
 )
-from fastmcp_filtering import concerns as with_concerns
 from fastmcp_filtering.client import call_method
 
 from .._principals import PrincipalByClientName, as_principal
+from .._support.repos_and_vault import add_repos_and_vault
 from ..conftest import Connect
-
-
-def add_repos_and_vault(mcp: FastMCP) -> None:
-    """``create_repo`` and a destructive ``delete_repo`` in ``repos``; ``wipe_vault`` in
-    ``vault``."""
-
-    @in_group("repos")
-    @mcp.tool
-    def create_repo(name: str) -> str:
-        """Create a new repository."""
-        return f"repo {name}"
-
-    @in_group("repos")
-    @with_concerns(risk="destructive")
-    @mcp.tool
-    def delete_repo(name: str) -> str:
-        """Delete a repository for good."""
-        return f"deleted {name}"
-
-    @in_group("vault")
-    @mcp.tool
-    def wipe_vault() -> str:
-        """Wipe the secret vault."""
-        return "wiped"
 
 
 def unlisted_server(**progressive: Any) -> FastMCP:

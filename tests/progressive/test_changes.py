@@ -21,9 +21,10 @@ from typing_extensions import override
 from fastmcp_filtering import FilterMiddleware, Group, in_group
 from fastmcp_filtering.middleware.progressive import ProgressiveDisclosureMiddleware
 
+from .._support.layers import HideLayer, hide_secret
+from .._support.progressive import call, make_server
+from .._support.recorder import Recorder
 from ..conftest import Connect, use
-from ..stack.test_layers import HideLayer, hide_secret
-from .test_progressive import Recorder, call, make_server
 
 
 class ListSpy(Middleware):

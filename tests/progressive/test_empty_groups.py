@@ -14,8 +14,8 @@ from inline_snapshot import snapshot
 from fastmcp_filtering import Group, in_group
 from fastmcp_filtering.middleware.progressive import ProgressiveDisclosureMiddleware
 
+from .._support.progressive import call, names
 from ..conftest import Connect, use
-from .test_progressive import call, names
 
 GROUPS = [
     Group("time", description="Clocks and time zones"),

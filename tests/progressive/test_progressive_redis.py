@@ -7,7 +7,7 @@ from fastmcp import Client
 from fastmcp.exceptions import ToolError
 
 from .._progressive_servers import progressive_http_server, redis_keys, redis_server
-from .test_progressive import call, names
+from .._support.progressive import call, names
 
 # Two server subprocesses on a redis-server.
 pytestmark = pytest.mark.slow

@@ -16,8 +16,9 @@ from fastmcp_filtering import SearchMiddleware, install
 from fastmcp_filtering.client import list_tools
 
 from .._progressive_servers import PROGRESSIVE_SERVER, progressive_http_server
+from .._support.progressive import call, make_server, names
+from .._support.recorder import Recorder
 from ..conftest import ERAS
-from .test_progressive import Recorder, call, make_server, names
 
 INITIAL = ["call_tool", "create_issue", "disable_tools", "enable_tools", "list_issues", "whoami"]
 

@@ -20,8 +20,8 @@ from fastmcp_filtering import (
 from fastmcp_filtering.client import call_method, concerns_meta
 
 from .._principals import PrincipalByClientName, as_principal
+from .._support.repos_and_vault import add_repos_and_vault
 from ..conftest import ERAS, Connect
-from .test_call_unlisted import add_repos_and_vault
 
 
 def search_first_server() -> FastMCP:

@@ -2,87 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from fastmcp import FastMCP
-from fastmcp.tools import Tool
-from fastmcp.tools.base import ToolResult
 from inline_snapshot import snapshot
 
-from fastmcp_filtering import Group, ProgressiveDisclosureMiddleware, in_group
 from fastmcp_filtering.client import better_matches, call_method, list_tools
-from fastmcp_filtering.middleware.search import SearchMiddleware
 from fastmcp_filtering.middleware.search_service import BETTER_MATCHES_META_KEY
 
-from ..conftest import Connect, use
-from ..stack.test_layers import HideSecret
-
-
-class Stub(Tool):
-    async def run(self, arguments: dict[str, Any]) -> ToolResult:
-        return ToolResult(content=self.name)
-
-
-def tool(name: str, description: str, *groups: str, **kw: Any) -> Stub:
-    stub = Stub(
-        name=name,
-        description=description,
-        parameters={"type": "object", "properties": {"path": {"type": "string"}}},
-        **kw,
-    )
-    return in_group(*groups)(stub) if groups else stub
-
-
-GROUPS = [
-    Group("files", title="Files", description="Read and write files"),
-    Group("read", parent="files", description="Read files and folders"),
-    Group("write", parent="files", description="Create and change files"),
-    Group("git", description="Version control"),
-]
-
-
-def make_server(
-    *,
-    max_tools: int | None = None,
-    initial: tuple[str, ...] = ("read",),
-    rocket: bool = True,
-    max_results: int = 10,
-) -> FastMCP:
-    mcp = FastMCP("discovery")
-    for stub in [
-        tool("read_text_file", "Read the text of a file", "read"),
-        tool("directory_tree", "Show the tree of a directory", "read"),
-        tool("write_file", "Save text to a new file, or overwrite a file", "write"),
-        tool("edit_file", "Change lines of a text file", "write"),
-        tool("git_commit", "Record changes to the repository", "git"),
-        tool("git_log", "Show the commit history", "git"),
-        tool("launch_rocket", "Save the world by launching a rocket", "write", tags={"secret"}),
-        tool("shred_file", "Destroy a file for good"),  # in no group: concealed
-    ]:
-        if rocket or stub.name != "launch_rocket":
-            mcp.add_tool(stub)
-    use(
-        mcp,
-        HideSecret(),
-        ProgressiveDisclosureMiddleware(
-            groups=GROUPS,
-            initial_groups=["files", *initial],
-            max_tools=max_tools,
-            hide_ungrouped=True,
-        ),
-        SearchMiddleware(groups=GROUPS, max_results=max_results),
-    )
-    return mcp
-
-
-async def search(client: Any, query: str) -> list[dict[str, Any]]:
-    result = await client.call_tool("search_tools", {"query": query})
-    return list(result.structured_content["tools"])
-
-
-def brief(found: list[dict[str, Any]]) -> list[tuple[str, Any]]:
-    return [(t["name"], t.get("available_after", "callable")) for t in found]
+from .._support.discovery import GROUPS, brief, make_server, search, tool
+from ..conftest import Connect
 
 
 @pytest.mark.side_effect_lists

@@ -26,9 +26,9 @@ from fastmcp_filtering.middleware.search import SearchMiddleware
 from fastmcp_filtering.middleware.snapshot import Snapshots
 
 from .._full_stack import build_full_stack_server
+from .._support import discovery
+from .._support.search import GROUPS, make_server, stub
 from ..conftest import Connect
-from . import test_discovery, test_search
-from .test_search import make_server, stub
 
 Step = Callable[[FastMCP, Any], Awaitable[Any]]
 
@@ -141,7 +141,7 @@ class TestSameAnswersAsListing:
         steps += [search("file", filter={"groups": ["write"]})]
         steps += [meta_search(q) for q in ["save text to a new file", "file", "enable_tools"]]
         await same_answers(
-            connect, listing_only, lambda: test_discovery.make_server(max_results=2), steps
+            connect, listing_only, lambda: discovery.make_server(max_results=2), steps
         )
 
     async def test_tools_added_replaced_removed_and_hidden_between_searches(
@@ -306,7 +306,7 @@ class TestOneWayThrough:
     ) -> None:
         """The meta-tool ranks the snapshot and shows its page as a listing would, marks and
         all, without listing through the middleware chain from inside the call."""
-        server = make_server(FilterMiddleware(groups=test_search.GROUPS))
+        server = make_server(FilterMiddleware(groups=GROUPS))
 
         @server.tool
         def ship_parcel(to: Address, back: Address) -> str:

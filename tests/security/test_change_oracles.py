@@ -23,8 +23,8 @@ from fastmcp_filtering import Catalog, FilterMiddleware, Group, add_filtering, i
 from fastmcp_filtering.client import FilteringNotifications, call_method
 
 from .._principals import PrincipalByClientName, as_principal
+from .._support.recorder import Recorder
 from ..conftest import ERAS
-from ..progressive.test_progressive import Recorder
 
 
 @pytest.fixture(params=list(ERAS), ids=list(ERAS))

@@ -17,7 +17,7 @@ from fastmcp_filtering.core.declarations import CONCERNS_META_ALIAS, CONCERNS_ME
 from fastmcp_filtering.core.request import save_state
 from fastmcp_filtering.policy.concerns import STATE_NAMESPACE
 
-from ..concerns.test_concerns import FlakyStore, _Raw, handshake, make_server, names
+from .._support.concerns import FlakyStore, _Raw, handshake, make_server, names
 from ..conftest import Connect
 
 # Known gap (docs/known-gaps.md), a strict xfail: it fails the day the gap is closed.

@@ -34,9 +34,10 @@ from fastmcp_filtering.middleware.search_service import BETTER_MATCHES_META_KEY
 from fastmcp_filtering.retrieval.embedders import INSTALL_HINT
 
 from .._faults_stores import FaultyStore
+from .._support.discovery import GROUPS, brief, search, tool
+from .._support.layers import HideSecret
+from .._support.search import Stub
 from ..conftest import ERAS, Connect, need, use
-from ..search.test_discovery import GROUPS, Stub, brief, search, tool
-from ..stack.test_layers import HideSecret
 
 # Every test here runs on servers set up by install and by mcp.add_middleware alone.
 pytestmark = pytest.mark.usefixtures("setup_way")

@@ -28,9 +28,9 @@ from fastmcp_filtering import (
 from fastmcp_filtering.core.concerns import REQUEST_META_KEY
 
 from .._principals import PrincipalByClientName, as_principal
+from .._support.layers import HideLayer, hide_secret
+from .._support.recorder import Recorder
 from ..conftest import Connect, use
-from ..progressive.test_progressive import Recorder
-from ..stack.test_layers import HideLayer, hide_secret
 
 # Every test here runs on servers set up by install and by mcp.add_middleware alone.
 pytestmark = pytest.mark.usefixtures("setup_way")

@@ -23,8 +23,8 @@ from fastmcp_filtering import Catalog, add_filtering
 from fastmcp_filtering.client import list_tools
 
 from .._principals import PrincipalByClientName, as_principal
+from .._support.recorder import Recorder
 from ..conftest import ERAS
-from ..progressive.test_progressive import Recorder
 
 
 def _tool(name: str, description: str, params: dict[str, str]) -> Tool:

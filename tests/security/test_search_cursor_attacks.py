@@ -11,8 +11,8 @@ from fastmcp_filtering import FilterMiddleware, Group, SearchMiddleware
 from fastmcp_filtering.client import call_method
 from fastmcp_filtering.middleware.wire import _PREFIX, _scope_of
 
+from .._support.search import every_page
 from ..conftest import Connect, use
-from ..search.test_search import every_page
 
 # Every test here runs on servers set up by install and by mcp.add_middleware alone.
 pytestmark = pytest.mark.usefixtures("setup_way")

@@ -2,61 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
-from fastmcp.utilities.components import FastMCPComponent
 from fastmcp.utilities.tests import asgi_server
 from mcp.shared.exceptions import MCPError
 
 # The extension points as the docs name them: public names of fastmcp_filtering.
 from fastmcp_filtering import (
-    ClientRequest,
-    Hidden,
-    LayerMiddleware,
-    LayerView,
-    PolicyLayer,
     install,
     unrestricted,
 )
 from fastmcp_filtering.middleware.hooks import set_up_on
 
+from .._support.layers import HideLayer, hide_secret
 from ..conftest import Connect
 
 # Every test here runs on servers set up by install and by mcp.add_middleware alone.
 pytestmark = pytest.mark.usefixtures("setup_way")
-
-
-class _Judge:
-    def __init__(self, hide: Callable[[FastMCPComponent], str | None]) -> None:
-        self._hide = hide
-
-    def judge(self, component: FastMCPComponent) -> Hidden | None:
-        message = self._hide(component)
-        return None if message is None else Hidden(message)
-
-
-class _HideLayer(PolicyLayer):
-    def __init__(self, hide: Callable[[FastMCPComponent], str | None]) -> None:
-        self._view = _Judge(hide)
-
-    async def view(self, client: ClientRequest) -> LayerView:
-        return self._view
-
-
-class HideLayer(LayerMiddleware):
-    """A fifth layer, as a newcomer writes one: a policy class and a middleware holding it."""
-
-    def __init__(self, hide: Callable[[FastMCPComponent], str | None]) -> None:
-        self.policy_layer = _HideLayer(hide)
-
-
-def hide_secret(component: FastMCPComponent) -> str | None:
-    if "secret" in component.tags:
-        return f"{component.name} is hidden: ask for clearance first"
-    return None
 
 
 def make_server() -> FastMCP:
@@ -154,8 +117,3 @@ class TestPolicyLayer:
         mcp = FastMCP("plain", middleware=[layer])
         async with asgi_server(mcp, stateless_http=True):
             assert set_up_on(mcp) == (layer,)
-
-
-def HideSecret() -> HideLayer:
-    """A layer that hides whatever is tagged ``secret``."""
-    return HideLayer(hide_secret)

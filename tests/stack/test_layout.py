@@ -15,6 +15,7 @@ import fastmcp_filtering
 import fastmcp_filtering.gateway
 
 _BENCH = Path(__file__).resolve().parents[2] / "bench" / "architecture.py"
+_TESTS = Path(__file__).resolve().parents[1]
 
 # What each subpackage may import from the package: dependencies point one way.
 _ALLOWED: dict[str, set[str]] = {
@@ -134,6 +135,42 @@ class TestLayering:
         root = _architecture().ROOT
         assert len(list(root.glob("*.py"))) <= 12
         assert {p.name for p in root.iterdir() if (p / "__init__.py").exists()} == set(_ALLOWED)
+
+
+def _test_sources() -> list[Path]:
+    """Every Python file under tests/, less vendored trees (node_modules, dot folders)."""
+    return [
+        path
+        for path in sorted(_TESTS.rglob("*.py"))
+        if not any(
+            part == "node_modules" or part.startswith(".")
+            for part in path.relative_to(_TESTS).parts
+        )
+    ]
+
+
+def _test_modules_imported(path: Path) -> list[str]:
+    """The imports in a file (inside functions too) that name a module called test_*."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            named = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (f"{node.module}." if node.module else "")
+            named = [module + alias.name for alias in node.names]
+        else:
+            continue
+        if any(part.startswith("test_") for name in named for part in name.split(".")):
+            found.append(f"{path.relative_to(_TESTS)}:{node.lineno}: {', '.join(named)}")
+    return found
+
+
+class TestTestsLayout:
+    def test_no_test_module_imports_another(self) -> None:
+        # Shared helpers live in tests/_support/, tests/_*.py or fixtures, never in a test module.
+        sources = _test_sources()
+        assert len(sources) > 100
+        assert [line for path in sources for line in _test_modules_imported(path)] == []
 
 
 class TestSmallPieces:

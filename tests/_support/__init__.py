@@ -1,0 +1,1 @@
+"""Helpers that several test modules share, one module per noun; no tests here."""
