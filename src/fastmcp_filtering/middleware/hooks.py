@@ -1,10 +1,9 @@
-"""One list hook for the four list methods, setup once per server, and ``_meta`` marks on lists."""
+"""One list hook for the four list methods, one runtime per server set up once, ``_meta`` marks."""
 
 from __future__ import annotations
 
 import functools
 import json
-import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -21,13 +20,13 @@ from fastmcp_filtering._fastmcp import (
 )
 from fastmcp_filtering.core.catalog import same_kind
 from fastmcp_filtering.core.request import current_scope, request_info, request_memo
-from fastmcp_filtering.middleware.wire import install_wire
+from fastmcp_filtering.middleware.wire import Wire, install_wire
 from fastmcp_filtering.policy.access import current_principal
 from fastmcp_filtering.policy.decision import AccessTransform
 from fastmcp_filtering.policy.injection import judge_injections
 from fastmcp_filtering.policy.mounts import judged_above, mount_under
 from fastmcp_filtering.policy.renderers import VisibleRenderers, is_renderer
-from fastmcp_filtering.policy.tasks import GUARDED_METHODS, TaskGuard, task_guard
+from fastmcp_filtering.policy.tasks import GUARDED_METHODS, TaskGuard
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -48,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Announces",
+    "FilteringRuntime",
     "Gate",
     "ListHooks",
     "ListRequest",
@@ -65,14 +65,92 @@ __all__ = [
 _C = TypeVar("_C", bound="FastMCPComponent")
 _R = TypeVar("_R")
 
-# The package's middlewares set up on each server so far, in order.
-_SET_UP: weakref.WeakKeyDictionary[FastMCP, list[Middleware]] = weakref.WeakKeyDictionary()
+# Where a server holds its runtime: one attribute of the server object, written only by
+# FilteringRuntime's constructor (FastMCP has no slot for it, and keeps no __slots__).
+_RUNTIME_ATTRIBUTE = "_fastmcp_filtering_runtime"
 
 
-# Each server's middlewares, and the providers of every server in its mount tree, when last
-# set up or checked (held, so no id is reused): a middleware added or swapped in since may
-# inject tools, a server mounted since (at any depth) must answer to this one's policy.
-_CHAIN: weakref.WeakKeyDictionary[FastMCP, tuple[object, ...]] = weakref.WeakKeyDictionary()
+class FilteringRuntime:
+    """The package's state for one server: what is set up, the chain judged, task guard, wire.
+
+    Made once per server, by the first ``set_up`` (``install``, ``add_filtering``,
+    or FastMCP's first sight of a middleware added with ``mcp.add_middleware``),
+    and kept on the server object itself, so it lives exactly as long as the
+    server: every piece of per-server state the package keeps is an attribute
+    here. Per-client state stays in FastMCP's state store.
+
+    Example:
+        ```python
+        install(mcp, FilterMiddleware(groups=groups))
+        assert FilteringRuntime.of(mcp).set_up  # the middlewares set up, in order
+        ```
+    """
+
+    def __init__(self, server: FastMCP) -> None:
+        self.set_up: list[Middleware] = []
+        """The package's middlewares set up on the server so far, in order."""
+        self.chain: tuple[object, ...] = ()
+        """The server's middlewares, and the providers of every server in its mount tree,
+        when last set up or checked (held, so no id is reused): a middleware added or
+        swapped in since may inject tools, a server mounted since must answer to this one."""
+        self.guard = TaskGuard(server)
+        """The server's background-task guard, added behind a ``Gate`` by the first setup."""
+        self.wire: Wire | None = None
+        """The server's ``Wire`` at the SDK's dispatch, once installed."""
+        setattr(server, _RUNTIME_ATTRIBUTE, self)
+
+    def __repr__(self) -> str:
+        return f"FilteringRuntime(set_up={self.set_up!r})"
+
+    @staticmethod
+    def of(server: FastMCP) -> FilteringRuntime | None:
+        """The runtime of ``server``; None before its first setup."""
+        runtime = vars(server).get(_RUNTIME_ATTRIBUTE)
+        return runtime if isinstance(runtime, FilteringRuntime) else None
+
+    @classmethod
+    def ensure(cls, server: FastMCP) -> FilteringRuntime:
+        """The runtime of ``server``, made the first time."""
+        return cls.of(server) or cls(server)
+
+    def install_guard(self, server: FastMCP) -> TaskGuard:
+        """The task guard, added to ``server`` behind a ``Gate`` the first time."""
+        guard = self.guard
+        if not any(isinstance(m, Gate) and m.inner is guard for m in server.middleware):
+            server.add_middleware(Gate(guard, GUARDED_METHODS))
+        return guard
+
+    def chain_changed(self, server: FastMCP) -> bool:
+        """Whether a middleware, a provider or a mount changed since the last check."""
+        seen = self.chain
+        chain = _chain_of(server)
+        return len(seen) != len(chain) or any(a is not b for a, b in zip(seen, chain, strict=True))
+
+    def set_up_server(self, server: FastMCP) -> list[Middleware]:
+        """``set_up`` for this runtime's server."""
+        done = self.set_up
+        before = list(server.middleware)
+        for middleware in before:
+            if isinstance(middleware, ListHooks) and not any(middleware is d for d in done):
+                middleware.setup(server)
+        # Tools a middleware of the server's own injects are listed past every transform.
+        judge_injections(server, own=lambda m: isinstance(m, ListHooks))
+        refuse_shared_caches(server)
+        _judge_mounted(server)
+        if self.wire is None:
+            # Its answers may hold a mounted server's shaped ones, whatever its own middlewares.
+            self.wire = install_wire(server, _own_layers)
+        # FastMCP's schema cache for Mcp-Param-* checks holds what any client listed.
+        check_headers_as_listed(server)
+        self.chain = _chain_of(server)
+        return [m for m in server.middleware if not any(m is b for b in before)]
+
+    def recheck(self, server: FastMCP) -> None:
+        """Judge what was added or mounted since the last check (every request, until removed)."""
+        judge_injections(server, own=lambda m: isinstance(m, ListHooks))
+        refuse_shared_caches(server)
+        _judge_mounted(server)
+        self.chain = _chain_of(server)
 
 
 def _chain_of(server: FastMCP) -> tuple[object, ...]:
@@ -86,12 +164,6 @@ def _providers_below(server: FastMCP) -> tuple[object, ...]:
     return (*server.providers, *(p for providers in below for p in providers))
 
 
-def _chain_changed(server: FastMCP) -> bool:
-    seen = _CHAIN.get(server, ())
-    chain = _chain_of(server)
-    return len(seen) != len(chain) or any(a is not b for a, b in zip(seen, chain, strict=True))
-
-
 def _judge_mounted(server: FastMCP) -> None:
     """Set up each server mounted into ``server``: the parent looks its components up by
     name through its transforms alone, so its policy must be in place before the parent's
@@ -103,13 +175,15 @@ def _judge_mounted(server: FastMCP) -> None:
 
 def set_up_on(server: FastMCP) -> tuple[Middleware, ...]:
     """The package's middlewares set up on ``server`` so far, in order."""
-    return tuple(_SET_UP.get(server, ()))
+    runtime = FilteringRuntime.of(server)
+    return tuple(runtime.set_up) if runtime is not None else ()
 
 
 def set_up(server: FastMCP) -> list[Middleware]:
     """Set up every middleware of the package in ``server.middleware`` that is not set up yet.
 
-    Each is set up once per server, in the server's order. Returns the FastMCP
+    Each is set up once per server, in the server's order, on the server's one
+    ``FilteringRuntime`` (made the first time). Returns the FastMCP
     middlewares that setting up appended to the server (the task guard, an
     access middleware), which a request already under way has not passed through.
 
@@ -119,21 +193,7 @@ def set_up(server: FastMCP) -> list[Middleware]:
         set_up(mcp)  # what the first request would otherwise do
         ```
     """
-    done = _SET_UP.setdefault(server, [])
-    before = list(server.middleware)
-    for middleware in before:
-        if isinstance(middleware, ListHooks) and not any(middleware is d for d in done):
-            middleware.setup(server)
-    # Tools a middleware of the server's own injects are listed past every transform.
-    judge_injections(server, own=lambda m: isinstance(m, ListHooks))
-    refuse_shared_caches(server)
-    _judge_mounted(server)
-    # Its answers may hold a mounted server's shaped ones, whatever its own middlewares.
-    install_wire(server, _own_layers)
-    # FastMCP's schema cache for Mcp-Param-* checks holds what any client listed.
-    check_headers_as_listed(server)
-    _CHAIN[server] = _chain_of(server)
-    return [m for m in server.middleware if not any(m is b for b in before)]
+    return FilteringRuntime.ensure(server).set_up_server(server)
 
 
 def refuse_shared_caches(server: FastMCP) -> None:
@@ -163,11 +223,6 @@ def _own_layers(server: FastMCP) -> Sequence[PolicyLayer]:
     return transform.layers if transform is not None else ()
 
 
-_SEEN: weakref.WeakSet[ListHooks] = weakref.WeakSet()
-# The middlewares a message has reached (``ListHooks.serving`` ran for them).
-_SERVING: weakref.WeakSet[ListHooks] = weakref.WeakSet()
-
-
 def _seen_by_fastmcp(middleware: ListHooks) -> None:
     """Set up the server FastMCP asks ``middleware`` for its tools on, the first time.
 
@@ -176,12 +231,12 @@ def _seen_by_fastmcp(middleware: ListHooks) -> None:
     each tool lookup, with the server in ``get_server()``: a middleware added
     with ``mcp.add_middleware`` sets its server up there, before any message.
     """
-    if middleware in _SEEN:
+    if middleware._seen:
         return
     server = serving_server()
     if server is None:
         return
-    _SEEN.add(middleware)
+    middleware._seen = True
     set_up(server)
 
 
@@ -204,11 +259,8 @@ def _through(
 
 
 def install_task_guard(server: FastMCP) -> TaskGuard:
-    """The server's ``TaskGuard``, added behind a ``Gate`` the first time."""
-    guard = task_guard(server)
-    if not any(isinstance(m, Gate) and m.inner is guard for m in server.middleware):
-        server.add_middleware(Gate(guard, GUARDED_METHODS))
-    return guard
+    """The server's ``TaskGuard`` (its runtime's), added behind a ``Gate`` the first time."""
+    return FilteringRuntime.ensure(server).install_guard(server)
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,6 +451,10 @@ class ListHooks(ToolInjectionMiddleware, Announces):
     judges_renderers: bool = False
     """Whether a resources list keeps only the Prefab renderers of tools the client sees."""
     _meta_built: tuple[int | None, dict[str, Tool]] | None = None
+    # Whether FastMCP has asked this middleware for its tools with a server to serve
+    # (``_seen_by_fastmcp``), and whether a message has reached it (``serving`` ran).
+    _seen: bool = False
+    _served: bool = False
 
     def meta_tools(self) -> dict[str, Tool]:
         """The tools this middleware adds to the server, by name (none unless overridden).
@@ -438,8 +494,8 @@ class ListHooks(ToolInjectionMiddleware, Announces):
     def setup(self, server: FastMCP) -> None:
         """Prepare ``server`` for this middleware; called once per server, by ``set_up``."""
         # Background tasks name a task id, not a tool: the guard judges the task's tool.
-        install_task_guard(server)
-        _SET_UP.setdefault(server, []).append(self)
+        FilteringRuntime.ensure(server).install_guard(server)
+        FilteringRuntime.ensure(server).set_up.append(self)
 
     def announce(self, result: _R) -> _R:
         """The ``initialize`` / ``server/discover`` result with what this middleware adds."""
@@ -503,20 +559,18 @@ class ListHooks(ToolInjectionMiddleware, Announces):
         fastmcp_context = context.fastmcp_context
         if fastmcp_context is not None:
             server = fastmcp_context.fastmcp
-            if not any(m is self for m in _SET_UP.get(server, ())):
+            runtime = FilteringRuntime.of(server)
+            if runtime is None or not any(m is self for m in runtime.set_up):
                 # First sight of the server (added with mcp.add_middleware): set it up before
                 # this message goes on, and let it pass what setting up added.
                 call_next = _through(set_up(server), call_next)
-            elif _chain_changed(server):
+            elif runtime.chain_changed(server):
                 # A middleware added or swapped in since: one injecting tools is judged from
                 # now on, a cache shared between clients refused (every request, until removed);
                 # a server mounted since answers to this one's policy.
-                judge_injections(server, own=lambda m: isinstance(m, ListHooks))
-                refuse_shared_caches(server)
-                _judge_mounted(server)
-                _CHAIN[server] = _chain_of(server)
-            if self not in _SERVING:
-                _SERVING.add(self)
+                runtime.recheck(server)
+            if not self._served:
+                self._served = True
                 self.serving(server)
         return await super().__call__(context, call_next)
 

@@ -77,7 +77,6 @@ only to its own methods."""
 _PREFIX = "ffc1."
 _SEARCH = "search."
 _MAX_OFFSET = 10**9
-_installed: weakref.WeakSet[FastMCP] = weakref.WeakSet()
 
 
 @dataclass(slots=True)
@@ -327,14 +326,14 @@ def _search_offset(inner: str) -> int | None:
     return offset
 
 
-def install_wire(server: FastMCP, own_layers: OwnLayers) -> None:
-    """Install ``Wire`` on ``server``'s SDK dispatch once.
+def install_wire(server: FastMCP, own_layers: OwnLayers) -> Wire:
+    """Install a ``Wire`` on ``server``'s SDK dispatch, and return it; once per server
+    (its ``FilteringRuntime`` keeps it).
 
     ``own_layers`` gives a server's own policy layers (those of its ``AccessTransform``).
     """
-    if server in _installed:
-        return
-    _installed.add(server)
+    wire = Wire(server, own_layers)
     # Outermost: it sees the wire params before validation, and the final result with the
     # server's hints filled in.
-    sdk_middleware(server).insert(0, Wire(server, own_layers))
+    sdk_middleware(server).insert(0, wire)
+    return wire
