@@ -55,7 +55,7 @@ __all__ = [
     "Prefilled",
     "install_task_guard",
     "marked_by",
-    "prefilled_last",
+    "prefill_ready",
     "refuse_shared_caches",
     "set_up",
     "set_up_on",
@@ -142,15 +142,36 @@ class FilteringRuntime:
             self.wire = install_wire(server, _own_layers)
         # FastMCP's schema cache for Mcp-Param-* checks holds what any client listed.
         check_headers_as_listed(server)
+        self._prefilled_last(server)
         self.chain = _chain_of(server)
-        return [m for m in server.middleware if not any(m is b for b in before)]
+        # Prefilled answers only as the innermost: a request under way goes without it.
+        added = (m for m in server.middleware if not any(m is b for b in before))
+        return [m for m in added if not isinstance(m, Prefilled)]
 
     def recheck(self, server: FastMCP) -> None:
         """Judge what was added or mounted since the last check (every request, until removed)."""
         judge_injections(server, own=lambda m: isinstance(m, ListHooks))
         refuse_shared_caches(server)
         _judge_mounted(server)
+        self._prefilled_last(server)
         self.chain = _chain_of(server)
+
+    def _prefilled_last(self, server: FastMCP) -> None:
+        """Make ``Prefilled`` the innermost middleware of a server whose search prefills its
+        listings: the one place a chain is reordered, when it is set up or has changed."""
+        chain = server.middleware
+        if chain and isinstance(chain[-1], Prefilled):
+            return
+        if not any(isinstance(m, ListHooks) and m.prefills for m in self.set_up):
+            return
+        found = next((m for m in chain if isinstance(m, Prefilled)), None)
+        if found is not None:
+            chain.remove(found)
+        chain.append(found or Prefilled())
+        memo = request_memo()
+        if memo is not None:
+            # This request's chain was built before: Prefilled is not its innermost.
+            memo[_PREFILL_MOVED] = True
 
 
 def _chain_of(server: FastMCP) -> tuple[object, ...]:
@@ -308,6 +329,8 @@ class _Prefill:
 
 # Where this wire request's page waits for ``Prefilled`` (``core.request.request_memo``).
 _PREFILL = ("prefill",)
+# Set in a request during which the setup moved or added ``Prefilled``.
+_PREFILL_MOVED = ("prefill", "moved")
 
 
 class Prefilled(Middleware):
@@ -347,17 +370,14 @@ async def through_chain(
     return prefill.used, result
 
 
-def prefilled_last(server: FastMCP) -> bool:
-    """Whether the server's ``Prefilled`` is its innermost middleware; makes it so for the
-    next request when it is not (this request's chain is already built)."""
+def prefill_ready(server: FastMCP) -> bool:
+    """Whether ``Prefilled`` is the innermost middleware of this request's chain: the
+    server's is, and its setup did not move it while this request was under way."""
     chain = server.middleware
-    if chain and isinstance(chain[-1], Prefilled):
-        return True
-    found = next((m for m in chain if isinstance(m, Prefilled)), None)
-    if found is not None:
-        chain.remove(found)
-    chain.append(found or Prefilled())
-    return False
+    if not chain or not isinstance(chain[-1], Prefilled):
+        return False
+    memo = request_memo()
+    return memo is None or not memo.get(_PREFILL_MOVED)
 
 
 async def _renderers_judged(
@@ -450,6 +470,8 @@ class ListHooks(ToolInjectionMiddleware, Announces):
     """The declarations this middleware shares, if any."""
     judges_renderers: bool = False
     """Whether a resources list keeps only the Prefab renderers of tools the client sees."""
+    prefills: bool = False
+    """Whether it answers listings from a page it made (setup keeps ``Prefilled`` innermost)."""
     _meta_built: tuple[int | None, dict[str, Tool]] | None = None
     # Whether FastMCP has asked this middleware for its tools with a server to serve
     # (``_seen_by_fastmcp``), and whether a message has reached it (``serving`` ran).
