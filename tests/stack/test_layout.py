@@ -223,7 +223,59 @@ def _rebound(tree: ast.Module) -> set[str]:
     return {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
 
 
+def _chain_edits(tree: ast.Module) -> int:
+    """How many places change a middleware chain: ``add_middleware``, or a change to a
+    server's ``middleware`` list or the SDK's (``sdk_middleware``), directly or by a name."""
+
+    def chain(node: ast.AST) -> bool:
+        if isinstance(node, ast.Attribute) and node.attr == "middleware":
+            return True
+        return isinstance(node, ast.Call) and getattr(node.func, "id", "") == "sdk_middleware"
+
+    aliases = {
+        target.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and chain(node.value)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+
+    def edited(node: ast.AST) -> bool:
+        return chain(node) or (isinstance(node, ast.Name) and node.id in aliases)
+
+    edits = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            attr = node.func.attr
+            edits += attr == "add_middleware" or (attr in _MUTATORS and edited(node.func.value))
+        elif isinstance(node, (ast.Assign, ast.Delete)):
+            edits += any(isinstance(t, ast.Subscript) and edited(t.value) for t in node.targets)
+    return edits
+
+
 class TestOneRuntimePerServer:
+    def test_a_chain_is_edited_only_by_the_setup(self) -> None:
+        # The runtime (middleware.hooks) is the one place that adds to, reorders or wraps a
+        # server's middleware; the gateway builds its own server, as any server author does.
+        bench = _architecture()
+        editing = {
+            bench.module_name(path)
+            for path in sorted(bench.ROOT.rglob("*.py"))
+            if _area(bench.module_name(path)) != "gateway"
+            and _chain_edits(ast.parse(path.read_text(encoding="utf-8")))
+        }
+        assert editing == {"fastmcp_filtering.middleware.hooks"}
+
+    def test_the_check_finds_a_chain_edit(self) -> None:
+        edits = (
+            "mcp.add_middleware(m)",
+            "server.middleware.append(m)",
+            "chain = server.middleware\nchain[0] = m",
+            "sdk_middleware(server).insert(0, m)",
+        )
+        assert [_chain_edits(ast.parse(e)) for e in edits] == [1, 1, 1, 1]
+        assert _chain_edits(ast.parse("chain = server.middleware\nprint(chain[-1])")) == 0
+
     def test_no_module_keeps_a_registry_it_changes(self) -> None:
         # Per-server state is an attribute of the server's FilteringRuntime; a module-level
         # container its module changes is state shared by every server in the process.

@@ -16,14 +16,15 @@ from typing_extensions import override
 from fastmcp_filtering._fastmcp import (
     check_headers_as_listed,
     mount_paths,
+    sdk_middleware,
     serving_server,
 )
 from fastmcp_filtering.core.catalog import same_kind
 from fastmcp_filtering.core.request import current_scope, request_info, request_memo
-from fastmcp_filtering.middleware.wire import Wire, install_wire
+from fastmcp_filtering.middleware.wire import Wire
 from fastmcp_filtering.policy.access import current_principal
 from fastmcp_filtering.policy.decision import AccessTransform
-from fastmcp_filtering.policy.injection import judge_injections
+from fastmcp_filtering.policy.injection import injections_to_judge
 from fastmcp_filtering.policy.mounts import judged_above, mount_under
 from fastmcp_filtering.policy.renderers import VisibleRenderers, is_renderer
 from fastmcp_filtering.policy.tasks import GUARDED_METHODS, TaskGuard
@@ -73,8 +74,8 @@ _RUNTIME_ATTRIBUTE = "_fastmcp_filtering_runtime"
 class FilteringRuntime:
     """The package's state for one server: what is set up, the chain judged, task guard, wire.
 
-    Made once per server, by the first ``set_up`` (``install``, ``add_filtering``,
-    or FastMCP's first sight of a middleware added with ``mcp.add_middleware``),
+    Made once per server, by ``install`` (``add_filtering``), or else by the first
+    ``set_up`` (FastMCP's first sight of a middleware added with ``mcp.add_middleware``),
     and kept on the server object itself, so it lives exactly as long as the
     server: every piece of per-server state the package keeps is an attribute
     here. Per-client state stays in FastMCP's state store.
@@ -117,7 +118,7 @@ class FilteringRuntime:
         """The task guard, added to ``server`` behind a ``Gate`` the first time."""
         guard = self.guard
         if not any(isinstance(m, Gate) and m.inner is guard for m in server.middleware):
-            server.add_middleware(Gate(guard, GUARDED_METHODS))
+            self.add(server, Gate(guard, GUARDED_METHODS))
         return guard
 
     def chain_changed(self, server: FastMCP) -> bool:
@@ -133,13 +134,15 @@ class FilteringRuntime:
         for middleware in before:
             if isinstance(middleware, ListHooks) and not any(middleware is d for d in done):
                 middleware.setup(server)
-        # Tools a middleware of the server's own injects are listed past every transform.
-        judge_injections(server, own=lambda m: isinstance(m, ListHooks))
+        self._judge_injections(server)
         refuse_shared_caches(server)
         _judge_mounted(server)
         if self.wire is None:
             # Its answers may hold a mounted server's shaped ones, whatever its own middlewares.
-            self.wire = install_wire(server, _own_layers)
+            # Outermost at the SDK's dispatch: it sees the wire params before validation, and
+            # the final result with the server's hints filled in.
+            self.wire = Wire(server, _own_layers)
+            sdk_middleware(server).insert(0, self.wire)
         # FastMCP's schema cache for Mcp-Param-* checks holds what any client listed.
         check_headers_as_listed(server)
         self._prefilled_last(server)
@@ -150,11 +153,24 @@ class FilteringRuntime:
 
     def recheck(self, server: FastMCP) -> None:
         """Judge what was added or mounted since the last check (every request, until removed)."""
-        judge_injections(server, own=lambda m: isinstance(m, ListHooks))
+        self._judge_injections(server)
         refuse_shared_caches(server)
         _judge_mounted(server)
         self._prefilled_last(server)
         self.chain = _chain_of(server)
+
+    def add(self, server: FastMCP, middleware: Middleware) -> None:
+        """Add ``middleware`` to ``server``'s chain: the one way the package adds one."""
+        server.add_middleware(middleware)
+
+    def _judge_injections(self, server: FastMCP) -> None:
+        # FastMCP lists injected tools past every transform: each other injection
+        # middleware is wrapped, so the policy judges its tools too.
+        chain = server.middleware
+        for position, judged in injections_to_judge(
+            server, own=lambda m: isinstance(m, ListHooks)
+        ).items():
+            chain[position] = judged
 
     def _prefilled_last(self, server: FastMCP) -> None:
         """Make ``Prefilled`` the innermost middleware of a server whose search prefills its
