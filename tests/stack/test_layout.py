@@ -199,3 +199,159 @@ class TestOneWayThrough:
         assert over == {}
         # The request really ran through the stack: its policy, its hooks.
         assert {"policy.decision", "middleware.hooks"} <= set(found["tools/list"][0])
+
+
+# Containers that hold state when a module keeps one at its top level and changes it.
+_CONTAINERS = frozenset(
+    {"dict", "set", "list", "defaultdict", "OrderedDict", "deque", "Counter"}
+    | {"WeakKeyDictionary", "WeakValueDictionary", "WeakSet"}
+)
+_MUTATORS = frozenset(
+    {"add", "append", "extend", "insert", "setdefault", "pop", "popitem", "update"}
+    | {"discard", "remove", "clear", "__setitem__", "__delitem__"}
+)
+
+# Module-level containers their module still changes, each with why it is no per-server state.
+_REGISTRIES_ALLOWED: dict[str, str] = {
+    "fastmcp_filtering.core.catalog._META_TOOLS": (
+        "which objects are the package's meta-tools is a fact about those objects, asked by "
+        "every catalog (a parent's judges a mounted server's meta-tools), not by one server's; "
+        "a mark on the object itself would pass to the copies FastMCP makes (a mount's "
+        "namespaced copy), which are not meta-tools"
+    ),
+    # Pure memos: one slot, the last request's answer, kept with the request object it is for.
+    "fastmcp_filtering._fastmcp._LAST_IDENTITY": "memo: the identity of the last request asked",
+    "fastmcp_filtering.core.request._LAST_INFO": "memo: the wire info of the last request asked",
+}
+
+
+def _bound_containers(tree: ast.Module) -> set[str]:
+    """Names the module binds, at its top level, to a container literal or constructor call."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if isinstance(value, ast.Call):
+            func = value.func
+            called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+            if called not in _CONTAINERS:
+                continue
+        elif not isinstance(value, (ast.Dict, ast.Set, ast.List, ast.DictComp, ast.SetComp)):
+            continue
+        names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return names
+
+
+def _changed(tree: ast.Module, names: set[str]) -> set[str]:
+    """Which of ``names`` the module's functions change: an item set or deleted, a mutating
+    method called (what the module does while it is imported, such as ``__all__ +=``, builds
+    a constant)."""
+
+    def named(node: ast.AST) -> str | None:
+        return node.id if isinstance(node, ast.Name) and node.id in names else None
+
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+    changed: set[str] = set()
+    inside = (n for f in ast.walk(tree) if isinstance(f, functions) for n in ast.walk(f))
+    for node in inside:
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for target in targets:
+                for part in ast.walk(target):
+                    if isinstance(part, ast.Subscript) and (name := named(part.value)):
+                        changed.add(name)
+                if isinstance(node, ast.AugAssign) and (name := named(target)):
+                    changed.add(name)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _MUTATORS
+            and (name := named(node.func.value))
+        ):
+            changed.add(name)
+    return changed
+
+
+def _rebound(tree: ast.Module) -> set[str]:
+    """The module-level names the module's functions rebind (``global``)."""
+    return {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
+
+
+def _chain_edits(tree: ast.Module) -> int:
+    """How many places change a middleware chain: ``add_middleware``, or a change to a
+    server's ``middleware`` list or the SDK's (``sdk_middleware``), directly or by a name."""
+
+    def chain(node: ast.AST) -> bool:
+        if isinstance(node, ast.Attribute) and node.attr == "middleware":
+            return True
+        return isinstance(node, ast.Call) and getattr(node.func, "id", "") == "sdk_middleware"
+
+    aliases = {
+        target.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and chain(node.value)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+
+    def edited(node: ast.AST) -> bool:
+        return chain(node) or (isinstance(node, ast.Name) and node.id in aliases)
+
+    edits = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            attr = node.func.attr
+            edits += attr == "add_middleware" or (attr in _MUTATORS and edited(node.func.value))
+        elif isinstance(node, (ast.Assign, ast.Delete)):
+            edits += any(isinstance(t, ast.Subscript) and edited(t.value) for t in node.targets)
+    return edits
+
+
+class TestOneRuntimePerServer:
+    def test_a_chain_is_edited_only_by_the_setup(self) -> None:
+        # The runtime (middleware.hooks) is the one place that adds to, reorders or wraps a
+        # server's middleware; the gateway builds its own server, as any server author does.
+        bench = _architecture()
+        editing = {
+            bench.module_name(path)
+            for path in sorted(bench.ROOT.rglob("*.py"))
+            if _area(bench.module_name(path)) != "gateway"
+            and _chain_edits(ast.parse(path.read_text(encoding="utf-8")))
+        }
+        assert editing == {"fastmcp_filtering.middleware.hooks"}
+
+    def test_the_check_finds_a_chain_edit(self) -> None:
+        edits = (
+            "mcp.add_middleware(m)",
+            "server.middleware.append(m)",
+            "chain = server.middleware\nchain[0] = m",
+            "sdk_middleware(server).insert(0, m)",
+        )
+        assert [_chain_edits(ast.parse(e)) for e in edits] == [1, 1, 1, 1]
+        assert _chain_edits(ast.parse("chain = server.middleware\nprint(chain[-1])")) == 0
+
+    def test_no_module_keeps_a_registry_it_changes(self) -> None:
+        # Per-server state is an attribute of the server's FilteringRuntime; a module-level
+        # container its module changes is state shared by every server in the process.
+        bench = _architecture()
+        found: set[str] = set()
+        for path in sorted(bench.ROOT.rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            module = bench.module_name(path)
+            changed = _changed(tree, _bound_containers(tree)) | _rebound(tree)
+            found |= {f"{module}.{n}" for n in changed}
+        assert sorted(found - set(_REGISTRIES_ALLOWED)) == []
+        assert sorted(set(_REGISTRIES_ALLOWED) - found) == []  # an entry gone stays gone
+
+    def test_the_check_finds_a_registry(self) -> None:
+        tree = ast.parse(
+            "import weakref\n_A = weakref.WeakKeyDictionary()\n_B: dict[int, int] = {}\n"
+            "_C = {1: 2}\n_D = []\n_D.append(1)\n"
+            "def f(s):\n    _A[s] = 1\n    _B.setdefault(1, 2)\n    print(_C[1])\n"
+        )
+        assert _changed(tree, _bound_containers(tree)) == {"_A", "_B"}
+        assert _rebound(ast.parse("_E = None\ndef g():\n    global _E\n    _E = 1\n")) == {"_E"}

@@ -229,6 +229,9 @@ class Catalog:
         self.unauthenticated: Unauthenticated = unauthenticated
         """What a client with no token gets of the groups with ``access`` checks."""
         self._listeners: list[Callable[[], None]] = []
+        self.access_rules: object | None = None
+        """This catalog's access rules (``policy.access.GroupAccess``), kept here by their
+        constructor: every middleware built on the catalog judges with the same object."""
 
     def __repr__(self) -> str:
         return f"Catalog(groups={list(self._groups)!r}, tags={list(self._tags)!r})"

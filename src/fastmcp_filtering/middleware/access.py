@@ -10,7 +10,7 @@ from typing_extensions import override
 
 from fastmcp_filtering.core.catalog import Catalog
 from fastmcp_filtering.core.errors import OptionError
-from fastmcp_filtering.middleware.hooks import set_up_on
+from fastmcp_filtering.middleware.hooks import FilteringRuntime, set_up_on
 from fastmcp_filtering.middleware.layers import LayerMiddleware
 from fastmcp_filtering.policy.access import GroupAccess, access_of
 from fastmcp_filtering.policy.decision import AccessTransform
@@ -171,4 +171,4 @@ def _enforce(server: FastMCP, access: GroupAccess) -> None:
         # renderers of hidden tools) needs one on the server; any one judges every layer.
         middleware = GroupAccessMiddleware(catalog=access.catalog)
         middleware.setup(server)
-        server.add_middleware(middleware)
+        FilteringRuntime.ensure(server).add(server, middleware)

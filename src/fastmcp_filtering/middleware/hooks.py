@@ -1,10 +1,9 @@
-"""One list hook for the four list methods, setup once per server, and ``_meta`` marks on lists."""
+"""One list hook for the four list methods, one runtime per server set up once, ``_meta`` marks."""
 
 from __future__ import annotations
 
 import functools
 import json
-import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -17,18 +16,19 @@ from typing_extensions import override
 from fastmcp_filtering._fastmcp import (
     check_headers_as_listed,
     mount_paths,
+    sdk_middleware,
     serving_server,
 )
 from fastmcp_filtering.core.catalog import same_kind
 from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.core.request import current_scope, request_info, request_memo
-from fastmcp_filtering.middleware.wire import install_wire
+from fastmcp_filtering.middleware.wire import Wire
 from fastmcp_filtering.policy.access import current_principal
 from fastmcp_filtering.policy.decision import AccessTransform
-from fastmcp_filtering.policy.injection import judge_injections
+from fastmcp_filtering.policy.injection import injections_to_judge
 from fastmcp_filtering.policy.mounts import judged_above, mount_under
 from fastmcp_filtering.policy.renderers import VisibleRenderers, is_renderer
-from fastmcp_filtering.policy.tasks import GUARDED_METHODS, TaskGuard, task_guard
+from fastmcp_filtering.policy.tasks import GUARDED_METHODS, TaskGuard
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Announces",
+    "FilteringRuntime",
     "Gate",
     "ListHooks",
     "ListRequest",
@@ -56,7 +57,7 @@ __all__ = [
     "Prefilled",
     "install_task_guard",
     "marked_by",
-    "prefilled_last",
+    "prefill_ready",
     "refuse_shared_caches",
     "set_up",
     "set_up_on",
@@ -66,14 +67,128 @@ __all__ = [
 _C = TypeVar("_C", bound="FastMCPComponent")
 _R = TypeVar("_R")
 
-# The package's middlewares set up on each server so far, in order.
-_SET_UP: weakref.WeakKeyDictionary[FastMCP, list[Middleware]] = weakref.WeakKeyDictionary()
+# Where a server holds its runtime: one attribute of the server object, written only by
+# FilteringRuntime's constructor (FastMCP has no slot for it, and keeps no __slots__).
+_RUNTIME_ATTRIBUTE = "_fastmcp_filtering_runtime"
 
 
-# Each server's middlewares, and the providers of every server in its mount tree, when last
-# set up or checked (held, so no id is reused): a middleware added or swapped in since may
-# inject tools, a server mounted since (at any depth) must answer to this one's policy.
-_CHAIN: weakref.WeakKeyDictionary[FastMCP, tuple[object, ...]] = weakref.WeakKeyDictionary()
+class FilteringRuntime:
+    """The package's state for one server: what is set up, the chain judged, task guard, wire.
+
+    Made once per server, by ``install`` (``add_filtering``), or else by the first
+    ``set_up`` (FastMCP's first sight of a middleware added with ``mcp.add_middleware``),
+    and kept on the server object itself, so it lives exactly as long as the
+    server: every piece of per-server state the package keeps is an attribute
+    here. Per-client state stays in FastMCP's state store.
+
+    Example:
+        ```python
+        install(mcp, FilterMiddleware(groups=groups))
+        assert FilteringRuntime.of(mcp).set_up  # the middlewares set up, in order
+        ```
+    """
+
+    def __init__(self, server: FastMCP) -> None:
+        self.set_up: list[Middleware] = []
+        """The package's middlewares set up on the server so far, in order."""
+        self.chain: tuple[object, ...] = ()
+        """The server's middlewares, and the providers of every server in its mount tree,
+        when last set up or checked (held, so no id is reused): a middleware added or
+        swapped in since may inject tools, a server mounted since must answer to this one."""
+        self.guard = TaskGuard(server)
+        """The server's background-task guard, added behind a ``Gate`` by the first setup."""
+        self.wire: Wire | None = None
+        """The server's ``Wire`` at the SDK's dispatch, once installed."""
+        setattr(server, _RUNTIME_ATTRIBUTE, self)
+
+    def __repr__(self) -> str:
+        return f"FilteringRuntime(set_up={self.set_up!r})"
+
+    @staticmethod
+    def of(server: FastMCP) -> FilteringRuntime | None:
+        """The runtime of ``server``; None before its first setup."""
+        runtime = vars(server).get(_RUNTIME_ATTRIBUTE)
+        return runtime if isinstance(runtime, FilteringRuntime) else None
+
+    @classmethod
+    def ensure(cls, server: FastMCP) -> FilteringRuntime:
+        """The runtime of ``server``, made the first time."""
+        return cls.of(server) or cls(server)
+
+    def install_guard(self, server: FastMCP) -> TaskGuard:
+        """The task guard, added to ``server`` behind a ``Gate`` the first time."""
+        guard = self.guard
+        if not any(isinstance(m, Gate) and m.inner is guard for m in server.middleware):
+            self.add(server, Gate(guard, GUARDED_METHODS))
+        return guard
+
+    def chain_changed(self, server: FastMCP) -> bool:
+        """Whether a middleware, a provider or a mount changed since the last check."""
+        seen = self.chain
+        chain = _chain_of(server)
+        return len(seen) != len(chain) or any(a is not b for a, b in zip(seen, chain, strict=True))
+
+    def set_up_server(self, server: FastMCP) -> list[Middleware]:
+        """``set_up`` for this runtime's server."""
+        done = self.set_up
+        before = list(server.middleware)
+        for middleware in before:
+            if isinstance(middleware, ListHooks) and not any(middleware is d for d in done):
+                middleware.setup(server)
+        self._judge_injections(server)
+        refuse_shared_caches(server)
+        _judge_mounted(server)
+        if self.wire is None:
+            # Its answers may hold a mounted server's shaped ones, whatever its own middlewares.
+            # Outermost at the SDK's dispatch: it sees the wire params before validation, and
+            # the final result with the server's hints filled in.
+            self.wire = Wire(server, _own_layers)
+            sdk_middleware(server).insert(0, self.wire)
+        # FastMCP's schema cache for Mcp-Param-* checks holds what any client listed.
+        check_headers_as_listed(server)
+        self._prefilled_last(server)
+        self.chain = _chain_of(server)
+        # Prefilled answers only as the innermost: a request under way goes without it.
+        added = (m for m in server.middleware if not any(m is b for b in before))
+        return [m for m in added if not isinstance(m, Prefilled)]
+
+    def recheck(self, server: FastMCP) -> None:
+        """Judge what was added or mounted since the last check (every request, until removed)."""
+        self._judge_injections(server)
+        refuse_shared_caches(server)
+        _judge_mounted(server)
+        self._prefilled_last(server)
+        self.chain = _chain_of(server)
+
+    def add(self, server: FastMCP, middleware: Middleware) -> None:
+        """Add ``middleware`` to ``server``'s chain: the one way the package adds one."""
+        server.add_middleware(middleware)
+
+    def _judge_injections(self, server: FastMCP) -> None:
+        # FastMCP lists injected tools past every transform: each other injection
+        # middleware is wrapped, so the policy judges its tools too.
+        chain = server.middleware
+        for position, judged in injections_to_judge(
+            server, own=lambda m: isinstance(m, ListHooks)
+        ).items():
+            chain[position] = judged
+
+    def _prefilled_last(self, server: FastMCP) -> None:
+        """Make ``Prefilled`` the innermost middleware of a server whose search prefills its
+        listings: the one place a chain is reordered, when it is set up or has changed."""
+        chain = server.middleware
+        if chain and isinstance(chain[-1], Prefilled):
+            return
+        if not any(isinstance(m, ListHooks) and m.prefills for m in self.set_up):
+            return
+        found = next((m for m in chain if isinstance(m, Prefilled)), None)
+        if found is not None:
+            chain.remove(found)
+        chain.append(found or Prefilled())
+        memo = request_memo()
+        if memo is not None:
+            # This request's chain was built before: Prefilled is not its innermost.
+            memo[_PREFILL_MOVED] = True
 
 
 def _chain_of(server: FastMCP) -> tuple[object, ...]:
@@ -87,12 +202,6 @@ def _providers_below(server: FastMCP) -> tuple[object, ...]:
     return (*server.providers, *(p for providers in below for p in providers))
 
 
-def _chain_changed(server: FastMCP) -> bool:
-    seen = _CHAIN.get(server, ())
-    chain = _chain_of(server)
-    return len(seen) != len(chain) or any(a is not b for a, b in zip(seen, chain, strict=True))
-
-
 def _judge_mounted(server: FastMCP) -> None:
     """Set up each server mounted into ``server``: the parent looks its components up by
     name through its transforms alone, so its policy must be in place before the parent's
@@ -104,13 +213,15 @@ def _judge_mounted(server: FastMCP) -> None:
 
 def set_up_on(server: FastMCP) -> tuple[Middleware, ...]:
     """The package's middlewares set up on ``server`` so far, in order."""
-    return tuple(_SET_UP.get(server, ()))
+    runtime = FilteringRuntime.of(server)
+    return tuple(runtime.set_up) if runtime is not None else ()
 
 
 def set_up(server: FastMCP) -> list[Middleware]:
     """Set up every middleware of the package in ``server.middleware`` that is not set up yet.
 
-    Each is set up once per server, in the server's order. Returns the FastMCP
+    Each is set up once per server, in the server's order, on the server's one
+    ``FilteringRuntime`` (made the first time). Returns the FastMCP
     middlewares that setting up appended to the server (the task guard, an
     access middleware), which a request already under way has not passed through.
 
@@ -120,21 +231,7 @@ def set_up(server: FastMCP) -> list[Middleware]:
         set_up(mcp)  # what the first request would otherwise do
         ```
     """
-    done = _SET_UP.setdefault(server, [])
-    before = list(server.middleware)
-    for middleware in before:
-        if isinstance(middleware, ListHooks) and not any(middleware is d for d in done):
-            middleware.setup(server)
-    # Tools a middleware of the server's own injects are listed past every transform.
-    judge_injections(server, own=lambda m: isinstance(m, ListHooks))
-    refuse_shared_caches(server)
-    _judge_mounted(server)
-    # Its answers may hold a mounted server's shaped ones, whatever its own middlewares.
-    install_wire(server, _own_layers)
-    # FastMCP's schema cache for Mcp-Param-* checks holds what any client listed.
-    check_headers_as_listed(server)
-    _CHAIN[server] = _chain_of(server)
-    return [m for m in server.middleware if not any(m is b for b in before)]
+    return FilteringRuntime.ensure(server).set_up_server(server)
 
 
 def refuse_shared_caches(server: FastMCP) -> None:
@@ -164,11 +261,6 @@ def _own_layers(server: FastMCP) -> Sequence[PolicyLayer]:
     return transform.layers if transform is not None else ()
 
 
-_SEEN: weakref.WeakSet[ListHooks] = weakref.WeakSet()
-# The middlewares a message has reached (``ListHooks.serving`` ran for them).
-_SERVING: weakref.WeakSet[ListHooks] = weakref.WeakSet()
-
-
 def _seen_by_fastmcp(middleware: ListHooks) -> None:
     """Set up the server FastMCP asks ``middleware`` for its tools on, the first time.
 
@@ -177,12 +269,12 @@ def _seen_by_fastmcp(middleware: ListHooks) -> None:
     each tool lookup, with the server in ``get_server()``: a middleware added
     with ``mcp.add_middleware`` sets its server up there, before any message.
     """
-    if middleware in _SEEN:
+    if middleware._seen:
         return
     server = serving_server()
     if server is None:
         return
-    _SEEN.add(middleware)
+    middleware._seen = True
     set_up(server)
 
 
@@ -205,11 +297,8 @@ def _through(
 
 
 def install_task_guard(server: FastMCP) -> TaskGuard:
-    """The server's ``TaskGuard``, added behind a ``Gate`` the first time."""
-    guard = task_guard(server)
-    if not any(isinstance(m, Gate) and m.inner is guard for m in server.middleware):
-        server.add_middleware(Gate(guard, GUARDED_METHODS))
-    return guard
+    """The server's ``TaskGuard`` (its runtime's), added behind a ``Gate`` the first time."""
+    return FilteringRuntime.ensure(server).install_guard(server)
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +346,8 @@ class _Prefill:
 
 # Where this wire request's page waits for ``Prefilled`` (``core.request.request_memo``).
 _PREFILL = ("prefill",)
+# Set in a request during which the setup moved or added ``Prefilled``.
+_PREFILL_MOVED = ("prefill", "moved")
 
 
 class Prefilled(Middleware):
@@ -296,17 +387,14 @@ async def through_chain(
     return prefill.used, result
 
 
-def prefilled_last(server: FastMCP) -> bool:
-    """Whether the server's ``Prefilled`` is its innermost middleware; makes it so for the
-    next request when it is not (this request's chain is already built)."""
+def prefill_ready(server: FastMCP) -> bool:
+    """Whether ``Prefilled`` is the innermost middleware of this request's chain: the
+    server's is, and its setup did not move it while this request was under way."""
     chain = server.middleware
-    if chain and isinstance(chain[-1], Prefilled):
-        return True
-    found = next((m for m in chain if isinstance(m, Prefilled)), None)
-    if found is not None:
-        chain.remove(found)
-    chain.append(found or Prefilled())
-    return False
+    if not chain or not isinstance(chain[-1], Prefilled):
+        return False
+    memo = request_memo()
+    return memo is None or not memo.get(_PREFILL_MOVED)
 
 
 async def _renderers_judged(
@@ -399,7 +487,13 @@ class ListHooks(ToolInjectionMiddleware, Announces):
     """The declarations this middleware shares, if any."""
     judges_renderers: bool = False
     """Whether a resources list keeps only the Prefab renderers of tools the client sees."""
+    prefills: bool = False
+    """Whether it answers listings from a page it made (setup keeps ``Prefilled`` innermost)."""
     _meta_built: tuple[int | None, dict[str, Tool]] | None = None
+    # Whether FastMCP has asked this middleware for its tools with a server to serve
+    # (``_seen_by_fastmcp``), and whether a message has reached it (``serving`` ran).
+    _seen: bool = False
+    _served: bool = False
 
     def meta_tools(self) -> dict[str, Tool]:
         """The tools this middleware adds to the server, by name (none unless overridden).
@@ -439,8 +533,8 @@ class ListHooks(ToolInjectionMiddleware, Announces):
     def setup(self, server: FastMCP) -> None:
         """Prepare ``server`` for this middleware; called once per server, by ``set_up``."""
         # Background tasks name a task id, not a tool: the guard judges the task's tool.
-        install_task_guard(server)
-        _SET_UP.setdefault(server, []).append(self)
+        FilteringRuntime.ensure(server).install_guard(server)
+        FilteringRuntime.ensure(server).set_up.append(self)
 
     def announce(self, result: _R) -> _R:
         """The ``initialize`` / ``server/discover`` result with what this middleware adds."""
@@ -504,20 +598,18 @@ class ListHooks(ToolInjectionMiddleware, Announces):
         fastmcp_context = context.fastmcp_context
         if fastmcp_context is not None:
             server = fastmcp_context.fastmcp
-            if not any(m is self for m in _SET_UP.get(server, ())):
+            runtime = FilteringRuntime.of(server)
+            if runtime is None or not any(m is self for m in runtime.set_up):
                 # First sight of the server (added with mcp.add_middleware): set it up before
                 # this message goes on, and let it pass what setting up added.
                 call_next = _through(set_up(server), call_next)
-            elif _chain_changed(server):
+            elif runtime.chain_changed(server):
                 # A middleware added or swapped in since: one injecting tools is judged from
                 # now on, a cache shared between clients refused (every request, until removed);
                 # a server mounted since answers to this one's policy.
-                judge_injections(server, own=lambda m: isinstance(m, ListHooks))
-                refuse_shared_caches(server)
-                _judge_mounted(server)
-                _CHAIN[server] = _chain_of(server)
-            if self not in _SERVING:
-                _SERVING.add(self)
+                runtime.recheck(server)
+            if not self._served:
+                self._served = True
                 self.serving(server)
         return await super().__call__(context, call_next)
 

@@ -91,6 +91,7 @@ class SearchMiddleware(ListHooks):
     """
 
     list_params = frozenset({"query"})
+    prefills = True
     catalog: Catalog
 
     def __init__(

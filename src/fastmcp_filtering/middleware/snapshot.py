@@ -45,7 +45,7 @@ from fastmcp.server.transforms.visibility import get_session_transforms
 from fastmcp_filtering._fastmcp import catalog_generation, lists_its_storage
 from fastmcp_filtering.core.request import current_scope, scoped, unrestricted
 from fastmcp_filtering.middleware.candidates import CatalogSnapshot
-from fastmcp_filtering.middleware.hooks import Gate, ListHooks, Prefilled, prefilled_last
+from fastmcp_filtering.middleware.hooks import Gate, ListHooks, Prefilled, prefill_ready
 from fastmcp_filtering.middleware.search_service import can_enable
 from fastmcp_filtering.policy.decision import LISTERS, AccessTransform
 from fastmcp_filtering.policy.injection import JudgedInjection, unjudged_tools
@@ -235,13 +235,12 @@ class Snapshots:
 
     async def current(self, server: FastMCP) -> CatalogSnapshot | None:
         """The snapshot this request's search may use; None: list through the chain."""
-        ready = prefilled_last(server)
+        ready = prefill_ready(server)
         snapshot = await self.snapshot(server)
         return snapshot if ready else None
 
     async def snapshot(self, server: FastMCP) -> CatalogSnapshot | None:
         """The server's snapshot as the catalog is now; None when it cannot be trusted."""
-        prefilled_last(server)
         stamp = fingerprint(server, self._search)
         if stamp is None:
             return None

@@ -11,7 +11,7 @@ from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.middleware.access import GroupAccessMiddleware
 from fastmcp_filtering.middleware.concerns import Concern, ConcernMiddleware, ConcernsFromToken
 from fastmcp_filtering.middleware.filter import FilterMiddleware
-from fastmcp_filtering.middleware.hooks import ListHooks, set_up
+from fastmcp_filtering.middleware.hooks import FilteringRuntime, ListHooks, set_up
 from fastmcp_filtering.middleware.progressive import ProgressiveDisclosureMiddleware
 from fastmcp_filtering.middleware.search import SearchMiddleware
 
@@ -55,8 +55,9 @@ def install(mcp: FastMCP, *middlewares: ListHooks) -> None:
                 f"install() takes this package's middlewares, got {type(middleware).__name__}; "
                 "add other middleware with mcp.add_middleware()"
             )
+    runtime = FilteringRuntime.ensure(mcp)
     for middleware in middlewares:
-        mcp.add_middleware(middleware)
+        runtime.add(mcp, middleware)
     set_up(mcp)
 
 

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
-from fastmcp_filtering._fastmcp import list_cache_hint, mounted_servers, sdk_middleware
+from fastmcp_filtering._fastmcp import list_cache_hint, mounted_servers
 from fastmcp_filtering.core.catalog import LIST_METHOD
 from fastmcp_filtering.core.concerns import REQUEST_META_KEY as CONCERNS_META_KEY
 from fastmcp_filtering.core.declarations import BETTER_MATCHES_META_KEY, WARNINGS_META_KEY
@@ -57,7 +57,6 @@ __all__ = [
     "ListReply",
     "SearchPage",
     "Wire",
-    "install_wire",
     "list_reply",
     "report",
     "search_page",
@@ -77,7 +76,6 @@ only to its own methods."""
 _PREFIX = "ffc1."
 _SEARCH = "search."
 _MAX_OFFSET = 10**9
-_installed: weakref.WeakSet[FastMCP] = weakref.WeakSet()
 
 
 @dataclass(slots=True)
@@ -325,16 +323,3 @@ def _search_offset(inner: str) -> int | None:
     if offset > _MAX_OFFSET:
         raise invalid_params("cursor is not a search page cursor", field="cursor")
     return offset
-
-
-def install_wire(server: FastMCP, own_layers: OwnLayers) -> None:
-    """Install ``Wire`` on ``server``'s SDK dispatch once.
-
-    ``own_layers`` gives a server's own policy layers (those of its ``AccessTransform``).
-    """
-    if server in _installed:
-        return
-    _installed.add(server)
-    # Outermost: it sees the wire params before validation, and the final result with the
-    # server's hints filled in.
-    sdk_middleware(server).insert(0, Wire(server, own_layers))

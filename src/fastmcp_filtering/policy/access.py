@@ -65,8 +65,9 @@ class _Rules:
 class GroupAccess:
     """The access rules of one catalog's groups, and this request's answer to them.
 
-    One per catalog (``access_of``): every middleware built on a catalog judges its
-    checks with the same object, so they agree on what a principal may use.
+    One per catalog, kept as its ``access_rules`` (``access_of``): every middleware
+    built on a catalog judges its checks with the same object, so they agree on what a
+    principal may use.
 
     Example:
         ```python
@@ -81,6 +82,7 @@ class GroupAccess:
         self.layer = AccessLayer(self)
         self.enforced_on: weakref.WeakSet[FastMCP] = weakref.WeakSet()
         """The servers whose setup enforces these checks (and follows ``add_group``)."""
+        catalog.access_rules = self
 
     def __repr__(self) -> str:
         return f"GroupAccess(ruled={sorted(self.rules().ruled)!r})"
@@ -343,12 +345,7 @@ class _View:
         return None
 
 
-_ACCESS: weakref.WeakKeyDictionary[Catalog, GroupAccess] = weakref.WeakKeyDictionary()
-
-
 def access_of(catalog: Catalog) -> GroupAccess:
-    """The access rules of ``catalog``'s groups: one ``GroupAccess`` per catalog, made once."""
-    access = _ACCESS.get(catalog)
-    if access is None:
-        access = _ACCESS[catalog] = GroupAccess(catalog)
-    return access
+    """The access rules of ``catalog``'s groups: its ``access_rules``, made the first time."""
+    access = catalog.access_rules
+    return access if isinstance(access, GroupAccess) else GroupAccess(catalog)

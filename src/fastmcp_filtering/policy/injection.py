@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
     from fastmcp.tools import Tool
 
-__all__ = ["JudgedInjection", "judge_injections", "unjudged_tools"]
+__all__ = ["JudgedInjection", "injections_to_judge", "unjudged_tools"]
 
 
 class JudgedInjection(ToolInjectionMiddleware):
@@ -81,23 +81,25 @@ class JudgedInjection(ToolInjectionMiddleware):
         return await self.inner(context, call_next)
 
 
-def judge_injections(server: FastMCP, *, own: Callable[[Middleware], bool]) -> None:
-    """Wrap each ``ToolInjectionMiddleware`` of ``server`` in a ``JudgedInjection``.
+def injections_to_judge(
+    server: FastMCP, *, own: Callable[[Middleware], bool]
+) -> dict[int, JudgedInjection]:
+    """Each ``ToolInjectionMiddleware`` of ``server`` to wrap, by position, as its
+    ``JudgedInjection`` (the server's setup puts them in place).
 
     Those ``own`` names (the package's middlewares, whose meta-tools every client may
     call) and those already wrapped stay as they are.
     """
     owner = AccessTransform.of(server)
     if owner is None:
-        return
-    chain = server.middleware
-    for position, middleware in enumerate(chain):
-        if (
-            isinstance(middleware, ToolInjectionMiddleware)
-            and not isinstance(middleware, JudgedInjection)
-            and not own(middleware)
-        ):
-            chain[position] = JudgedInjection(middleware, owner)
+        return {}
+    return {
+        position: JudgedInjection(middleware, owner)
+        for position, middleware in enumerate(server.middleware)
+        if isinstance(middleware, ToolInjectionMiddleware)
+        and not isinstance(middleware, JudgedInjection)
+        and not own(middleware)
+    }
 
 
 def unjudged_tools(server: FastMCP) -> list[Tool]:

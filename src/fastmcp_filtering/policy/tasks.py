@@ -30,6 +30,7 @@ ordinary call, which fails with FastMCP's "Unknown tool" or the policy's hint.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import weakref
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
 
     from fastmcp_filtering.core.catalog import Catalog
 
-__all__ = ["GUARDED_METHODS", "TASK_METHODS", "TaskGuard", "task_guard", "task_not_found"]
+__all__ = ["GUARDED_METHODS", "TASK_METHODS", "TaskGuard", "task_not_found"]
 
 logger = logging.getLogger("fastmcp_filtering")
 
@@ -72,21 +73,16 @@ _KEY_PREFIX = "fastmcp-filtering:task:"
 _RECORD_MARGIN_SECONDS = 3600
 _DEFAULT_TTL_SECONDS = 86_400
 
-_GUARDS: weakref.WeakKeyDictionary[FastMCP, TaskGuard] = weakref.WeakKeyDictionary()
-# A subclass per result class that keeps extra keys, so a task result can carry _meta.
-_OPEN: dict[type[BaseModel], type[BaseModel]] = {}
-
-
 GUARDED_METHODS = TASK_METHODS | {"tools/call"}
 """What the guard acts on: task methods, and the calls that may start a task."""
 
 
-def task_guard(server: FastMCP) -> TaskGuard:
-    """The server's ``TaskGuard`` (made the first time; the caller adds it to the server)."""
-    guard = _GUARDS.get(server)
-    if guard is None:
-        guard = _GUARDS[server] = TaskGuard(server)
-    return guard
+@functools.cache
+def _open(cls: type[BaseModel]) -> type[BaseModel]:
+    """A subclass of ``cls`` that keeps extra keys, so a task result can carry ``_meta``
+    (one per class: a pure function of it, remembered so the class is made once)."""
+    config = ConfigDict(**{**cls.model_config, "extra": "allow"})
+    return type(cls.__name__, (cls,), {"model_config": config})
 
 
 def task_not_found(task_id: str) -> MCPError:
@@ -222,10 +218,7 @@ class TaskGuard(Middleware):
         if groups is None:
             return result
         cls = type(result)
-        open_cls = _OPEN.get(cls)
-        if open_cls is None:
-            config = ConfigDict(**{**cls.model_config, "extra": "allow"})
-            open_cls = _OPEN[cls] = type(cls.__name__, (cls,), {"model_config": config})
+        open_cls = _open(cls)
         fields = {name: getattr(result, name) for name in cls.model_fields}
         return open_cls.model_construct(
             _fields_set=set(result.model_fields_set),
