@@ -55,7 +55,7 @@ from list_overhead import _timed
 
 from fastmcp_filtering.core.declarations import META_TOOL_KEY
 from fastmcp_filtering.gateway import build_proxy, load_config
-from fastmcp_filtering.gateway.config import FilteringConfig
+from fastmcp_filtering.gateway.config.models import FilteringConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "server-github.toml"

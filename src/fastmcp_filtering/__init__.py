@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 from fastmcp_filtering.core.catalog import Catalog, Membership
+from fastmcp_filtering.core.concerns import Concern, ConcernsFromToken
 from fastmcp_filtering.core.declarations import GROUPS_META_KEY, Group, Tag, in_group
 from fastmcp_filtering.core.errors import (
     FilteringError,
@@ -27,22 +28,17 @@ from fastmcp_filtering.core.errors import (
     UpstreamError,
 )
 from fastmcp_filtering.core.request import unrestricted
-from fastmcp_filtering.gateway.suggest import SuggestedConfig, suggest_config
+from fastmcp_filtering.gateway.grouping.suggest import suggest_config
+from fastmcp_filtering.gateway.grouping.suggestion import SuggestedConfig
 from fastmcp_filtering.middleware.access import AccessPolicy, GroupAccessMiddleware
-from fastmcp_filtering.middleware.concerns import (
-    Concern,
-    ConcernMiddleware,
-    ConcernsFromToken,
-    concerns,
-)
+from fastmcp_filtering.middleware.concerns import ConcernMiddleware, concerns
 from fastmcp_filtering.middleware.filter import FilterMiddleware
 from fastmcp_filtering.middleware.layers import LayerMiddleware
-from fastmcp_filtering.middleware.progressive import (
-    DisableToolsResult,
-    EnableToolsResult,
-    ProgressiveDisclosureMiddleware,
-)
-from fastmcp_filtering.middleware.search import SearchMiddleware, SearchToolsResult, rate_limit_key
+from fastmcp_filtering.middleware.progressive import ProgressiveDisclosureMiddleware
+from fastmcp_filtering.middleware.progressive_tools import DisableToolsResult, EnableToolsResult
+from fastmcp_filtering.middleware.rate_limit import rate_limit_key
+from fastmcp_filtering.middleware.search import SearchMiddleware
+from fastmcp_filtering.middleware.search_tool import SearchToolsResult
 from fastmcp_filtering.middleware.stack import (
     SEARCH_FIRST,
     FilteringStack,

@@ -24,26 +24,6 @@ if TYPE_CHECKING:
     from fastmcp.tools.base import Tool
     from mcp.server.connection import Connection
 
-__all__ = [
-    "auth_middleware_checks",
-    "catalog_generation",
-    "client_identity",
-    "current_request",
-    "list_cache_hint",
-    "list_page_size",
-    "lists_its_storage",
-    "mount_paths",
-    "mounted_servers",
-    "proxy_client_factory",
-    "renderer_alias_hash",
-    "request_connection",
-    "request_method_and_params",
-    "request_token",
-    "sdk_middleware",
-    "serving_server",
-    "state_store",
-]
-
 _HTTP_TRANSPORTS = frozenset({"sse", "streamable-http", "http"})
 # Where a session-era connection keeps the identity the server gave it.
 _IDENTITY = "fastmcp_filtering.identity"

@@ -14,8 +14,24 @@ Example:
 
 from __future__ import annotations
 
-from fastmcp_filtering.retrieval import embedders as _embedders
-from fastmcp_filtering.retrieval.embedders import *  # noqa: F403  (its whole public namespace)
+from fastmcp_filtering.retrieval.embedders import (
+    INSTALL_HINT,
+    WORDLLAMA_INSTALL_HINT,
+    Embedder,
+    EnsembleEmbedder,
+    MiniLMEmbedder,
+    WordLlamaEmbedder,
+    fastembed_embedder,
+    sentence_transformers_embedder,
+)
 
-__all__: list[str] = []
-__all__ += _embedders.__all__
+__all__ = [
+    "INSTALL_HINT",
+    "WORDLLAMA_INSTALL_HINT",
+    "Embedder",
+    "EnsembleEmbedder",
+    "MiniLMEmbedder",
+    "WordLlamaEmbedder",
+    "fastembed_embedder",
+    "sentence_transformers_embedder",
+]

@@ -22,7 +22,7 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering.gateway import proxy as proxy_module
-from fastmcp_filtering.gateway.listings import NoticesChanges
+from fastmcp_filtering.gateway.upstreams.listings import NoticesChanges
 
 
 def listings_asked(count: Path, method: str = "tools/list") -> int:

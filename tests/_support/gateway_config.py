@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fastmcp_filtering.gateway.config import ConfigError, load_config
+from fastmcp_filtering.gateway.config.models import ConfigError, load_config
 
 UPSTREAM = '[[upstreams]]\ncommand = "python"\nargs = ["server.py"]\n'
 

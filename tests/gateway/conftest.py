@@ -6,8 +6,8 @@ from functools import partial
 
 import pytest
 
-from fastmcp_filtering.gateway import upstreams as upstreams_module
-from fastmcp_filtering.gateway.listings import Listings
+from fastmcp_filtering.gateway.upstreams import provider as upstreams_module
+from fastmcp_filtering.gateway.upstreams.listings import Listings
 
 from .._support.backoff import Clock
 

@@ -17,7 +17,7 @@ import pytest
 from fastmcp import Client, FastMCP
 from mcp.shared.exceptions import MCPError
 
-from fastmcp_filtering.gateway.config import FilteringConfig
+from fastmcp_filtering.gateway.config.models import FilteringConfig
 from fastmcp_filtering.gateway.proxy import build_proxy
 
 from .._principals import PrincipalByClientName, as_principal

@@ -20,7 +20,7 @@ from fastmcp.exceptions import ToolError
 
 from fastmcp_filtering.client import list_groups, list_tools
 from fastmcp_filtering.gateway.cli import CheckReport, check, main
-from fastmcp_filtering.gateway.config import load_config
+from fastmcp_filtering.gateway.config.models import load_config
 from fastmcp_filtering.gateway.proxy import build_proxy
 
 from .._node import node_with_packages

@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from fastmcp_filtering import Concern, Group, Tag
-from fastmcp_filtering.gateway.config import ConfigError, FilteringConfig, load_config
+from fastmcp_filtering.gateway.config.models import ConfigError, FilteringConfig, load_config
 
 from .._support.gateway_config import UPSTREAM, error_of, write
 
@@ -498,7 +498,7 @@ class TestUpstreamsFrom:
 
 class TestConfigTypes:
     def test_a_number_given_as_a_string_is_an_error(self, tmp_path: Any) -> None:
-        from fastmcp_filtering.gateway.config import load_config
+        from fastmcp_filtering.gateway.config.models import load_config
 
         config = tmp_path / "proxy.toml"
         config.write_text(

@@ -19,8 +19,8 @@ from key_value.aio.stores.memory import MemoryStore
 from key_value.aio.wrappers.timeout import TimeoutWrapper
 
 from fastmcp_filtering.gateway.cli import main
-from fastmcp_filtering.gateway.config import FilteringConfig, load_config
-from fastmcp_filtering.gateway.state_store import GatewayStore
+from fastmcp_filtering.gateway.config.models import FilteringConfig, load_config
+from fastmcp_filtering.gateway.config.state_store import GatewayStore
 
 from .._progressive_servers import redis_server
 from .._servers import free_port

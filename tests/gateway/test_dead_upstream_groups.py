@@ -13,7 +13,7 @@ from fastmcp import Client, FastMCP
 from fastmcp.client.transports import FastMCPTransport
 
 import fastmcp_filtering.gateway.proxy as proxy_module
-from fastmcp_filtering.gateway.config import FilteringConfig
+from fastmcp_filtering.gateway.config.models import FilteringConfig
 from fastmcp_filtering.gateway.proxy import build_proxy, upstream_transport
 
 from ..conftest import ERAS

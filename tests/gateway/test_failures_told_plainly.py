@@ -25,9 +25,9 @@ from key_value.aio.stores.memory import MemoryStore
 from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering.gateway.auth_errors import INVALID_TOKEN
-from fastmcp_filtering.gateway.config import ConfigError, load_config
+from fastmcp_filtering.gateway.config.models import ConfigError, load_config
+from fastmcp_filtering.gateway.config.state_store import CLIENT_MESSAGE, GatewayStore
 from fastmcp_filtering.gateway.serve import configure_logs
-from fastmcp_filtering.gateway.state_store import CLIENT_MESSAGE, GatewayStore
 
 from .._progressive_servers import redis_server
 from .._support.cli import serve_http

@@ -32,13 +32,18 @@ from inline_snapshot import snapshot
 from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering.client import list_tools
-from fastmcp_filtering.gateway import listings as listings_module
-from fastmcp_filtering.gateway.config import FilteringConfig
-from fastmcp_filtering.gateway.health import UpstreamHealth
-from fastmcp_filtering.gateway.limits import UpstreamTimeout
-from fastmcp_filtering.gateway.listings import MOST_KEPT, BackingOff, Listings
+from fastmcp_filtering.gateway.config.models import FilteringConfig
 from fastmcp_filtering.gateway.proxy import build_proxy, forwarded_scope
-from fastmcp_filtering.gateway.upstreams import Probe, UpstreamProvider, _doubt, client_factory
+from fastmcp_filtering.gateway.upstreams import listings as listings_module
+from fastmcp_filtering.gateway.upstreams.health import UpstreamHealth
+from fastmcp_filtering.gateway.upstreams.limits import UpstreamTimeout
+from fastmcp_filtering.gateway.upstreams.listings import MOST_KEPT, BackingOff, Listings
+from fastmcp_filtering.gateway.upstreams.provider import (
+    Probe,
+    UpstreamProvider,
+    _doubt,
+    client_factory,
+)
 
 from .._servers import RunningServer, serve_http
 from .._support.backoff import (
@@ -1016,7 +1021,7 @@ class TestGatewayListsPerClient:
             made.append(original(**options))
             return made[-1]
 
-        monkeypatch.setattr("fastmcp_filtering.gateway.upstreams.Listings", record)
+        monkeypatch.setattr("fastmcp_filtering.gateway.upstreams.provider.Listings", record)
         async with clients(url) as (alice, bob, _nobody):
             await tool_names(alice)
             await tool_names(bob)

@@ -22,12 +22,12 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering.gateway import proxy as proxy_module
-from fastmcp_filtering.gateway import upstreams as upstreams_module
 from fastmcp_filtering.gateway.cli import check
-from fastmcp_filtering.gateway.config import FilteringConfig
-from fastmcp_filtering.gateway.failures import Garbled
-from fastmcp_filtering.gateway.listings import BackingOff, Listings
+from fastmcp_filtering.gateway.config.models import FilteringConfig
 from fastmcp_filtering.gateway.proxy import _build, build_proxy
+from fastmcp_filtering.gateway.upstreams import provider as upstreams_module
+from fastmcp_filtering.gateway.upstreams.failures import Garbled
+from fastmcp_filtering.gateway.upstreams.listings import BackingOff, Listings
 
 from ..conftest import ERAS
 

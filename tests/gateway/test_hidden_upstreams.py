@@ -16,7 +16,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import TextContent
 
 from fastmcp_filtering.gateway import proxy as proxy_module
-from fastmcp_filtering.gateway.config import FilteringConfig
+from fastmcp_filtering.gateway.config.models import FilteringConfig
 from fastmcp_filtering.gateway.proxy import build_proxy
 
 from .._support.backoff import Outage, _Memory

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from fastmcp_filtering.gateway.cli import main
-from fastmcp_filtering.gateway.config import load_config
+from fastmcp_filtering.gateway.config.models import load_config
+from fastmcp_filtering.gateway.grouping.suggest import suggest_config
 from fastmcp_filtering.gateway.init import _label
-from fastmcp_filtering.gateway.suggest import suggest_config
 
 
 @pytest.mark.parametrize(

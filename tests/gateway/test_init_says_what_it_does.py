@@ -26,7 +26,7 @@ from fastmcp.client.transports import FastMCPTransport
 
 import fastmcp_filtering.gateway.proxy as proxy_module
 from fastmcp_filtering.gateway.cli import main
-from fastmcp_filtering.gateway.config import load_config
+from fastmcp_filtering.gateway.config.models import load_config
 from fastmcp_filtering.gateway.proxy import build_proxy
 
 from ..conftest import ERAS

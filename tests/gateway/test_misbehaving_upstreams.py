@@ -23,7 +23,7 @@ from fastmcp import Client
 from fastmcp.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 
-from fastmcp_filtering.gateway.config import FilteringConfig
+from fastmcp_filtering.gateway.config.models import FilteringConfig
 from fastmcp_filtering.gateway.proxy import ConfigAnnotations, _build, build_proxy
 
 from .._support.reads import READS

@@ -12,9 +12,9 @@ from fastmcp.exceptions import ToolError
 from fastmcp.server.providers import FastMCPProvider
 
 from fastmcp_filtering.gateway.cli import check
-from fastmcp_filtering.gateway.config import FilteringConfig
-from fastmcp_filtering.gateway.namespacing import OwnNamespace, served_name
+from fastmcp_filtering.gateway.config.models import FilteringConfig
 from fastmcp_filtering.gateway.proxy import build_proxy
+from fastmcp_filtering.gateway.upstreams.namespacing import OwnNamespace, served_name
 
 from .._support.upstream_scripts import MISBEHAVING
 from ..conftest import ERAS

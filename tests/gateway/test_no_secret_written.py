@@ -20,9 +20,9 @@ from inline_snapshot import snapshot
 
 import fastmcp_filtering.gateway.proxy as proxy_module
 from fastmcp_filtering.gateway.cli import check, main
-from fastmcp_filtering.gateway.config import FilteringConfig, load_config
+from fastmcp_filtering.gateway.config.models import FilteringConfig, load_config
+from fastmcp_filtering.gateway.config.secret_values import Referencer, literal_secrets, looks_secret
 from fastmcp_filtering.gateway.proxy import build_proxy
-from fastmcp_filtering.gateway.secret_values import Referencer, literal_secrets, looks_secret
 
 from ..conftest import ERAS
 

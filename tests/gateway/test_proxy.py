@@ -29,7 +29,7 @@ from fastmcp_filtering.client import (
     list_tags,
     list_tools,
 )
-from fastmcp_filtering.gateway.config import FilteringConfig, load_config
+from fastmcp_filtering.gateway.config.models import FilteringConfig, load_config
 from fastmcp_filtering.gateway.proxy import ConfigAnnotations, build_proxy
 from fastmcp_filtering.middleware.search import SearchMiddleware
 

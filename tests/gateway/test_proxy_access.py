@@ -11,7 +11,7 @@ from fastmcp import Client
 from fastmcp.exceptions import ToolError
 
 from fastmcp_filtering.client import list_groups
-from fastmcp_filtering.gateway.config import ConfigError, load_config
+from fastmcp_filtering.gateway.config.models import ConfigError, load_config
 from fastmcp_filtering.gateway.proxy import build_proxy
 
 from .._principals import PrincipalByClientName, as_principal

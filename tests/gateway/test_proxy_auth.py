@@ -21,7 +21,7 @@ from fastmcp.utilities.tests import asgi_server
 from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering.client import call_method, list_groups
-from fastmcp_filtering.gateway.config import FilteringConfig
+from fastmcp_filtering.gateway.config.models import FilteringConfig
 from fastmcp_filtering.gateway.proxy import build_proxy
 
 from .._progressive_servers import redis_keys, redis_server

@@ -22,7 +22,7 @@ from fastmcp import Client, FastMCP
 
 from fastmcp_filtering.gateway.audit import audit_groups, logged_audit
 from fastmcp_filtering.gateway.cli import _unmet_needs
-from fastmcp_filtering.gateway.config import FilteringConfig
+from fastmcp_filtering.gateway.config.models import FilteringConfig
 from fastmcp_filtering.gateway.proxy import _build
 
 from .._support.cli import CLI, SRC, serve_http

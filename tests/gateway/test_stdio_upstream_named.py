@@ -17,9 +17,9 @@ import pytest
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
 
-from fastmcp_filtering.gateway import stdio_upstream
-from fastmcp_filtering.gateway.config import FilteringConfig
+from fastmcp_filtering.gateway.config.models import FilteringConfig
 from fastmcp_filtering.gateway.proxy import build_proxy
+from fastmcp_filtering.gateway.upstreams import stdio as stdio_upstream
 
 from ..conftest import ERAS
 

@@ -16,8 +16,8 @@ from fastmcp.tools.base import Tool
 from inline_snapshot import snapshot
 
 from fastmcp_filtering import SuggestedConfig, suggest_config
-from fastmcp_filtering.gateway.config import FilteringConfig, load_config
-from fastmcp_filtering.gateway.suggest import DEFAULT_META_TOOLS
+from fastmcp_filtering.gateway.config.models import FilteringConfig, load_config
+from fastmcp_filtering.gateway.grouping.suggest import DEFAULT_META_TOOLS
 
 from .._support.github import GITHUB, github_toml
 

@@ -16,7 +16,7 @@ import pytest
 from fastmcp import Client
 
 from fastmcp_filtering.gateway.cli import check, main
-from fastmcp_filtering.gateway.config import load_config
+from fastmcp_filtering.gateway.config.models import load_config
 
 from .._node import node_with_packages
 from .._python_servers import python_servers

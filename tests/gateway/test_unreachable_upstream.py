@@ -17,9 +17,9 @@ from fastmcp import Client, FastMCP
 from fastmcp.server.providers.proxy import ProxyTool
 from inline_snapshot import snapshot
 
-from fastmcp_filtering.gateway.config import FilteringConfig
-from fastmcp_filtering.gateway.failures import describe_failure
+from fastmcp_filtering.gateway.config.models import FilteringConfig
 from fastmcp_filtering.gateway.proxy import build_proxy
+from fastmcp_filtering.gateway.upstreams.failures import describe_failure
 
 from .._support.backoff import Clock, Outage, flaky_upstream, gateway_logs, in_memory
 from ..conftest import ERAS

@@ -28,17 +28,17 @@ from fastmcp import Client, FastMCP
 from fastmcp.utilities.tests import asgi_server
 from mcp.shared.exceptions import MCPError
 
-from fastmcp_filtering.gateway import upstreams as upstreams_module
-from fastmcp_filtering.gateway.config import ConfigError, FilteringConfig, load_config
-from fastmcp_filtering.gateway.failures import unanswered
-from fastmcp_filtering.gateway.listings import (
+from fastmcp_filtering.gateway.config.models import ConfigError, FilteringConfig, load_config
+from fastmcp_filtering.gateway.proxy import build_proxy
+from fastmcp_filtering.gateway.upstreams import provider as upstreams_module
+from fastmcp_filtering.gateway.upstreams.failures import unanswered
+from fastmcp_filtering.gateway.upstreams.listings import (
     BackingOff,
     Listings,
     NoticesChanges,
     _notice,
     how_soon,
 )
-from fastmcp_filtering.gateway.proxy import build_proxy
 
 from .._servers import free_port, serve_http
 from .._support.backoff import (

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
-from fastmcp_filtering.gateway.config import ConfigError, FilteringConfig, load_config
-from fastmcp_filtering.gateway.listings import Listings, changed_kinds
+from fastmcp_filtering.gateway.config.models import ConfigError, FilteringConfig, load_config
 from fastmcp_filtering.gateway.proxy import build_proxy
+from fastmcp_filtering.gateway.upstreams.listings import Listings, changed_kinds
 
 from .._support.backoff import listings_asked
 from .._support.upstream_scripts import MISBEHAVING

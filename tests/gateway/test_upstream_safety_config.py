@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from fastmcp_filtering.gateway.cli import main
-from fastmcp_filtering.gateway.config import ConfigError, FilteringConfig, load_config
+from fastmcp_filtering.gateway.config.models import ConfigError, FilteringConfig, load_config
 from fastmcp_filtering.gateway.redact import Redactor, safe_url
-from fastmcp_filtering.gateway.upstreams import UPSTREAM_MARK
+from fastmcp_filtering.gateway.upstreams.provider import UPSTREAM_MARK
 
 from .._support.gateway_config import write
 

@@ -6,7 +6,7 @@ import pytest
 from inline_snapshot import snapshot
 
 from fastmcp_filtering.client import better_matches, call_method, list_tools
-from fastmcp_filtering.middleware.search_service import BETTER_MATCHES_META_KEY
+from fastmcp_filtering.core.declarations import BETTER_MATCHES_META_KEY
 
 from .._support.discovery import GROUPS, brief, make_server, search, tool
 from ..conftest import Connect

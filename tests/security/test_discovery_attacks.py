@@ -28,9 +28,9 @@ from fastmcp_filtering import (
 )
 from fastmcp_filtering.client import call_method
 from fastmcp_filtering.core.concerns import REQUEST_META_KEY
+from fastmcp_filtering.core.declarations import BETTER_MATCHES_META_KEY
 from fastmcp_filtering.middleware.concerns import Concern
 from fastmcp_filtering.middleware.search import SearchMiddleware
-from fastmcp_filtering.middleware.search_service import BETTER_MATCHES_META_KEY
 from fastmcp_filtering.retrieval.embedders import INSTALL_HINT
 
 from .._faults_stores import FaultyStore

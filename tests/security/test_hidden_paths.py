@@ -42,7 +42,7 @@ from fastmcp_filtering import (
     unrestricted,
 )
 from fastmcp_filtering.client import call_method, concerns_meta, list_tools
-from fastmcp_filtering.gateway.config import FilteringConfig
+from fastmcp_filtering.gateway.config.models import FilteringConfig
 from fastmcp_filtering.gateway.proxy import build_proxy
 
 from ..conftest import ERAS, Connect

@@ -29,7 +29,7 @@ from fastmcp_filtering import (
     install,
 )
 from fastmcp_filtering.client import call_method
-from fastmcp_filtering.gateway.config import FilteringConfig
+from fastmcp_filtering.gateway.config.models import FilteringConfig
 from fastmcp_filtering.gateway.proxy import build_proxy
 
 from .._principals import PrincipalByClientName, as_principal, guarded_server

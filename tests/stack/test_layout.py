@@ -117,6 +117,37 @@ class TestOneExceptionRoot:
         assert issubclass(fastmcp_filtering.gateway.ConfigError, fastmcp_filtering.OptionError)
 
 
+class TestSurface:
+    _PUBLIC_MODULES = ("client.py", "semantic.py")
+    """Public modules the reference documents beside the package ``__init__`` files."""
+
+    def test_public_names_are_declared_only_in_the_public_namespaces(self) -> None:
+        root = Path(fastmcp_filtering.__file__).parent
+        declaring = sorted(
+            str(path.relative_to(root))
+            for path in sorted(root.rglob("*.py"))
+            if path.name != "__init__.py"
+            and str(path.relative_to(root)) not in self._PUBLIC_MODULES
+            and any(
+                isinstance(target, ast.Name) and target.id == "__all__"
+                for node in ast.parse(path.read_text(encoding="utf-8")).body
+                if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign)
+                for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            )
+        )
+        assert declaring == []
+
+    def test_no_folder_holds_more_than_15_modules(self) -> None:
+        root = Path(fastmcp_filtering.__file__).parent
+        crowded = {
+            str(folder.relative_to(root.parent)): count
+            for folder in [root, *(p for p in root.rglob("*") if p.is_dir())]
+            if not folder.name.startswith(("_", "."))
+            and (count := len([m for m in folder.glob("*.py") if m.name != "__init__.py"])) > 15
+        }
+        assert crowded == {}
+
+
 class TestLayering:
     def test_no_import_cycles_counting_imports_inside_functions(self) -> None:
         assert _architecture().cycles(_graph()) == []

@@ -32,21 +32,6 @@ if TYPE_CHECKING:
     from fastmcp import FastMCP
     from mcp.server.connection import Connection
 
-__all__ = [
-    "LIST_METHOD",
-    "Catalog",
-    "ComponentKind",
-    "GroupTree",
-    "Membership",
-    "Unauthenticated",
-    "is_meta_tool",
-    "kind_label",
-    "kind_of",
-    "mark_meta_tool",
-    "match_names",
-    "same_kind",
-]
-
 logger = logging.getLogger("fastmcp_filtering")
 
 ComponentKind = Literal["tool", "prompt", "resource", "template"]

@@ -21,20 +21,6 @@ from fastmcp_filtering.core.request import invalid_params
 if TYPE_CHECKING:
     from fastmcp.utilities.components import FastMCPComponent
 
-__all__ = [
-    "COMPONENT_META_KEY",
-    "MAX_CONFIG_ENTRIES",
-    "REQUEST_META_ALIAS",
-    "REQUEST_META_KEY",
-    "Concern",
-    "ConcernsFromToken",
-    "component_keys",
-    "declared_values_of",
-    "label",
-    "merge_values",
-    "parse_config",
-]
-
 REQUEST_META_KEY = CONCERNS_META_KEY
 """The request ``_meta`` key whose object overrides the client's concerns for one request."""
 

@@ -22,20 +22,6 @@ from pydantic import ConfigDict
 
 from fastmcp_filtering.core.errors import OptionError, OptionTypeError
 
-__all__ = [
-    "BETTER_MATCHES_META_KEY",
-    "CONCERNS_META_ALIAS",
-    "CONCERNS_META_KEY",
-    "GROUPS_META_KEY",
-    "MAX_NAME_LENGTH",
-    "META_TOOL_KEY",
-    "WARNINGS_META_KEY",
-    "Group",
-    "GroupAnnotations",
-    "Tag",
-    "in_group",
-]
-
 GROUPS_META_KEY = "io.modelcontextprotocol/groups"
 """The reserved ``_meta`` key that lists the groups a primitive (or a group) belongs to."""
 

@@ -15,17 +15,6 @@ if TYPE_CHECKING:
 
     from fastmcp_filtering.core.catalog import GroupTree
 
-__all__ = [
-    "MAX_FILTER_NAMES",
-    "ListFilter",
-    "checked_filter",
-    "filter_warnings",
-    "matches",
-    "narrow",
-    "parse_filter",
-    "requested_filter",
-]
-
 _C = TypeVar("_C", bound="FastMCPComponent")
 
 MAX_FILTER_NAMES = 100

@@ -45,34 +45,6 @@ if TYPE_CHECKING:
     from fastmcp.utilities.authorization import AuthContext
     from mcp.server.connection import Connection
 
-__all__ = [
-    "MAX_QUERY_LENGTH",
-    "REPLY_CONFIG",
-    "OutageLog",
-    "RequestInfo",
-    "Scope",
-    "add_capabilities",
-    "brief",
-    "clean_query",
-    "client_key",
-    "current_info",
-    "current_scope",
-    "custom_result",
-    "has_filter",
-    "holds_state",
-    "info_of",
-    "invalid_params",
-    "is_unrestricted",
-    "load_state",
-    "request_info",
-    "request_memo",
-    "request_override",
-    "requested_version",
-    "save_state",
-    "scoped",
-    "unrestricted",
-]
-
 _ResultT = TypeVar("_ResultT")
 
 

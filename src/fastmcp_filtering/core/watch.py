@@ -31,8 +31,6 @@ if TYPE_CHECKING:
     from fastmcp.utilities.components import FastMCPComponent
     from mcp.server.connection import Connection
 
-__all__ = ["TAGS_LIST_CHANGED", "Audience", "Viewer", "Watch"]
-
 logger = logging.getLogger("fastmcp_filtering")
 
 Kind = Literal["tool", "prompt", "resource", "template"]

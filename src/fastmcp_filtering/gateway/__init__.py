@@ -16,9 +16,33 @@ Example:
 
 from __future__ import annotations
 
-from fastmcp_filtering.gateway import config as _config
-from fastmcp_filtering.gateway.config import *  # noqa: F403  (its whole public namespace)
+from fastmcp_filtering.gateway.config.auth import AuthConfig, StateConfig
+from fastmcp_filtering.gateway.config.models import (
+    ConcernConfig,
+    ConfigError,
+    FilteringConfig,
+    GroupConfig,
+    ProgressiveConfig,
+    SearchConfig,
+    TagConfig,
+    UpstreamConfig,
+    load_config,
+)
 from fastmcp_filtering.gateway.proxy import ConfigAnnotations, build_proxy, upstream_transport
 
-__all__ = ["ConfigAnnotations", "build_proxy", "upstream_transport"]
-__all__ += _config.__all__
+__all__ = [
+    "AuthConfig",
+    "ConcernConfig",
+    "ConfigAnnotations",
+    "ConfigError",
+    "FilteringConfig",
+    "GroupConfig",
+    "ProgressiveConfig",
+    "SearchConfig",
+    "StateConfig",
+    "TagConfig",
+    "UpstreamConfig",
+    "build_proxy",
+    "load_config",
+    "upstream_transport",
+]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from fastmcp_filtering.core.catalog import ComponentKind, match_names
 from fastmcp_filtering.core.request import unrestricted
-from fastmcp_filtering.gateway.upstreams import patiently
+from fastmcp_filtering.gateway.upstreams.provider import patiently
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
@@ -31,8 +31,6 @@ if TYPE_CHECKING:
 
     from fastmcp_filtering.core.catalog import Catalog
     from fastmcp_filtering.core.declarations import Group
-
-__all__ = ["Findings", "Listing", "audit_groups", "findings", "list_unfiltered", "logged_audit"]
 
 logger = logging.getLogger("fastmcp_filtering")
 

@@ -19,8 +19,6 @@ from starlette.middleware import Middleware
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["INVALID_TOKEN", "PlainTokenErrors", "PlainTokenMessages"]
-
 INVALID_TOKEN = (
     "invalid token: this gateway does not accept the bearer token sent "
     "(unknown, expired or malformed); check the token your client is configured with"

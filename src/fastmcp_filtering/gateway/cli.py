@@ -11,7 +11,7 @@ store, or a group that matches no tool. Both take ``--quiet`` (hide the stdio
 upstreams' stderr, log warnings and errors only) and ``--log-level LEVEL``.
 ``fastmcp-filtering init COMMAND [ARGS...]`` (or a URL, or ``--from mcp.json``)
 connects to the server(s) and writes a proposed configuration
-(``fastmcp_filtering.gateway.suggest``).
+(``fastmcp_filtering.gateway.grouping.suggest``).
 
 Example:
     ```bash
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from fastmcp_filtering.core.catalog import match_names
 from fastmcp_filtering.gateway.audit import Listing, findings, list_unfiltered
-from fastmcp_filtering.gateway.config import ConfigError, FilteringConfig, load_config
+from fastmcp_filtering.gateway.config.models import ConfigError, FilteringConfig, load_config
 from fastmcp_filtering.gateway.init import InitRequest, run_init
 from fastmcp_filtering.gateway.proxy import _build
 from fastmcp_filtering.gateway.serve import (
@@ -46,7 +46,7 @@ from fastmcp_filtering.gateway.serve import (
     serve_stdio,
     upstream_log,
 )
-from fastmcp_filtering.gateway.upstreams import UPSTREAM_MARK, patiently
+from fastmcp_filtering.gateway.upstreams.provider import UPSTREAM_MARK, patiently
 from fastmcp_filtering.middleware.progressive import FIXED_CALL_TOOL
 
 logger = logging.getLogger("fastmcp_filtering")
@@ -58,9 +58,6 @@ if TYPE_CHECKING:
     from fastmcp.utilities.components import FastMCPComponent
 
     from fastmcp_filtering.core.catalog import Catalog, ComponentKind
-
-
-__all__ = ["CheckReport", "check", "main"]
 
 
 @dataclass

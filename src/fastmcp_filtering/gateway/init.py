@@ -23,20 +23,18 @@ from pydantic import ValidationError
 from fastmcp_filtering.core.catalog import ComponentKind, match_names
 from fastmcp_filtering.core.errors import FilteringError, UpstreamError
 from fastmcp_filtering.core.request import unrestricted
-from fastmcp_filtering.gateway.config import FilteringConfig
-from fastmcp_filtering.gateway.mcp_json import McpJsonError, namespace_of, read_servers
+from fastmcp_filtering.gateway.config.mcp_json import McpJsonError, namespace_of, read_servers
+from fastmcp_filtering.gateway.config.models import FilteringConfig
+from fastmcp_filtering.gateway.config.secret_values import Referencer
+from fastmcp_filtering.gateway.grouping.suggest import DEFAULT_META_TOOLS, suggest_config
+from fastmcp_filtering.gateway.grouping.suggestion import SuggestedConfig, counted
 from fastmcp_filtering.gateway.proxy import _build
-from fastmcp_filtering.gateway.secret_values import Referencer
-from fastmcp_filtering.gateway.suggest import DEFAULT_META_TOOLS, SuggestedConfig, suggest_config
-from fastmcp_filtering.gateway.suggestion import counted
-from fastmcp_filtering.gateway.upstreams import patiently
+from fastmcp_filtering.gateway.upstreams.provider import patiently
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from fastmcp.utilities.components import FastMCPComponent
-
-__all__ = ["InitRequest", "run_init"]
 
 
 @dataclass

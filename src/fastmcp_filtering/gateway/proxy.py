@@ -31,20 +31,20 @@ from fastmcp_filtering._fastmcp import current_request, proxy_client_factory
 from fastmcp_filtering.core.catalog import ComponentKind, kind_of, match_names
 from fastmcp_filtering.core.concerns import COMPONENT_META_KEY
 from fastmcp_filtering.core.declarations import GROUPS_META_KEY, META_TOOL_KEY
-from fastmcp_filtering.gateway.annotations import risk_of
 from fastmcp_filtering.gateway.audit import logged_audit
-from fastmcp_filtering.gateway.health import UpstreamHealth
-from fastmcp_filtering.gateway.listings import NoticesChanges
-from fastmcp_filtering.gateway.namespacing import OwnNamespace
 from fastmcp_filtering.gateway.redact import Redactor
-from fastmcp_filtering.gateway.stdio_upstream import NamedStdio, StderrRelay
-from fastmcp_filtering.gateway.upstreams import (
+from fastmcp_filtering.gateway.upstreams.annotations import risk_of
+from fastmcp_filtering.gateway.upstreams.health import UpstreamHealth
+from fastmcp_filtering.gateway.upstreams.listings import NoticesChanges
+from fastmcp_filtering.gateway.upstreams.namespacing import OwnNamespace
+from fastmcp_filtering.gateway.upstreams.provider import (
     UPSTREAM_MARK,
     Probe,
     UpstreamInstructions,
     UpstreamProvider,
     client_factory,
 )
+from fastmcp_filtering.gateway.upstreams.stdio import NamedStdio, StderrRelay
 from fastmcp_filtering.middleware.stack import add_filtering
 from fastmcp_filtering.policy.decision import AccessTransform
 
@@ -66,10 +66,8 @@ if TYPE_CHECKING:
     from fastmcp.utilities.versions import VersionSpec
     from mcp.client.session import ClientSession
 
-    from fastmcp_filtering.gateway.config import FilteringConfig, UpstreamConfig
-    from fastmcp_filtering.gateway.upstreams import Audience
-
-__all__ = ["ConfigAnnotations", "build_proxy", "upstream_transport"]
+    from fastmcp_filtering.gateway.config.models import FilteringConfig, UpstreamConfig
+    from fastmcp_filtering.gateway.upstreams.provider import Audience
 
 _C = TypeVar("_C", bound="FastMCPComponent")
 
@@ -522,7 +520,7 @@ class ConfigAnnotations(Transform):
     the first one wins; values the upstream set itself are overridden. Each
     concern in ``from_annotations`` gets, on tools the mapping leaves without
     it, ``read-only``, ``write`` or ``destructive`` from the tool's MCP
-    annotations (``fastmcp_filtering.gateway.annotations.risk_of``). An
+    annotations (``fastmcp_filtering.gateway.upstreams.annotations.risk_of``). An
     unchanged component keeps its identity between listings (the proxy builds
     new objects on every listing), so the search index does not re-read it.
 

@@ -16,8 +16,6 @@ from urllib.parse import urlsplit
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["Redactor", "safe_url"]
-
 # Shorter values (``1``, ``on``) are too common to find as secrets without mangling text.
 _SHORTEST_SECRET = 4
 _URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")

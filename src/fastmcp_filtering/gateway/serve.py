@@ -20,14 +20,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from typing_extensions import override
 
-from fastmcp_filtering.gateway.failures import describe_failure
+from fastmcp_filtering.gateway.upstreams.failures import describe_failure
 
 if TYPE_CHECKING:
     from types import FrameType
 
     from fastmcp_filtering.gateway.proxy import _Proxy
-
-__all__ = ["LEVELS", "configure_logs", "serve_http", "serve_stdio", "upstream_log"]
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 # The SDK gives a stdio upstream 2 s to exit once its stdin closes, then 2 s after SIGTERM.

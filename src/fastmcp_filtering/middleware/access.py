@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     from fastmcp_filtering.core.catalog import Unauthenticated
     from fastmcp_filtering.core.declarations import Group
 
-__all__ = ["AccessPolicy", "GroupAccessMiddleware", "enforce_access"]
-
 _MISSING = object()
 
 

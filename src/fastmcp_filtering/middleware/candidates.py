@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from fastmcp_filtering.core.request import RequestInfo
     from fastmcp_filtering.policy.decision import Policy
 
-__all__ = ["CatalogSnapshot", "Selection"]
-
 # Entries (a tool a state holds, a candidate a selection holds) remembered per snapshot,
 # over every state and filter: about 20 states of a 10,000-tool catalog.
 _MAX_ENTRIES = 400_000

@@ -50,17 +50,6 @@ if TYPE_CHECKING:
     from fastmcp_filtering.middleware.hooks import ListRequest
 
 
-__all__ = [
-    "COMPONENT_META_KEY",
-    "REQUEST_META_ALIAS",
-    "REQUEST_META_KEY",
-    "ApplyDefaults",
-    "Concern",
-    "ConcernMiddleware",
-    "ConcernsFromToken",
-    "concerns",
-]
-
 logger = logging.getLogger("fastmcp_filtering")
 
 _T = TypeVar("_T")

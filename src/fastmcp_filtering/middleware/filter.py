@@ -41,8 +41,6 @@ if TYPE_CHECKING:
     from fastmcp_filtering.core.catalog import GroupTree
     from fastmcp_filtering.middleware.hooks import ListRequest
 
-__all__ = ["GROUPING_EXTENSION", "FilterMiddleware"]
-
 GROUPING_EXTENSION = "io.modelcontextprotocol/grouping"
 """The grouping interest group's extension id (SEP-2133): ``groups/list`` and group
 membership under ``_meta["io.modelcontextprotocol/groups"]``."""

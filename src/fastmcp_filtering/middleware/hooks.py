@@ -47,23 +47,6 @@ if TYPE_CHECKING:
     from fastmcp_filtering.core.request import RequestInfo
     from fastmcp_filtering.policy.decision import PolicyLayer
 
-__all__ = [
-    "Announces",
-    "FilteringRuntime",
-    "Gate",
-    "ListHooks",
-    "ListRequest",
-    "Marks",
-    "Prefilled",
-    "install_task_guard",
-    "marked_by",
-    "prefill_ready",
-    "refuse_shared_caches",
-    "set_up",
-    "set_up_on",
-    "through_chain",
-]
-
 _C = TypeVar("_C", bound="FastMCPComponent")
 _R = TypeVar("_R")
 

@@ -61,8 +61,6 @@ if TYPE_CHECKING:
 _C = TypeVar("_C", bound="FastMCPComponent")
 _R = TypeVar("_R")
 
-__all__ = ["LayerMiddleware", "Listing", "Reach", "access_of", "judge_hidden", "notify_changes"]
-
 
 logger = logging.getLogger("fastmcp_filtering")
 

@@ -32,8 +32,6 @@ if TYPE_CHECKING:
 
     from fastmcp_filtering.core.declarations import Group
 
-__all__ = ["DisableToolsResult", "EnableToolsResult", "ProgressiveDisclosureMiddleware"]
-
 _R = TypeVar("_R")
 
 # MCP tool names (SEP-986): what every client accepts.

@@ -42,13 +42,6 @@ if TYPE_CHECKING:
     from fastmcp_filtering.core.catalog import GroupTree
     from fastmcp_filtering.policy.progressive import Holding, ProgressiveLayer
 
-__all__ = [
-    "DisableToolsResult",
-    "EnableToolsResult",
-    "EnableToolsWithSchemasResult",
-    "MetaToolBodies",
-]
-
 logger = logging.getLogger("fastmcp_filtering")
 
 _UNLISTABLE = (

@@ -25,8 +25,6 @@ if TYPE_CHECKING:
 
     from fastmcp.server.middleware import MiddlewareContext
 
-__all__ = ["counted", "is_search", "rate_limit_key"]
-
 _LIST_METHODS = frozenset(LIST_METHOD.values())
 
 

@@ -12,7 +12,6 @@ from fastmcp_filtering.core.catalog import LIST_METHOD, Catalog, ComponentKind
 from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.core.filters import filter_warnings, narrow
 from fastmcp_filtering.core.request import (
-    MAX_QUERY_LENGTH,
     RequestInfo,
     add_capabilities,
     clean_query,
@@ -22,13 +21,13 @@ from fastmcp_filtering.core.request import (
 )
 from fastmcp_filtering.middleware.access import enforce_access
 from fastmcp_filtering.middleware.hooks import ListHooks, through_chain
-from fastmcp_filtering.middleware.rate_limit import counted, is_search, rate_limit_key
+from fastmcp_filtering.middleware.rate_limit import counted, is_search
 from fastmcp_filtering.middleware.search_service import (
     SearchService,
     discoverable,
     rank_hits,
 )
-from fastmcp_filtering.middleware.search_tool import SearchTool, SearchToolsResult
+from fastmcp_filtering.middleware.search_tool import SearchTool
 from fastmcp_filtering.middleware.snapshot import Snapshots, as_listed, request_trusts, shaped_ahead
 from fastmcp_filtering.middleware.wire import LIST_METHODS, report, search_page
 from fastmcp_filtering.policy.access import access_of
@@ -49,8 +48,6 @@ if TYPE_CHECKING:
     from fastmcp_filtering.middleware.search_service import Hit
     from fastmcp_filtering.middleware.wire import SearchPage
     from fastmcp_filtering.retrieval.embedders import Embedder
-
-__all__ = ["MAX_QUERY_LENGTH", "SearchMiddleware", "SearchToolsResult", "rate_limit_key"]
 
 _SEARCH_METHODS = frozenset({*LIST_METHODS, "tools/call"})
 

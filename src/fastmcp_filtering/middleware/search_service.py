@@ -25,7 +25,6 @@ import anyio
 from fastmcp.utilities.versions import version_sort_key
 
 from fastmcp_filtering.core.catalog import is_meta_tool
-from fastmcp_filtering.core.declarations import BETTER_MATCHES_META_KEY
 from fastmcp_filtering.core.request import unrestricted
 from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.decision import LISTERS, AccessTransform, Policy, PolicyLayer, widened
@@ -41,19 +40,6 @@ if TYPE_CHECKING:
 
     from fastmcp_filtering.core.catalog import Catalog, ComponentKind
     from fastmcp_filtering.retrieval.embedders import Embedder
-
-__all__ = [
-    "BETTER_MATCHES_META_KEY",
-    "Hit",
-    "SearchService",
-    "SyncedIndex",
-    "can_enable",
-    "candidates",
-    "discoverable",
-    "rank_hits",
-    "remedy",
-    "search_key",
-]
 
 logger = logging.getLogger("fastmcp_filtering")
 

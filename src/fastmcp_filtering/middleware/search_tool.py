@@ -29,8 +29,6 @@ if TYPE_CHECKING:
     from fastmcp_filtering.middleware.search_service import SearchService
     from fastmcp_filtering.middleware.snapshot import Snapshots
 
-__all__ = ["CompactSearchToolsResult", "SearchTool", "SearchToolsResult"]
-
 
 class SearchToolsResult(BaseModel):
     """What the ``search_tools`` meta-tool returns: tool definitions, best match first."""

@@ -61,8 +61,6 @@ if TYPE_CHECKING:
     from fastmcp_filtering.core.catalog import ComponentKind
     from fastmcp_filtering.middleware.search_service import SearchService
 
-__all__ = ["Snapshots", "as_listed", "leaves_tools", "request_trusts", "shaped_ahead"]
-
 # Transforms that do the same to every request's listing, whoever asks.
 _STATIC_TRANSFORMS = (Visibility, Namespace, ToolTransform, VersionFilter)
 # Up to this many new or replaced tools are indexed in place; more, in a new index.

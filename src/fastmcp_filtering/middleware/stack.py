@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack
 from fastmcp_filtering.core.catalog import Catalog
 from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.middleware.access import GroupAccessMiddleware
-from fastmcp_filtering.middleware.concerns import Concern, ConcernMiddleware, ConcernsFromToken
+from fastmcp_filtering.middleware.concerns import ConcernMiddleware
 from fastmcp_filtering.middleware.filter import FilterMiddleware
 from fastmcp_filtering.middleware.hooks import FilteringRuntime, ListHooks, set_up
 from fastmcp_filtering.middleware.progressive import ProgressiveDisclosureMiddleware
@@ -19,17 +19,9 @@ if TYPE_CHECKING:
     from fastmcp import FastMCP
 
     from fastmcp_filtering.core.catalog import Unauthenticated
+    from fastmcp_filtering.core.concerns import Concern, ConcernsFromToken
     from fastmcp_filtering.core.declarations import Group, Tag
-    from fastmcp_filtering.middleware.concerns import ApplyDefaults
-
-__all__ = [
-    "SEARCH_FIRST",
-    "FilteringStack",
-    "StackOptions",
-    "add_filtering",
-    "filtering_stack",
-    "install",
-]
+    from fastmcp_filtering.policy.concerns import ApplyDefaults
 
 
 def install(mcp: FastMCP, *middlewares: ListHooks) -> None:

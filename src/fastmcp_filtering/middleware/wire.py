@@ -51,17 +51,6 @@ if TYPE_CHECKING:
 
     OwnLayers: TypeAlias = Callable[[FastMCP], Sequence[PolicyLayer]]
 
-__all__ = [
-    "CACHEABLE_METHODS",
-    "LIST_METHODS",
-    "ListReply",
-    "SearchPage",
-    "Wire",
-    "list_reply",
-    "report",
-    "search_page",
-]
-
 LIST_METHODS = frozenset(LIST_METHOD.values())
 SCOPED_PARAMS = ("filter", "query")
 """Request parameters that change what a listing contains, and so what a cursor means."""

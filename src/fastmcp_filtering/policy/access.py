@@ -44,8 +44,6 @@ if TYPE_CHECKING:
     from fastmcp_filtering.core.catalog import Catalog
     from fastmcp_filtering.core.declarations import Group, Tag
 
-__all__ = ["AccessLayer", "CatalogView", "GroupAccess", "access_of", "current_principal"]
-
 logger = logging.getLogger("fastmcp_filtering")
 
 

@@ -38,8 +38,6 @@ if TYPE_CHECKING:
 
     from fastmcp_filtering.policy.decision import ClientRequest
 
-__all__ = ["APPLY_DEFAULTS", "STATE_NAMESPACE", "ApplyDefaults", "ConcernLayer"]
-
 logger = logging.getLogger("fastmcp_filtering")
 
 STATE_NAMESPACE = "concerns"

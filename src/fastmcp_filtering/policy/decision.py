@@ -101,26 +101,6 @@ if TYPE_CHECKING:
     from fastmcp.tools.base import Tool
     from fastmcp.utilities.components import FastMCPComponent
 
-__all__ = [
-    "CONCEALED",
-    "LISTERS",
-    "AccessTransform",
-    "ClientRequest",
-    "Hidden",
-    "LayerView",
-    "Memo",
-    "Policy",
-    "PolicyLayer",
-    "current_policy",
-    "invalidate",
-    "is_widened",
-    "load_policy",
-    "loaded_policy",
-    "set_aside",
-    "shown",
-    "widened",
-]
-
 logger = logging.getLogger("fastmcp_filtering")
 
 

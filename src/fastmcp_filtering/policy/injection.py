@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
     from fastmcp.tools import Tool
 
-__all__ = ["JudgedInjection", "injections_to_judge", "unjudged_tools"]
-
 
 class JudgedInjection(ToolInjectionMiddleware):
     """``inner``'s tools, as each client's policy on ``owner`` allows them.

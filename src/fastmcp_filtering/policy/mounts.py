@@ -53,8 +53,6 @@ if TYPE_CHECKING:
 
     from fastmcp_filtering.policy.decision import ClientRequest, Hidden, Policy
 
-__all__ = ["MountedUnder", "judged_above", "mount_under"]
-
 # Transforms that rename a component the same way for every request: how a parent names
 # a mounted server's components. Others (a search transform that replaces a list) leave
 # the names alone, and the parent judges the names those give.

@@ -54,21 +54,6 @@ if TYPE_CHECKING:
     from fastmcp_filtering.core.catalog import Catalog, GroupTree, Membership
     from fastmcp_filtering.core.request import RequestInfo
 
-__all__ = [
-    "Change",
-    "Enabled",
-    "EnabledStore",
-    "Holding",
-    "ProgressiveLayer",
-    "as_names",
-    "call_hint",
-    "closed",
-    "disable",
-    "enable",
-    "offered",
-    "shown",
-]
-
 logger = logging.getLogger("fastmcp_filtering")
 
 LIST_METHODS = frozenset(LIST_METHOD.values())

@@ -31,8 +31,6 @@ if TYPE_CHECKING:
     from fastmcp import FastMCP
     from fastmcp.tools import Tool
 
-__all__ = ["VisibleRenderers", "is_renderer"]
-
 _RENDERER = re.compile(
     r"ui://(?P<namespaces>(?:[^/]+/)*?)prefab/"
     r"(?:tool/(?P<tool>[0-9a-f]{12})|renderer/(?P<shared>[0-9a-f]{64}))/renderer\.html"

@@ -60,8 +60,6 @@ if TYPE_CHECKING:
 
     from fastmcp_filtering.core.catalog import Catalog
 
-__all__ = ["GUARDED_METHODS", "TASK_METHODS", "TaskGuard", "task_not_found"]
-
 logger = logging.getLogger("fastmcp_filtering")
 
 TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})

@@ -31,17 +31,6 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from tokenizers import Encoding, Tokenizer
 
-__all__ = [
-    "INSTALL_HINT",
-    "WORDLLAMA_INSTALL_HINT",
-    "Embedder",
-    "EnsembleEmbedder",
-    "MiniLMEmbedder",
-    "WordLlamaEmbedder",
-    "fastembed_embedder",
-    "sentence_transformers_embedder",
-]
-
 INSTALL_HINT = "pip install 'fastmcp-filtering[semantic]'"
 """The command that installs what the offline embedder needs."""
 WORDLLAMA_INSTALL_HINT = "pip install 'fastmcp-filtering[semantic-wordllama]'"

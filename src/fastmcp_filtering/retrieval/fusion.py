@@ -15,8 +15,6 @@ if TYPE_CHECKING:
     from fastmcp_filtering.retrieval.ranking import Document, SearchIndex
     from fastmcp_filtering.retrieval.semantic_index import EmbeddingIndex
 
-__all__ = ["LEXICAL_WEIGHT", "MIN_SIMILARITY", "FusedRanking", "blend"]
-
 # Cosine similarity below which a semantic neighbour is noise, not a match.
 MIN_SIMILARITY = 0.1
 

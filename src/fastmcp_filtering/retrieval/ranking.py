@@ -36,22 +36,6 @@ from fastmcp_filtering.retrieval.text import (
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
-__all__ = [
-    "BLENDED_RULES",
-    "DEFAULT_RULES",
-    "DEFAULT_WEIGHTS",
-    "FIELDS",
-    "Document",
-    "LexicalRanking",
-    "Postings",
-    "Ranking",
-    "Rules",
-    "SearchIndex",
-    "Vocabulary",
-    "best_first",
-    "match_query",
-]
-
 
 # -- The words of a search index, for what a query word nearly matches: typos and longer words
 class Vocabulary:

@@ -22,8 +22,6 @@ if TYPE_CHECKING:
     from fastmcp_filtering.retrieval.embedders import Embedder
     from fastmcp_filtering.retrieval.ranking import Document
 
-__all__ = ["EmbeddingIndex", "document_text"]
-
 _WORD_BREAK = re.compile(r"[_\-./:]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _INITIAL_ROWS = 64
 # A ``within`` under 1/4 of the index is gathered row by row; a larger one filters the ranking.

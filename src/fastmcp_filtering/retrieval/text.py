@@ -8,19 +8,6 @@ import unicodedata
 from functools import lru_cache
 from typing import TypeVar
 
-__all__ = [
-    "QUOTED",
-    "STOPWORDS",
-    "asks_for_a_list",
-    "is_reading",
-    "related",
-    "split",
-    "split_name",
-    "stem",
-    "steps",
-    "terms",
-]
-
 # Scripts written without spaces: indexed as single characters and character pairs.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u0e00-\u0e7f"
 _RUN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")

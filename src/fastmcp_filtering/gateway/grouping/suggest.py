@@ -5,7 +5,7 @@ annotations and proposes a proxy configuration; ``fastmcp-filtering init`` does
 the same for a running server and writes the TOML. The rules are the same for
 every catalog (``cap`` is ``max_group_size``, 15 by default; N the tool count):
 
-- Groups: shared topics in the names (``fastmcp_filtering.gateway.grouping`` has the
+- Groups: shared topics in the names (``fastmcp_filtering.gateway.grouping.groups`` has the
   rules); every tool in exactly one group; no group with more than ``cap``
   tools of its own or fewer than two.
 - Patterns: a glob where it matches exactly a group's tools among every name
@@ -28,15 +28,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from fastmcp_filtering.core.errors import OptionError
-from fastmcp_filtering.gateway.annotations import ANNOTATION_TAGS, RISK_VALUES, hints
-from fastmcp_filtering.gateway.config import ConcernConfig, GroupConfig, TagConfig
-from fastmcp_filtering.gateway.grouping import Cluster, Item, ToolInfo, propose_groups
-from fastmcp_filtering.gateway.mcp_json import namespace_of
-from fastmcp_filtering.gateway.naming import describe, join, slug, spelled, title
-from fastmcp_filtering.gateway.patterns import Names, compress, escape
-from fastmcp_filtering.gateway.suggestion import SuggestedConfig
-
-__all__ = ["DEFAULT_META_TOOLS", "SuggestedConfig", "suggest_config"]
+from fastmcp_filtering.gateway.config.mcp_json import namespace_of
+from fastmcp_filtering.gateway.config.models import ConcernConfig, GroupConfig, TagConfig
+from fastmcp_filtering.gateway.grouping.groups import Cluster, Item, ToolInfo, propose_groups
+from fastmcp_filtering.gateway.grouping.naming import describe, join, slug, spelled, title
+from fastmcp_filtering.gateway.grouping.patterns import Names, compress, escape
+from fastmcp_filtering.gateway.grouping.suggestion import SuggestedConfig
+from fastmcp_filtering.gateway.upstreams.annotations import ANNOTATION_TAGS, RISK_VALUES, hints
 
 DEFAULT_META_TOOLS = ("search_tools", "enable_tools", "disable_tools", "call_tool")
 """The stack's own tool names, which proposed patterns must not match."""

@@ -30,25 +30,26 @@ from pydantic import (
 )
 
 from fastmcp_filtering.core.catalog import Catalog
+from fastmcp_filtering.core.concerns import Concern, ConcernsFromToken
 from fastmcp_filtering.core.declarations import Group, Tag
 from fastmcp_filtering.core.errors import OptionError
-from fastmcp_filtering.gateway.annotations import RISK_DESCRIPTION, RISK_VALUES
-from fastmcp_filtering.gateway.config_access import AccessConfig  # noqa: TC001 - pydantic resolves it
-from fastmcp_filtering.gateway.config_auth import AuthConfig, StateConfig, StaticToken
-from fastmcp_filtering.gateway.config_base import (
+from fastmcp_filtering.gateway.config.access import AccessConfig  # noqa: TC001 - pydantic resolves it
+from fastmcp_filtering.gateway.config.auth import AuthConfig, StateConfig, StaticToken
+from fastmcp_filtering.gateway.config.base import (
     EnvString,
     KeyPath,
     _CrossReferenceError,
     _format_key,
     _Model,
 )
-from fastmcp_filtering.gateway.limits import Timeouts
-from fastmcp_filtering.gateway.listings import LONGEST_BACKOFF
-from fastmcp_filtering.gateway.mcp_json import McpJsonError, namespace_of, read_servers
+from fastmcp_filtering.gateway.config.mcp_json import McpJsonError, namespace_of, read_servers
+from fastmcp_filtering.gateway.config.secret_values import literal_secrets
+from fastmcp_filtering.gateway.config.toml_speak import speak_toml
 from fastmcp_filtering.gateway.redact import safe_url
-from fastmcp_filtering.gateway.secret_values import literal_secrets
-from fastmcp_filtering.gateway.toml_speak import speak_toml
-from fastmcp_filtering.middleware.concerns import Concern, ConcernMiddleware, ConcernsFromToken
+from fastmcp_filtering.gateway.upstreams.annotations import RISK_DESCRIPTION, RISK_VALUES
+from fastmcp_filtering.gateway.upstreams.limits import Timeouts
+from fastmcp_filtering.gateway.upstreams.listings import LONGEST_BACKOFF
+from fastmcp_filtering.middleware.concerns import ConcernMiddleware
 from fastmcp_filtering.middleware.progressive import ProgressiveDisclosureMiddleware
 from fastmcp_filtering.middleware.search import SearchMiddleware
 
@@ -56,20 +57,6 @@ if TYPE_CHECKING:
     import os
 
     from fastmcp.utilities.components import FastMCPComponent
-
-__all__ = [
-    "AuthConfig",
-    "ConcernConfig",
-    "ConfigError",
-    "FilteringConfig",
-    "GroupConfig",
-    "ProgressiveConfig",
-    "SearchConfig",
-    "StateConfig",
-    "TagConfig",
-    "UpstreamConfig",
-    "load_config",
-]
 
 # The names MCP allows for a tool (the stack's meta-tools are tools too).
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")

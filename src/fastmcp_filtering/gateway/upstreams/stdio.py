@@ -20,8 +20,6 @@ from typing import IO, TYPE_CHECKING, Any, TextIO, cast
 if TYPE_CHECKING:
     from fastmcp.client.transports import StdioTransport
 
-__all__ = ["LINES_PER_SECOND", "NamedStdio", "StderrRelay"]
-
 logger = logging.getLogger("fastmcp_filtering")
 
 LINES_PER_SECOND = 20.0

@@ -12,17 +12,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = [
-    "DESTRUCTIVE_VERBS",
-    "READ_VERBS",
-    "STOPWORDS",
-    "Word",
-    "is_plural",
-    "name_words",
-    "plain_words",
-    "singular",
-]
-
 
 def _set(text: str) -> frozenset[str]:
     return frozenset(text.split())

@@ -34,24 +34,12 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastmcp_filtering.core.errors import OptionError, UpstreamError
-from fastmcp_filtering.gateway.failures import Garbled, unanswered, unsendable
+from fastmcp_filtering.gateway.upstreams.failures import Garbled, unanswered, unsendable
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
     from mcp.client.session import ClientSession
-
-__all__ = [
-    "KINDS",
-    "LONGEST_BACKOFF",
-    "MOST_KEPT",
-    "BackingOff",
-    "Listings",
-    "NoticesChanges",
-    "changed_kinds",
-    "how_soon",
-    "keep_recent",
-]
 
 KINDS = ("tool", "prompt", "resource", "template")
 # Which kept listings each notification makes stale (templates change with resources).

@@ -33,16 +33,22 @@ from typing_extensions import override
 
 from fastmcp_filtering._fastmcp import current_request
 from fastmcp_filtering.core.request import current_scope
-from fastmcp_filtering.gateway.health import heard
-from fastmcp_filtering.gateway.limits import Bound, Timeouts, UpstreamTimeout, bounded, unusable
-from fastmcp_filtering.gateway.listings import (
+from fastmcp_filtering.gateway.upstreams.health import heard
+from fastmcp_filtering.gateway.upstreams.limits import (
+    Bound,
+    Timeouts,
+    UpstreamTimeout,
+    bounded,
+    unusable,
+)
+from fastmcp_filtering.gateway.upstreams.listings import (
     MOST_KEPT,
     BackingOff,
     Listings,
     how_soon,
     keep_recent,
 )
-from fastmcp_filtering.gateway.namespacing import served_name
+from fastmcp_filtering.gateway.upstreams.namespacing import served_name
 from fastmcp_filtering.middleware.hooks import Announces
 
 if TYPE_CHECKING:
@@ -58,18 +64,9 @@ if TYPE_CHECKING:
     from fastmcp.utilities.components import FastMCPComponent
     from fastmcp.utilities.versions import VersionSpec
 
-    from fastmcp_filtering.gateway.health import UpstreamHealth
+    from fastmcp_filtering.gateway.upstreams.health import UpstreamHealth
 
     Audience = Callable[[Sequence[FastMCPComponent] | None], Awaitable[bool | None]]
-
-__all__ = [
-    "SHORT_WAIT",
-    "UPSTREAM_MARK",
-    "Probe",
-    "UpstreamInstructions",
-    "UpstreamProvider",
-    "patiently",
-]
 
 logger = logging.getLogger("fastmcp_filtering")
 

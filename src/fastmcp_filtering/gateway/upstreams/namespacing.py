@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     from fastmcp.utilities.components import FastMCPComponent
     from fastmcp.utilities.versions import VersionSpec
 
-__all__ = ["OwnNamespace", "served_name"]
-
 _C = TypeVar("_C", bound="FastMCPComponent")
 
 

@@ -15,8 +15,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Referencer", "literal_secrets", "looks_secret"]
-
 _SECRET_KEY = re.compile(
     r"token|secret|passw(or)?d|api[-_]?key|auth|credential|private[-_]?key|access[-_]?key"
     r"|cookie|session",

@@ -15,9 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from fastmcp_filtering.gateway.grouping import Cluster, Item
-
-__all__ = ["describe", "slug", "spelled", "title"]
+    from fastmcp_filtering.gateway.grouping.groups import Cluster, Item
 
 _LONGEST = 200
 _INVALID = re.compile(r"[^A-Za-z0-9_.:/-]+")

@@ -15,12 +15,10 @@ import fnmatch
 import re
 from typing import TYPE_CHECKING
 
-from fastmcp_filtering.gateway.words import name_words
+from fastmcp_filtering.gateway.grouping.words import name_words
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
-
-__all__ = ["Names", "compress", "escape"]
 
 _SPECIAL = re.compile(r"([*?\[])")
 

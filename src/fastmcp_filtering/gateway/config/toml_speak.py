@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["speak_toml"]
-
 _STRING = r"'(?:[^'\\]|\\.)*'"
 _LIST = rf"\[(?:{_STRING}(?:, {_STRING})*)?\]"
 _TUPLE = rf"\({_STRING}(?:, {_STRING})+\)"

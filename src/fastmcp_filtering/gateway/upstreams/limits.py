@@ -27,8 +27,8 @@ from mcp.shared.exceptions import MCPError
 from typing_extensions import override
 
 from fastmcp_filtering.core.errors import UpstreamError
-from fastmcp_filtering.gateway.failures import sdk_reason
-from fastmcp_filtering.gateway.namespacing import served_name
+from fastmcp_filtering.gateway.upstreams.failures import sdk_reason
+from fastmcp_filtering.gateway.upstreams.namespacing import served_name
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -39,20 +39,6 @@ if TYPE_CHECKING:
     from fastmcp.server.providers.proxy import ClientFactoryT, ProxyIdentity
     from fastmcp.tools.base import Tool, ToolResult
     from fastmcp.utilities.components import FastMCPComponent
-
-__all__ = [
-    "MAX_SCHEMA_DEPTH",
-    "Bound",
-    "BoundedProxyPrompt",
-    "BoundedProxyResource",
-    "BoundedProxyTemplate",
-    "BoundedProxyTool",
-    "Timeouts",
-    "UpstreamTimeout",
-    "bounded",
-    "schema_too_deep",
-    "unusable",
-]
 
 MAX_SCHEMA_DEPTH = 64
 """JSON nesting levels a tool's schemas may reach: real schemas stay far below; parsers

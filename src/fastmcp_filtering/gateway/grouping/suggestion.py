@@ -12,9 +12,7 @@ from typing import TYPE_CHECKING, Any
 from fastmcp_filtering.core.errors import OptionError, OptionTypeError
 
 if TYPE_CHECKING:
-    from fastmcp_filtering.gateway.config import ConcernConfig, GroupConfig, TagConfig
-
-__all__ = ["SuggestedConfig", "counted", "render", "toml_value"]
+    from fastmcp_filtering.gateway.config.models import ConcernConfig, GroupConfig, TagConfig
 
 _WIDTH = 100
 _BARE = re.compile(r"[A-Za-z0-9_-]+")

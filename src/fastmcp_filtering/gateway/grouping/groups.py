@@ -30,8 +30,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
-from fastmcp_filtering.gateway.annotations import is_annotated, risk_of
-from fastmcp_filtering.gateway.words import (
+from fastmcp_filtering.gateway.grouping.words import (
     DESTRUCTIVE_VERBS,
     READ_VERBS,
     STOPWORDS,
@@ -41,8 +40,7 @@ from fastmcp_filtering.gateway.words import (
     plain_words,
     singular,
 )
-
-__all__ = ["Cluster", "Item", "ToolInfo", "propose_groups"]
+from fastmcp_filtering.gateway.upstreams.annotations import is_annotated, risk_of
 
 ClusterKind = Literal["topic", "verb", "word", "other"]
 

@@ -13,16 +13,14 @@ import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Literal
 
-from fastmcp_filtering.gateway.failures import describe_failure, unanswered, unsendable
-from fastmcp_filtering.gateway.limits import UpstreamTimeout
-from fastmcp_filtering.gateway.listings import BackingOff, keep_recent
+from fastmcp_filtering.gateway.grouping.suggestion import counted
 from fastmcp_filtering.gateway.redact import Redactor
-from fastmcp_filtering.gateway.suggestion import counted
+from fastmcp_filtering.gateway.upstreams.failures import describe_failure, unanswered, unsendable
+from fastmcp_filtering.gateway.upstreams.limits import UpstreamTimeout
+from fastmcp_filtering.gateway.upstreams.listings import BackingOff, keep_recent
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-
-__all__ = ["Heard", "UpstreamHealth", "heard"]
 
 logger = logging.getLogger("fastmcp_filtering")
 

@@ -10,12 +10,10 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from fastmcp_filtering.core.errors import OptionError
-from fastmcp_filtering.gateway.toml_speak import speak_toml
+from fastmcp_filtering.gateway.config.toml_speak import speak_toml
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
-__all__ = ["EnvString", "KeyPath"]
 
 KeyPath = tuple[str | int, ...]
 

@@ -12,15 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = [
-    "ANNOTATION_TAGS",
-    "RISK_DESCRIPTION",
-    "RISK_VALUES",
-    "hints",
-    "is_annotated",
-    "risk_of",
-]
-
 RISK_VALUES = ("read-only", "write", "destructive")
 """The values of a concern ``from_annotations``, strictest first (it is ``ordered``)."""
 

@@ -18,15 +18,13 @@ from pydantic import Field, model_validator
 
 from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.gateway.auth_errors import PlainTokenMessages
-from fastmcp_filtering.gateway.config_base import EnvString, KeyPath, _CrossReferenceError, _Model
+from fastmcp_filtering.gateway.config.base import EnvString, KeyPath, _CrossReferenceError, _Model
+from fastmcp_filtering.gateway.config.state_store import GatewayStore
 from fastmcp_filtering.gateway.redact import safe_url
-from fastmcp_filtering.gateway.state_store import GatewayStore
 
 if TYPE_CHECKING:
     from fastmcp.server.auth import TokenVerifier
     from key_value.aio.protocols.key_value import AsyncKeyValue
-
-__all__ = ["AuthConfig", "StateConfig", "StaticToken"]
 
 _JWT_KEYS = ("jwks_uri", "public_key", "issuer", "audience", "algorithm")
 _STATIC_KEYS = ("tokens",)

@@ -26,8 +26,6 @@ if TYPE_CHECKING:
 
     from key_value.aio.protocols.key_value import AsyncKeyValue
 
-__all__ = ["CLIENT_MESSAGE", "GatewayStore"]
-
 _T = TypeVar("_T")
 
 logger = logging.getLogger("fastmcp_filtering")

@@ -21,8 +21,6 @@ from fastmcp.mcp_config import infer_transport_type_from_url
 
 from fastmcp_filtering.core.errors import OptionError
 
-__all__ = ["McpJsonError", "namespace_of", "read_servers"]
-
 _UNSUPPORTED = {
     "tools": "FastMCP tool transforms are not applied by the proxy; remove it",
     "include_tags": "FastMCP tag filters are not applied by the proxy; use [[groups]] instead",

@@ -13,8 +13,6 @@ from fastmcp_filtering.middleware.access import AccessPolicy
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["AccessConfig"]
-
 
 class AccessConfig(BaseModel):
     """Who may use a group: every scope in ``scopes`` and every claim in ``claims``.
