@@ -27,6 +27,7 @@ def test_mermaid_blocks_are_rendered_as_diagrams() -> None:
 @pytest.mark.parametrize(
     ("page", "kind"),
     [
+        ("architecture.md", "flowchart"),  # the subpackages and what imports what
         ("gateway.md", "flowchart"),  # the request path: kept listings, back-off, scope
         ("progressive-disclosure.md", "stateDiagram-v2"),  # a group's states
         ("protocol-eras.md", "flowchart"),  # the two eras
