@@ -15,7 +15,7 @@ import pytest
 from fastmcp import Client, FastMCP
 
 from fastmcp_filtering import ConcernMiddleware, ProgressiveDisclosureMiddleware, install
-from fastmcp_filtering.middleware.hooks import ListHooks
+from fastmcp_filtering.server.hooks import ListHooks
 
 SEMANTIC_MODULES = ("numpy", "onnxruntime", "tokenizers", "fastmcp_filtering_model")
 """What the ``semantic`` extra installs: ``MiniLMEmbedder`` imports each of them."""

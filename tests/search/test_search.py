@@ -183,7 +183,7 @@ class TestPagingThroughMatches:
         ],
     )
     async def test_a_forged_cursor_is_invalid_params(self, connect: Connect, cursor: str) -> None:
-        from fastmcp_filtering.middleware.wire import _PREFIX, _scope_of
+        from fastmcp_filtering.server.wire import _PREFIX, _scope_of
 
         scope = _scope_of({"query": "build report"})
         async with connect(numbered_server(max_results=10)) as client:
@@ -194,7 +194,7 @@ class TestPagingThroughMatches:
                 assert (error.value.error.data or {}).get("field") == "cursor"
 
     async def test_a_page_beyond_the_matches_is_empty(self, connect: Connect) -> None:
-        from fastmcp_filtering.middleware.wire import _PREFIX, _scope_of
+        from fastmcp_filtering.server.wire import _PREFIX, _scope_of
 
         scope = _scope_of({"query": "build report"})
         async with connect(numbered_server(max_results=10)) as client:

@@ -144,7 +144,9 @@ class TestMiniLMEmbedder:
 
     def test_matches_the_float_model(self, minilm: MiniLMEmbedder) -> None:
         # sentence-transformers' all-MiniLM-L6-v2 scores this pair 0.7553 (float32);
-        # the pipeline (tokens, masked mean, normalisation) must reproduce it.
+        # the pipeline (tokens, masked mean, normalisation) must reproduce it. Within 0.02:
+        # onnxruntime's int8 products differ by CPU (0.755 with VNNI; 0.740 on an AVX2-only
+        # AMD EPYC, whose u8 x s8 kernel saturates), while a pipeline fault moves it far more.
         food, bread, monkey = minilm(
             [
                 "A man is eating food.",
@@ -152,7 +154,7 @@ class TestMiniLMEmbedder:
                 "A monkey is playing drums.",
             ]
         )
-        assert _cosine(food, bread) == pytest.approx(0.7553, abs=0.01)
+        assert _cosine(food, bread) == pytest.approx(0.7553, abs=0.02)
         assert abs(_cosine(food, monkey)) < 0.15
 
     def test_a_vector_does_not_depend_on_the_texts_beside_it(self, minilm: MiniLMEmbedder) -> None:

@@ -9,7 +9,7 @@ from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering import FilterMiddleware, Group, SearchMiddleware
 from fastmcp_filtering.client import call_method
-from fastmcp_filtering.middleware.wire import _PREFIX, _scope_of
+from fastmcp_filtering.server.wire import _PREFIX, _scope_of
 
 from .._support.search import every_page
 from ..conftest import Connect, use

@@ -13,7 +13,7 @@ from fastmcp_filtering import (
     install,
     unrestricted,
 )
-from fastmcp_filtering.middleware.hooks import set_up_on
+from fastmcp_filtering.server.hooks import set_up_on
 
 from .._support.layers import HideLayer, hide_secret
 from ..conftest import Connect

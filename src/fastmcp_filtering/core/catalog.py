@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("fastmcp_filtering")
 
 ComponentKind = Literal["tool", "prompt", "resource", "template"]
+# Every kind, in the order the package lists them (tools first).
+COMPONENT_KINDS: tuple[ComponentKind, ...] = ("tool", "prompt", "resource", "template")
 Unauthenticated = Literal["deny", "allow"]
 """What a client with no token gets of the groups with access checks."""
 
@@ -65,6 +67,11 @@ def mark_meta_tool(tool: _T) -> _T:
     tool.meta = {**(tool.meta or {}), META_TOOL_KEY: True}
     _META_TOOLS[id(tool)] = tool
     return tool
+
+
+def search_key(component: FastMCPComponent) -> str:
+    """The index key of a component: FastMCP's own key without the version."""
+    return component.key.rpartition("@")[0]
 
 
 def same_kind(original: FastMCPComponent, copy: _T) -> _T:

@@ -46,7 +46,7 @@ from fastmcp_filtering.gateway.upstreams.provider import (
 )
 from fastmcp_filtering.gateway.upstreams.stdio import NamedStdio, StderrRelay
 from fastmcp_filtering.middleware.stack import add_filtering
-from fastmcp_filtering.policy.decision import AccessTransform
+from fastmcp_filtering.server.transform import AccessTransform
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping, Sequence

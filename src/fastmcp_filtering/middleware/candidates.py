@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 from fastmcp.utilities.versions import version_sort_key
 
-from fastmcp_filtering.core.catalog import is_meta_tool
+from fastmcp_filtering.core.catalog import is_meta_tool, search_key
 from fastmcp_filtering.core.filters import ListFilter, checked_filter, matches
-from fastmcp_filtering.middleware.search_service import Hit, search_key
+from fastmcp_filtering.policy.decision import Hit
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Sequence

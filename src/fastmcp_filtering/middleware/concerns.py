@@ -34,10 +34,10 @@ from fastmcp_filtering.core.request import (
     save_state,
     unrestricted,
 )
-from fastmcp_filtering.middleware.hooks import Marks
 from fastmcp_filtering.middleware.layers import LayerMiddleware, Reach, notify_changes
-from fastmcp_filtering.middleware.wire import report
 from fastmcp_filtering.policy.concerns import STATE_NAMESPACE, ApplyDefaults, ConcernLayer
+from fastmcp_filtering.server.hooks import Marks
+from fastmcp_filtering.server.wire import report
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from fastmcp.server.middleware import CallNext, MiddlewareContext
     from fastmcp.utilities.components import FastMCPComponent
 
-    from fastmcp_filtering.middleware.hooks import ListRequest
+    from fastmcp_filtering.server.hooks import ListRequest
 
 
 logger = logging.getLogger("fastmcp_filtering")

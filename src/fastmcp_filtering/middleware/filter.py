@@ -24,12 +24,12 @@ from fastmcp_filtering.core.request import (
     request_info,
 )
 from fastmcp_filtering.middleware.access import enforce_access
-from fastmcp_filtering.middleware.hooks import ListHooks, Marks, install_task_guard
 from fastmcp_filtering.middleware.layers import check_completion
-from fastmcp_filtering.middleware.snapshot import as_listed, shaped_ahead
-from fastmcp_filtering.middleware.wire import report
+from fastmcp_filtering.middleware.search_service import as_listed, shaped_ahead
 from fastmcp_filtering.policy.access import access_of
-from fastmcp_filtering.policy.decision import AccessTransform
+from fastmcp_filtering.server.hooks import ListHooks, Marks, install_task_guard
+from fastmcp_filtering.server.transform import AccessTransform
+from fastmcp_filtering.server.wire import report
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from fastmcp.utilities.components import FastMCPComponent
 
     from fastmcp_filtering.core.catalog import GroupTree
-    from fastmcp_filtering.middleware.hooks import ListRequest
+    from fastmcp_filtering.server.hooks import ListRequest
 
 GROUPING_EXTENSION = "io.modelcontextprotocol/grouping"
 """The grouping interest group's extension id (SEP-2133): ``groups/list`` and group

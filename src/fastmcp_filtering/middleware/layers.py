@@ -33,17 +33,12 @@ from fastmcp_filtering.core.request import (
     request_info,
     requested_version,
 )
-from fastmcp_filtering.middleware.hooks import ListHooks
 from fastmcp_filtering.middleware.search_service import remedy
-from fastmcp_filtering.policy.decision import (
-    AccessTransform,
-    current_policy,
-    invalidate,
-    set_aside,
-    widened,
-)
+from fastmcp_filtering.policy.decision import invalidate, set_aside, widened
 from fastmcp_filtering.policy.progressive import call_hint
 from fastmcp_filtering.policy.renderers import VisibleRenderers, is_renderer
+from fastmcp_filtering.server.hooks import ListHooks
+from fastmcp_filtering.server.transform import AccessTransform, current_policy
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -271,7 +266,11 @@ def _renderer(component: FastMCPComponent) -> bool:
 
 async def _visible_renderers(context: MiddlewareContext[Any]) -> VisibleRenderers:
     server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
-    return VisibleRenderers([]) if server is None else await VisibleRenderers.of(server)
+    return (
+        VisibleRenderers([])
+        if server is None
+        else VisibleRenderers.of_tools(await server.list_tools())
+    )
 
 
 def access_of(server: FastMCP) -> AccessTransform | None:

@@ -21,7 +21,6 @@ from fastmcp_filtering.core.request import (
 )
 from fastmcp_filtering.middleware.layers import Reach, notify_changes
 from fastmcp_filtering.policy.access import access_of
-from fastmcp_filtering.policy.decision import current_policy
 from fastmcp_filtering.policy.progressive import (
     MAX_GROUP_NAMES,
     as_names,
@@ -31,6 +30,7 @@ from fastmcp_filtering.policy.progressive import (
     enable,
     offered,
 )
+from fastmcp_filtering.server.transform import ServerListing, current_policy
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -171,7 +171,7 @@ class MetaToolBodies:
         )
 
     async def members(self, server: FastMCP) -> dict[str, frozenset[str]]:
-        return await self.layer.members(server)
+        return await self.layer.members(ServerListing(server))
 
     def no_state(self, tree: GroupTree) -> str:
         """Why a client with no identity cannot enable groups, and how it gets one; of the
@@ -243,7 +243,7 @@ class MetaToolBodies:
             # What a group to enable holds is listed through the middleware chain: none
             # to enable (each named is enabled already, or none is a name), no listing.
             wanted = [g for g in named if isinstance(g, str) and g not in before]
-            held = await self.layer.holding(ctx.fastmcp, wanted)
+            held = await self.layer.holding(ServerListing(ctx.fastmcp), wanted)
             # Before anything is saved: a reply that cannot list refuses the call unchanged.
             listing = await _reply_listing(self.layer, ctx, self.enable_tool, held)
             # Counted after that listing, never before: a tool added meanwhile is counted
@@ -365,7 +365,7 @@ class FixedListReplies:
         if held is not None and held.tools is not None:
             return held.tools
         if held is None or not held.refused:
-            listed = await self.layer.listed(ctx.fastmcp, "tool", call=call)
+            listed = await self.layer.listed(ServerListing(ctx.fastmcp), "tool", call=call)
             if listed is not None:
                 return cast("Sequence[Tool]", listed)
         raise ToolError(_UNLISTABLE)
@@ -376,7 +376,7 @@ class FixedListReplies:
             before = await self._fixed_before(ctx, key, tree)
             named = groups[:MAX_GROUP_NAMES] if isinstance(groups, list) else []
             wanted = [g for g in named if isinstance(g, str) and g not in before]
-            held = await self.layer.holding(ctx.fastmcp, wanted)
+            held = await self.layer.holding(ServerListing(ctx.fastmcp), wanted)
             listing = await self._reach_listing(ctx, self.bodies.enable_tool, held)
             change = enable(
                 tree,

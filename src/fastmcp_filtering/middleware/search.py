@@ -20,18 +20,22 @@ from fastmcp_filtering.core.request import (
     request_info,
 )
 from fastmcp_filtering.middleware.access import enforce_access
-from fastmcp_filtering.middleware.hooks import ListHooks, through_chain
 from fastmcp_filtering.middleware.rate_limit import counted, is_search
 from fastmcp_filtering.middleware.search_service import (
     SearchService,
+    Snapshots,
+    as_listed,
     discoverable,
     rank_hits,
+    request_trusts,
+    shaped_ahead,
 )
 from fastmcp_filtering.middleware.search_tool import SearchTool
-from fastmcp_filtering.middleware.snapshot import Snapshots, as_listed, request_trusts, shaped_ahead
-from fastmcp_filtering.middleware.wire import LIST_METHODS, report, search_page
 from fastmcp_filtering.policy.access import access_of
-from fastmcp_filtering.policy.decision import current_policy, is_widened, shown
+from fastmcp_filtering.policy.decision import is_widened
+from fastmcp_filtering.server.hooks import ListHooks, through_chain
+from fastmcp_filtering.server.transform import current_policy, shown
+from fastmcp_filtering.server.wire import LIST_METHODS, report, search_page
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -44,10 +48,10 @@ if TYPE_CHECKING:
 
     from fastmcp_filtering.core.catalog import GroupTree
     from fastmcp_filtering.core.declarations import Group, Tag
-    from fastmcp_filtering.middleware.hooks import ListRequest
-    from fastmcp_filtering.middleware.search_service import Hit
-    from fastmcp_filtering.middleware.wire import SearchPage
+    from fastmcp_filtering.policy.decision import Hit
     from fastmcp_filtering.retrieval.embedders import Embedder
+    from fastmcp_filtering.server.hooks import ListRequest
+    from fastmcp_filtering.server.wire import SearchPage
 
 _SEARCH_METHODS = frozenset({*LIST_METHODS, "tools/call"})
 

@@ -9,25 +9,24 @@ from fastmcp.tools import Tool
 from fastmcp.utilities.versions import dedupe_with_versions
 from pydantic import BaseModel, Field
 
-from fastmcp_filtering.core.catalog import mark_meta_tool
+from fastmcp_filtering.core.catalog import mark_meta_tool, search_key
 from fastmcp_filtering.core.request import REPLY_CONFIG, clean_query
-from fastmcp_filtering.middleware.hooks import marked_by
 from fastmcp_filtering.middleware.search_service import (
-    Hit,
     candidates,
+    leaves_tools,
     rank_hits,
     remedy,
-    search_key,
+    request_trusts,
 )
-from fastmcp_filtering.middleware.snapshot import leaves_tools, request_trusts
-from fastmcp_filtering.policy.decision import current_policy, shown
+from fastmcp_filtering.server.hooks import marked_by
+from fastmcp_filtering.server.transform import current_policy, shown
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 
     from fastmcp_filtering.core.catalog import Catalog
-    from fastmcp_filtering.middleware.search_service import SearchService
-    from fastmcp_filtering.middleware.snapshot import Snapshots
+    from fastmcp_filtering.middleware.search_service import SearchService, Snapshots
+    from fastmcp_filtering.policy.decision import Hit
 
 
 class SearchToolsResult(BaseModel):

@@ -11,9 +11,9 @@ from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.middleware.access import GroupAccessMiddleware
 from fastmcp_filtering.middleware.concerns import ConcernMiddleware
 from fastmcp_filtering.middleware.filter import FilterMiddleware
-from fastmcp_filtering.middleware.hooks import FilteringRuntime, ListHooks, set_up
 from fastmcp_filtering.middleware.progressive import ProgressiveDisclosureMiddleware
 from fastmcp_filtering.middleware.search import SearchMiddleware
+from fastmcp_filtering.server.hooks import FilteringRuntime, ListHooks, set_up
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from typing_extensions import override
 
-from fastmcp_filtering.core.catalog import LIST_METHOD, is_meta_tool, kind_label
+from fastmcp_filtering.core.catalog import COMPONENT_KINDS, LIST_METHOD, is_meta_tool, kind_label
 from fastmcp_filtering.core.errors import StateUnavailable
 from fastmcp_filtering.core.request import (
     OutageLog,
@@ -33,26 +33,22 @@ from fastmcp_filtering.core.request import (
 from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.decision import (
     CONCEALED,
-    LISTERS,
-    AccessTransform,
     ClientRequest,
     Hidden,
     LayerView,
     PolicyLayer,
-    set_aside,
-    widened,
 )
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from fastmcp import FastMCP
     from fastmcp.server.context import Context
     from fastmcp.tools.base import Tool
     from fastmcp.utilities.components import FastMCPComponent
 
-    from fastmcp_filtering.core.catalog import Catalog, GroupTree, Membership
+    from fastmcp_filtering.core.catalog import Catalog, ComponentKind, GroupTree, Membership
     from fastmcp_filtering.core.request import RequestInfo
+    from fastmcp_filtering.policy.decision import Listing
 
 logger = logging.getLogger("fastmcp_filtering")
 
@@ -477,7 +473,7 @@ class Holding:
 
     Example:
         ```python
-        held = await layer.holding(ctx.fastmcp, ["clock"])
+        held = await layer.holding(ServerListing(ctx.fastmcp), ["clock"])
         "clock" in held.groups
         ```
     """
@@ -575,18 +571,18 @@ class ProgressiveLayer(PolicyLayer):
             return _View(self, tree, Enabled(shown_now, "fixed"))
         return _View(self, tree, await self.store.load(client.ctx, client.key, tree))
 
-    async def members(self, server: FastMCP) -> dict[str, frozenset[str]]:
+    async def members(self, listing: Listing) -> dict[str, frozenset[str]]:
         """Each group's tools this principal may use: what ``max_tools`` counts.
 
         Counted over what FastMCP's lookup finds with this server's policy set
-        aside, not this request's view of its other layers, so no request shape
-        (a concerns override, say) can enable more; but never a tool access
-        control conceals from this principal, or a mounted server's own policy
-        hides, whose count would betray it (and refuse room the principal could use).
+        aside (``listing.unjudged_tools``), not this request's view of its other
+        layers, so no request shape (a concerns override, say) can enable more; but
+        never a tool access control conceals from this principal, or a mounted
+        server's own policy hides, whose count would betray it (and refuse room the
+        principal could use).
         """
         access = await access_of(self.catalog).judge()
-        with set_aside(AccessTransform.of(server)):
-            tools = await server.list_tools(run_middleware=False)
+        tools = await listing.unjudged_tools()
         members: dict[str, set[str]] = {}
         for tool in tools:
             if not is_meta_tool(tool) and access.judge(tool) is None:
@@ -594,7 +590,7 @@ class ProgressiveLayer(PolicyLayer):
                     members.setdefault(group, set()).add(tool.name)
         return {g: frozenset(names) for g, names in members.items()}
 
-    async def holding(self, server: FastMCP, wanted: Iterable[str]) -> Holding:
+    async def holding(self, listing: Listing, wanted: Iterable[str]) -> Holding:
         """Which of ``wanted`` hold something this client could use, through subgroups too.
 
         A group holds a component the client sees, or would see once it enables the
@@ -610,7 +606,7 @@ class ProgressiveLayer(PolicyLayer):
 
         Example:
             ```python
-            held = await layer.holding(ctx.fastmcp, ["clock"])
+            held = await layer.holding(ServerListing(ctx.fastmcp), ["clock"])
             enable(tree, before, ["clock"], tool="enable_tools", holding=held.groups)
             ```
         """
@@ -620,11 +616,11 @@ class ProgressiveLayer(PolicyLayer):
         held: set[str] = set()
         tools: Sequence[Tool] | None = None
         complete = True
-        for kind in LISTERS:
+        for kind in COMPONENT_KINDS:
             if named <= held:
                 complete = False
                 break
-            listed = await self.listed(server, kind, call=self.enable_tool)
+            listed = await self.listed(listing, kind, call=self.enable_tool)
             if kind == "tool":
                 if listed is None:
                     # No more listings: the call is refused, spending no more of a limit.
@@ -640,7 +636,7 @@ class ProgressiveLayer(PolicyLayer):
         return Holding(frozenset(held), tools, complete=complete)
 
     async def listed(
-        self, server: FastMCP, kind: str, *, call: str
+        self, listing: Listing, kind: ComponentKind, *, call: str
     ) -> Sequence[FastMCPComponent] | None:
         """``kind`` as this client lists it, widened; None when the listing failed.
 
@@ -650,16 +646,14 @@ class ProgressiveLayer(PolicyLayer):
 
         Example:
             ```python
-            prompts = await self.listed(server, "prompt", call="enable_tools") or ()
+            prompts = await self.listed(listing, "prompt", call="enable_tools") or ()
             ```
         """
         try:
-            with widened(AccessTransform.of(server)):
-                listed: Sequence[FastMCPComponent] = await getattr(server, LISTERS[kind])()
+            return await listing.widened(kind)
         except Exception as exc:
             self.log_refused(call, kind, exc)
             return None
-        return listed
 
     def log_refused(self, call: str, kind: str, exc: Exception) -> None:
         """Log that the server's middleware refused a listing ``call`` ran for its client.
@@ -691,14 +685,16 @@ class ProgressiveLayer(PolicyLayer):
         )
 
     @override
-    async def remedy(self, ctx: Context, enable: Sequence[str]) -> dict[str, Any] | None:
+    async def remedy(
+        self, ctx: Context, enable: Sequence[str], listing: Listing
+    ) -> dict[str, Any] | None:
         if not enable or not self.offer_enable:
             return None
         if self.max_tools is None:
             return {self.enable_tool: {"groups": list(enable)}}
         tree = await access_of(self.catalog).tree()
         enabled = await self.store.load(ctx, client_key(ctx), tree)
-        members = await self.members(ctx.fastmcp)
+        members = await self.members(listing)
         # The shortest path first; when max_tools refuses it, the group's other parents.
         for path in [list(enable), *paths_to(tree, enable[-1], enabled.groups)]:
             room = room_for(tree, enabled.groups, path, members, self.max_tools)

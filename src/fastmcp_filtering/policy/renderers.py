@@ -28,7 +28,6 @@ from fastmcp_filtering._fastmcp import renderer_alias_hash
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from fastmcp import FastMCP
     from fastmcp.tools import Tool
 
 _RENDERER = re.compile(
@@ -68,11 +67,6 @@ class VisibleRenderers:
 
     def __repr__(self) -> str:
         return f"VisibleRenderers({sorted(n for ns in self._names.values() for n in ns)!r})"
-
-    @classmethod
-    async def of(cls, server: FastMCP) -> VisibleRenderers:
-        """The renderers of what ``server.list_tools()`` shows this request's client."""
-        return cls.of_tools(await server.list_tools())
 
     @classmethod
     def of_tools(cls, listed: Iterable[Tool]) -> VisibleRenderers:

@@ -49,7 +49,7 @@ from fastmcp_filtering.gateway.upstreams.listings import (
     keep_recent,
 )
 from fastmcp_filtering.gateway.upstreams.namespacing import served_name
-from fastmcp_filtering.middleware.hooks import Announces
+from fastmcp_filtering.server.hooks import Announces
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator, Sequence

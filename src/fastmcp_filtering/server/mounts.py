@@ -41,7 +41,8 @@ from typing_extensions import override
 
 from fastmcp_filtering._fastmcp import auth_middleware_checks, request_token
 from fastmcp_filtering.core.declarations import with_declared_groups
-from fastmcp_filtering.policy.decision import CONCEALED, AccessTransform, PolicyLayer
+from fastmcp_filtering.policy.decision import CONCEALED, PolicyLayer
+from fastmcp_filtering.server.transform import AccessTransform
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Hashable, Sequence

@@ -21,7 +21,8 @@ from typing_extensions import override
 
 from fastmcp_filtering._fastmcp import current_request
 from fastmcp_filtering.core.request import is_unrestricted
-from fastmcp_filtering.policy.decision import AccessTransform, loaded_policy
+from fastmcp_filtering.policy.decision import loaded_policy
+from fastmcp_filtering.server.transform import AccessTransform
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

@@ -22,13 +22,13 @@ from fastmcp_filtering._fastmcp import (
 from fastmcp_filtering.core.catalog import same_kind
 from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.core.request import current_scope, request_info, request_memo
-from fastmcp_filtering.middleware.wire import Wire
 from fastmcp_filtering.policy.access import current_principal
-from fastmcp_filtering.policy.decision import AccessTransform
-from fastmcp_filtering.policy.injection import injections_to_judge
-from fastmcp_filtering.policy.mounts import judged_above, mount_under
 from fastmcp_filtering.policy.renderers import VisibleRenderers, is_renderer
-from fastmcp_filtering.policy.tasks import GUARDED_METHODS, TaskGuard
+from fastmcp_filtering.server.injection import injections_to_judge
+from fastmcp_filtering.server.mounts import judged_above, mount_under
+from fastmcp_filtering.server.tasks import GUARDED_METHODS, TaskGuard
+from fastmcp_filtering.server.transform import AccessTransform
+from fastmcp_filtering.server.wire import Wire
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -390,7 +390,11 @@ async def _renderers_judged(
     # FastMCP synthesizes a Prefab renderer resource for every Prefab tool from the
     # providers' storage, past every transform: keep those of tools this client sees.
     server = context.fastmcp_context.fastmcp if context.fastmcp_context else None
-    visible = VisibleRenderers([]) if server is None else await VisibleRenderers.of(server)
+    visible = (
+        VisibleRenderers([])
+        if server is None
+        else VisibleRenderers.of_tools(await server.list_tools())
+    )
     return [c for c in listed if not _renderer(c) or visible.allows(str(getattr(c, "uri", "")))]
 
 
@@ -447,7 +451,7 @@ class ListHooks(ToolInjectionMiddleware, Announces):
     ``ToolInjectionMiddleware``, for its tools) or else when the first message
     reaches it (before anything of that message is looked up; the middlewares
     setting up adds also see that message). It installs the server's ``TaskGuard``
-    (``policy.tasks``); ``set_up`` then installs the server's ``Wire``, which binds
+    (``server.tasks``); ``set_up`` then installs the server's ``Wire``, which binds
     pagination cursors to the parameters that shape a listing, since every
     middleware of the package narrows or reorders lists. ``meta_tools`` are the
     tools it adds to the server.

@@ -51,7 +51,7 @@ from fastmcp_filtering._fastmcp import state_store
 from fastmcp_filtering.core.declarations import GROUPS_META_KEY
 from fastmcp_filtering.core.request import request_info, requested_version
 from fastmcp_filtering.policy.access import access_of
-from fastmcp_filtering.policy.decision import AccessTransform
+from fastmcp_filtering.server.transform import AccessTransform
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
