@@ -106,7 +106,17 @@ class FilteringRuntime:
         return guard
 
     def chain_changed(self, server: FastMCP) -> bool:
-        """Whether a middleware, a provider or a mount changed since the last check."""
+        """Whether a middleware, a provider or a mount changed since the last check.
+
+        Checked once per request, by the first of the server's middlewares it reaches:
+        nothing a request does changes its own chain, and each check walks every
+        middleware and mounted provider.
+        """
+        memo = request_memo()
+        if memo is not None:
+            if memo.get(("chain checked", id(self))) is self:
+                return False
+            memo[("chain checked", id(self))] = self
         seen = self.chain
         chain = _chain_of(server)
         return len(seen) != len(chain) or any(a is not b for a, b in zip(seen, chain, strict=True))
