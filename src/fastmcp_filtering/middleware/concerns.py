@@ -14,6 +14,7 @@ from fastmcp_filtering.core.concerns import (
     COMPONENT_META_KEY,
     REQUEST_META_ALIAS,
     REQUEST_META_KEY,
+    STATE_NAMESPACE,
     Concern,
     ConcernsFromToken,
     component_keys,
@@ -37,7 +38,7 @@ from fastmcp_filtering.core.request import (
 from fastmcp_filtering.middleware.hooks import Marks
 from fastmcp_filtering.middleware.layers import LayerMiddleware, Reach, notify_changes
 from fastmcp_filtering.middleware.wire import report
-from fastmcp_filtering.policy.concerns import STATE_NAMESPACE, ApplyDefaults, ConcernLayer
+from fastmcp_filtering.policy.concerns import ApplyDefaults, ConcernLayer
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
