@@ -246,8 +246,8 @@ def resolve_options(
     if given:
         shown = ", ".join(f"{name}={keywords[name]!r}" for name in given)
         raise OptionError(
-            f"{owner} got options= and {shown}: pass each option once, inside "
-            f"{kind.__name__}({shown}) or as keywords without options="
+            f"{owner} got options= and {shown}: give each option once, either in "
+            f"options={kind.__name__}(..., {shown}) or as keywords, leaving options= out"
         )
     return options
 

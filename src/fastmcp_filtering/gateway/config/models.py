@@ -489,8 +489,9 @@ class _OptionsTable(_Model):
         return self
 
     def _keywords(self) -> dict[str, Any]:
-        """The options written in the file, as the options object's keywords."""
-        return self.model_dump(exclude={"enabled"}, exclude_unset=True)
+        """The options written in the file, as the options object's keywords (None: unset,
+        as a dumped table writes what it left out)."""
+        return self.model_dump(exclude={"enabled"}, exclude_unset=True, exclude_none=True)
 
     def meta_tools(self) -> list[tuple[KeyPath, str]]:
         """Each meta-tool these options name, with its key (a default's too); none if off."""
