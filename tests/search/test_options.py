@@ -49,6 +49,9 @@ class TestChecks:
         options = SearchOptions(weights=weights)
         weights["name"] = 0.0
         assert options.weights == {"name": 6.0}
+        with pytest.raises(TypeError, match="SearchOptions.weights cannot change"):
+            options.weights["name"] = 1.0  # type: ignore[index]
+        assert dataclasses.asdict(options)["weights"] == {"name": 6.0}
         with pytest.raises(dataclasses.FrozenInstanceError):
             options.max_results = 3  # type: ignore[misc]
 

@@ -21,10 +21,10 @@ import math
 import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
 
 from fastmcp_filtering.core.concerns import STATE_NAMESPACE as CONCERNS_STATE
-from fastmcp_filtering.core.errors import OptionError
+from fastmcp_filtering.core.errors import OptionError, OptionTypeError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Mapping, Sequence
@@ -62,6 +62,29 @@ def field_weights(weights: Mapping[str, float] | None) -> dict[str, float]:
                 "use 0 to leave the field out of the ranking"
             )
     return merged
+
+
+class FieldWeights(dict[str, float]):
+    """A read-only dict of field weights: ``SearchOptions.weights``, which nobody changes later.
+
+    Example:
+        ```python
+        SearchOptions(weights={"name": 6.0}).weights["name"]  # 6.0; assigning is a TypeError
+        ```
+    """
+
+    def _read_only(self, *_args: object, **_kwargs: object) -> NoReturn:
+        raise OptionTypeError(
+            "SearchOptions.weights cannot change; build other options: "
+            "dataclasses.replace(options, weights={...})"
+        )
+
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
+
+    def __reduce__(self) -> tuple[type[FieldWeights], tuple[dict[str, float]]]:
+        # Copies and pickles rebuild it from a plain dict, never item by item.
+        return (FieldWeights, (dict(self),))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,7 +133,7 @@ class SearchOptions:
         if self.weights is not None:
             field_weights(self.weights)
             # A copy no caller can change behind the object's back.
-            object.__setattr__(self, "weights", MappingProxyType(dict(self.weights)))
+            object.__setattr__(self, "weights", FieldWeights(self.weights))
 
 
 @dataclass(frozen=True, kw_only=True)
