@@ -49,7 +49,7 @@ class TestChecks:
         options = SearchOptions(weights=weights)
         weights["name"] = 0.0
         assert options.weights == {"name": 6.0}
-        with pytest.raises(TypeError, match="SearchOptions.weights cannot change"):
+        with pytest.raises(TypeError, match=r"SearchOptions\.weights cannot change"):
             options.weights["name"] = 1.0  # type: ignore[index]
         assert dataclasses.asdict(options)["weights"] == {"name": 6.0}
         with pytest.raises(dataclasses.FrozenInstanceError):
