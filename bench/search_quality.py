@@ -55,9 +55,9 @@ from fastmcp.tools.base import ToolResult
 import fastmcp_filtering.retrieval
 from fastmcp_filtering import Group, SearchMiddleware, in_group, install
 from fastmcp_filtering.client import list_tools
+from fastmcp_filtering.core.options import DEFAULT_WEIGHTS
 from fastmcp_filtering.retrieval.ranking import (
     DEFAULT_RULES,
-    DEFAULT_WEIGHTS,
     Document,
     Rules,
     SearchIndex,

@@ -27,6 +27,7 @@ from fastmcp_filtering.core.errors import (
     StateUnavailable,
     UpstreamError,
 )
+from fastmcp_filtering.core.options import ProgressiveOptions, SearchOptions
 from fastmcp_filtering.core.request import unrestricted
 from fastmcp_filtering.gateway.grouping.suggest import suggest_config
 from fastmcp_filtering.gateway.grouping.suggestion import SuggestedConfig
@@ -78,7 +79,9 @@ __all__ = [
     "OptionTypeError",
     "PolicyLayer",
     "ProgressiveDisclosureMiddleware",
+    "ProgressiveOptions",
     "SearchMiddleware",
+    "SearchOptions",
     "SearchToolsResult",
     "StackOptions",
     "StateUnavailable",

@@ -30,6 +30,9 @@ REQUEST_META_ALIAS = CONCERNS_META_ALIAS
 COMPONENT_META_KEY = "concerns"
 """The component ``_meta`` key (the proposal's ``_meta.concerns``) holding its concern values."""
 
+STATE_NAMESPACE = "concerns"
+"""Where the concerns layer keeps a client's configuration in the state store."""
+
 MAX_CONFIG_ENTRIES = 64
 """Most entries a client configuration may hold; larger objects are refused with -32602."""
 

@@ -325,9 +325,9 @@ def _meta_names(config: FilteringConfig) -> set[str]:
     """The stack's own tools (search_tools, enable_tools, ...): not the upstream's."""
     names: set[str | None] = set()
     if config.search.enabled:
-        names.add(config.search.options()["search_tool"])
+        names.add(config.search.to_options().search_tool)
     if config.progressive is not None and config.progressive.enabled:
-        progressive = config.progressive
+        progressive = config.progressive.to_options()
         names |= {progressive.enable_tool_name, progressive.disable_tool_name}
         # Without a call_tool_name, 2026-07-28 clients are offered a proxy of this name.
         names.add(progressive.call_tool_name or FIXED_CALL_TOOL)

@@ -475,12 +475,12 @@ def _add_filtering(
     add_filtering(
         server,
         catalog=config.catalog(listed_per_client if per_client else None),
-        search=config.search.options() if config.search.enabled else False,
+        search=config.search.to_options() if config.search.enabled else False,
         concerns=config.to_concerns() or None,
         apply_concern_defaults=config.apply_concern_defaults,
         concern_authorization=config.concern_authorization(),
         side_effect_lists=config.side_effect_lists,
-        progressive=config.progressive.options()
+        progressive=config.progressive.to_options()
         if config.progressive is not None and config.progressive.enabled
         else False,
     )

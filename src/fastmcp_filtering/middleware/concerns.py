@@ -14,6 +14,7 @@ from fastmcp_filtering.core.concerns import (
     COMPONENT_META_KEY,
     REQUEST_META_ALIAS,
     REQUEST_META_KEY,
+    STATE_NAMESPACE,
     Concern,
     ConcernsFromToken,
     component_keys,
@@ -35,7 +36,7 @@ from fastmcp_filtering.core.request import (
     unrestricted,
 )
 from fastmcp_filtering.middleware.layers import LayerMiddleware, Reach, notify_changes
-from fastmcp_filtering.policy.concerns import STATE_NAMESPACE, ApplyDefaults, ConcernLayer
+from fastmcp_filtering.policy.concerns import ApplyDefaults, ConcernLayer
 from fastmcp_filtering.server.hooks import Marks
 from fastmcp_filtering.server.wire import report
 

@@ -11,6 +11,7 @@ from typing_extensions import override
 
 from fastmcp_filtering.core.catalog import Catalog, mark_meta_tool
 from fastmcp_filtering.core.errors import OptionError
+from fastmcp_filtering.core.options import ProgressiveOptions, option_names, resolve_options
 from fastmcp_filtering.core.request import client_key, current_info
 from fastmcp_filtering.middleware.access import enforce_access
 from fastmcp_filtering.middleware.layers import LayerMiddleware
@@ -21,7 +22,6 @@ from fastmcp_filtering.middleware.progressive_tools import (
     MetaToolBodies,
 )
 from fastmcp_filtering.policy.access import access_of
-from fastmcp_filtering.policy.concerns import STATE_NAMESPACE as CONCERNS_STATE
 from fastmcp_filtering.policy.progressive import EnabledStore, ProgressiveLayer, closed, path_to
 
 if TYPE_CHECKING:
@@ -34,8 +34,6 @@ if TYPE_CHECKING:
 
 _R = TypeVar("_R")
 
-# MCP tool names (SEP-986): what every client accepts.
-_TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 _GLOB = re.compile(r"[*?\[]")
 
 FIXED_CALL_TOOL = "call_tool"
@@ -71,18 +69,6 @@ _CALL_SCHEMA: dict[str, Any] = {
 }
 
 
-def _check_state_namespace(state_namespace: object) -> None:
-    """A namespace of its own: another layer's (``concerns``), or one with ``:``, clobbers state."""
-    if not isinstance(state_namespace, str) or not state_namespace:
-        raise OptionError(f"state_namespace must be a non-empty string, got {state_namespace!r}")
-    if state_namespace == CONCERNS_STATE or ":" in state_namespace:
-        raise OptionError(
-            f"state_namespace={state_namespace!r} is reserved (the concerns layer keeps its "
-            "state under 'concerns', and ':' separates keys); choose another, such as "
-            "'progressive'"
-        )
-
-
 class ProgressiveDisclosureMiddleware(LayerMiddleware):
     """Show an agent the meta-tools and the tools of the groups it enabled, per client.
 
@@ -107,7 +93,10 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
     receives say so. ``call_unlisted=True`` gives every client that reach:
     enabling groups then shapes only what is listed; with ``offer_enable=False``
     no ``enable_tools``/``disable_tools`` are offered at all (search first: the
-    list holds the meta-tools, ``search_tools`` finds the rest).
+    list holds the meta-tools, ``search_tools`` finds the rest). The options may
+    come as one ``ProgressiveOptions`` (``options=``) instead of the keywords,
+    never both; ``side_effect_lists`` (an era setting the stack shares with
+    concerns) stays a keyword either way.
 
     Example:
         ```python
@@ -138,42 +127,47 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
         call_unlisted: bool = False,
         offer_enable: bool = True,
         side_effect_lists: bool = False,
+        options: ProgressiveOptions | None = None,
     ) -> None:
         self.catalog = Catalog.shared(catalog, groups)
-        _check_options(
-            max_tools=max_tools,
-            available_groups=available_groups,
-            call_unlisted=call_unlisted,
-            offer_enable=offer_enable,
-            side_effect_lists=side_effect_lists,
+        # Each option is the keyword of its name: the object checks them all, once.
+        given = locals()
+        self.options = opts = resolve_options(
+            ProgressiveOptions,
+            options,
+            {name: given[name] for name in option_names(ProgressiveOptions)},
+            owner="ProgressiveDisclosureMiddleware",
         )
+        if not isinstance(side_effect_lists, bool):
+            raise OptionError(
+                f"side_effect_lists must be True or False, got {side_effect_lists!r}: True lets "
+                "enable_tools change later 2026-07-28 lists, which the specification forbids"
+            )
         self.side_effect_lists = side_effect_lists
-        self.max_tools = max_tools
-        self.hide_ungrouped = bool(hide_ungrouped)
-        self.include_schemas = bool(include_schemas)
-        self.call_unlisted = call_unlisted
-        self.offer_enable = offer_enable
-        self.available_groups = available_groups
-        self.enable_tool_name = enable_tool_name
-        self.disable_tool_name = disable_tool_name
-        self.call_tool_name = call_tool_name
-        self._meta_names = _meta_tool_names(enable_tool_name, disable_tool_name, call_tool_name)
+        self.max_tools = opts.max_tools
+        self.hide_ungrouped = opts.hide_ungrouped
+        self.include_schemas = opts.include_schemas
+        self.call_unlisted = opts.call_unlisted
+        self.offer_enable = opts.offer_enable
+        self.available_groups = opts.available_groups
+        self.enable_tool_name = opts.enable_tool_name
+        self.disable_tool_name = opts.disable_tool_name
+        self.call_tool_name = opts.call_tool_name
+        self._meta_names = opts.meta_tool_names
         # Without offer_enable they are not offered to anyone: no client is told why not.
-        self._state_tools = (
-            frozenset((enable_tool_name, disable_tool_name)) if offer_enable else frozenset()
-        )
-        _check_state_namespace(state_namespace)
-        self.state_namespace = state_namespace
-        self.initial_groups = _validated_initial(self.catalog, initial_groups, max_tools)
+        state_tools = (opts.enable_tool_name, opts.disable_tool_name)
+        self._state_tools = frozenset(state_tools if opts.offer_enable else ())
+        self.state_namespace = opts.state_namespace
+        self.initial_groups = _validated_initial(self.catalog, opts.initial_groups, opts.max_tools)
         self.policy_layer = self._layer = self._new_layer()
         self._bodies = MetaToolBodies(
             self._layer,
-            enable_tool=enable_tool_name,
-            disable_tool=disable_tool_name,
-            call_tool=call_tool_name,
-            max_tools=max_tools,
-            include_schemas=self.include_schemas,
-            offer_roots=available_groups == "all",
+            enable_tool=opts.enable_tool_name,
+            disable_tool=opts.disable_tool_name,
+            call_tool=opts.call_tool_name,
+            max_tools=opts.max_tools,
+            include_schemas=opts.include_schemas,
+            offer_roots=opts.available_groups == "all",
         )
 
     def _new_layer(self) -> ProgressiveLayer:
@@ -310,54 +304,12 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
         return result.model_copy(update={"instructions": text})  # type: ignore[attr-defined,no-any-return]
 
 
-def _check_options(
-    *,
-    max_tools: object,
-    available_groups: object,
-    call_unlisted: object,
-    offer_enable: object,
-    side_effect_lists: object,
-) -> None:
-    """Raise ``ValueError`` naming the first option out of range and what to pass instead."""
-    if max_tools is not None and (
-        isinstance(max_tools, bool) or not isinstance(max_tools, int) or max_tools < 1
-    ):
-        raise OptionError(f"max_tools must be a positive int or None, got {max_tools!r}")
-    if available_groups not in ("children", "all"):
-        raise OptionError(
-            f"available_groups={available_groups!r} is not an option: use 'children' (the "
-            "child groups enabling opened up, as wags replies) or 'all' (the roots not "
-            "enabled too)"
-        )
-    if not isinstance(call_unlisted, bool):
-        raise OptionError(
-            f"call_unlisted must be True or False, got {call_unlisted!r}: True lets a "
-            "client call any tool of a group it has not enabled by its exact name"
-        )
-    if offer_enable is not True and offer_enable is not False:
-        raise OptionError(f"offer_enable must be True or False, got {offer_enable!r}")
-    if not isinstance(side_effect_lists, bool):
-        raise OptionError(
-            f"side_effect_lists must be True or False, got {side_effect_lists!r}: True lets "
-            "enable_tools change later 2026-07-28 lists, which the specification forbids"
-        )
-    if offer_enable is False and call_unlisted is not True:
-        raise OptionError(
-            "offer_enable=False needs call_unlisted=True: without enable_tools a tool of a "
-            "group not enabled could never be reached"
-        )
-
-
 def _validated_initial(
     catalog: Catalog, initial_groups: Iterable[str], max_tools: int | None
 ) -> tuple[str, ...]:
-    """``initial_groups`` checked: declared, parents first, within ``max_tools``."""
-    if isinstance(initial_groups, str):
-        raise OptionError(
-            f"initial_groups={initial_groups!r} is a string; pass a list: "
-            f"initial_groups=[{initial_groups!r}]"
-        )
-    initial = tuple(dict.fromkeys(initial_groups))
+    """``initial_groups`` checked against the catalog: declared, parents first, within
+    ``max_tools`` (what ``ProgressiveOptions`` cannot know alone)."""
+    initial = tuple(initial_groups)
     declared = [g.name for g in catalog.groups]
     for name in initial:
         if catalog.group(name) is None:
@@ -388,19 +340,3 @@ def _validated_initial(
                 f"max_tools={max_tools}; raise max_tools or enable fewer groups"
             )
     return initial
-
-
-def _meta_tool_names(enable: str, disable: str, call: str | None) -> frozenset[str]:
-    """The meta-tools' names, checked: valid MCP tool names, all different."""
-    names = {"enable_tool_name": enable, "disable_tool_name": disable}
-    if call is not None:
-        names["call_tool_name"] = call
-    for option, value in names.items():
-        if not isinstance(value, str) or not _TOOL_NAME.fullmatch(value):
-            raise OptionError(
-                f"{option}={value!r} is not a valid tool name: use 1 to 128 letters, "
-                "digits, '_', '-' or '.'"
-            )
-    if len(set(names.values())) != len(names):
-        raise OptionError(f"meta-tool names must differ, got {names}")
-    return frozenset(names.values())

@@ -11,6 +11,7 @@ from fastmcp_filtering._fastmcp import list_page_size
 from fastmcp_filtering.core.catalog import LIST_METHOD, Catalog, ComponentKind
 from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.core.filters import filter_warnings, narrow
+from fastmcp_filtering.core.options import SearchOptions, option_names, resolve_options
 from fastmcp_filtering.core.request import (
     RequestInfo,
     add_capabilities,
@@ -85,6 +86,9 @@ class SearchMiddleware(ListHooks):
     ``search_tools`` calls (also through ``call_tool``), each counted once however
     many listings it makes inside. Key it with ``get_client_id=rate_limit_key``.
 
+    The options may come as one ``SearchOptions`` (``options=``) instead of the
+    keywords, never both; ``self.options`` holds them either way.
+
     Example:
         ```python
         install(mcp, SearchMiddleware(groups=groups, max_results=10))
@@ -108,43 +112,36 @@ class SearchMiddleware(ListHooks):
         semantic: bool | Embedder = False,
         rate_limit: Middleware | None = None,
         compact_results: bool = False,
+        options: SearchOptions | None = None,
     ) -> None:
-        if not isinstance(compact_results, bool):
-            raise OptionError(
-                f"compact_results must be True or False, got {compact_results!r}: True gives "
-                "each search_tools hit as its name, description and input schema only"
-            )
-        if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
-            raise OptionError(f"max_results must be a positive integer, got {max_results!r}")
-        if search_tool is not None and (not isinstance(search_tool, str) or not search_tool):
-            raise OptionError(
-                f"search_tool must be a tool name or None to turn it off, got {search_tool!r}"
-            )
+        # Each option is the keyword of its name: the object checks them all, once.
+        given = locals()
+        self.options = resolve_options(
+            SearchOptions,
+            options,
+            {name: given[name] for name in option_names(SearchOptions)},
+            owner="SearchMiddleware",
+        )
         if rate_limit is not None and not isinstance(rate_limit, Middleware):
             raise OptionError(
                 "rate_limit must be a FastMCP middleware such as RateLimitingMiddleware, "
                 f"got {type(rate_limit).__name__}"
             )
+        max_results, search_tool = self.options.max_results, self.options.search_tool
+        compact_results = self.options.compact_results
         self.catalog = Catalog.shared(catalog, groups, tags)
         self.max_results = max_results
         self.rate_limit = rate_limit
         # Searches are what a rate limit counts: lists with a query, search_tools calls.
         self.answers = _SEARCH_METHODS if rate_limit is not None else frozenset()
         self.search_tool = search_tool
-        self.instructions = instructions
-        self._weights = dict(weights or {})
-        if semantic is True:
-            from fastmcp_filtering.retrieval.embedders import MiniLMEmbedder
-
-            # Fails here, with the install hint, when the extra is missing.
-            semantic = MiniLMEmbedder()
-        elif semantic is not False and not callable(semantic):
-            raise OptionError(
-                "semantic must be True (the bundled MiniLM model), False, or an embedder "
-                f"(a function from texts to vectors), got {semantic!r}"
-            )
+        self.instructions = self.options.instructions
+        self._weights = dict(self.options.weights or {})
         self._service = SearchService(
-            self.catalog, weights=self._weights, embedder=semantic or None, max_results=max_results
+            self.catalog,
+            weights=self._weights,
+            embedder=_embedder(self.options.semantic),
+            max_results=max_results,
         )
         self._snapshots = Snapshots(self._service, self)
         self.compact_results = compact_results
@@ -272,6 +269,16 @@ class SearchMiddleware(ListHooks):
         else:
             # The snapshot indexed the words; the meanings are embedded here, not at a search.
             await self._service.embed()
+
+
+def _embedder(semantic: object) -> Embedder | None:
+    """The embedder ``semantic`` asks for: the bundled MiniLM model for True, None for False."""
+    if semantic is True:
+        from fastmcp_filtering.retrieval.embedders import MiniLMEmbedder
+
+        # Fails here, with the install hint, when the extra is missing.
+        return MiniLMEmbedder()
+    return None if semantic is False else cast("Embedder", semantic)
 
 
 class _QueryListing:

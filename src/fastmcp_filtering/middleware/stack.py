@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack
 
 from fastmcp_filtering.core.catalog import Catalog
 from fastmcp_filtering.core.errors import OptionError
+from fastmcp_filtering.core.options import ProgressiveOptions, SearchOptions
 from fastmcp_filtering.middleware.access import GroupAccessMiddleware
 from fastmcp_filtering.middleware.concerns import ConcernMiddleware
 from fastmcp_filtering.middleware.filter import FilterMiddleware
@@ -79,12 +80,12 @@ class StackOptions(TypedDict, total=False):
     tags: Iterable[Tag]
     catalog: Catalog | None
     filter: bool
-    search: bool | Mapping[str, Any]
+    search: bool | SearchOptions | Mapping[str, Any]
     concerns: Iterable[Concern] | None
     concern_mapping: Mapping[str, Mapping[str, str]] | None
     apply_concern_defaults: ApplyDefaults
     concern_authorization: ConcernsFromToken | None
-    progressive: bool | Literal["search_first"] | Mapping[str, Any]
+    progressive: bool | Literal["search_first"] | ProgressiveOptions | Mapping[str, Any]
     unauthenticated: Unauthenticated | None
     side_effect_lists: bool | None
 
@@ -95,12 +96,12 @@ def filtering_stack(
     tags: Iterable[Tag] = (),
     catalog: Catalog | None = None,
     filter: bool = True,
-    search: bool | Mapping[str, Any] = True,
+    search: bool | SearchOptions | Mapping[str, Any] = True,
     concerns: Iterable[Concern] | None = None,
     concern_mapping: Mapping[str, Mapping[str, str]] | None = None,
     apply_concern_defaults: ApplyDefaults = "configured",
     concern_authorization: ConcernsFromToken | None = None,
-    progressive: bool | Literal["search_first"] | Mapping[str, Any] = False,
+    progressive: bool | Literal["search_first"] | ProgressiveOptions | Mapping[str, Any] = False,
     unauthenticated: Unauthenticated | None = None,
     side_effect_lists: bool | None = None,
 ) -> FilteringStack:
@@ -108,8 +109,8 @@ def filtering_stack(
 
     Builds one ``Catalog`` from ``groups`` and ``tags`` (or takes ``catalog``) and
     hands it to every middleware, so they agree on membership and see each
-    other's runtime changes. ``search`` and ``progressive`` take ``True`` or the
-    keyword options of ``SearchMiddleware`` / ``ProgressiveDisclosureMiddleware``;
+    other's runtime changes. ``search`` and ``progressive`` take ``True``, an options
+    object (``SearchOptions`` / ``ProgressiveOptions``) or a dict of its keywords;
     ``progressive="search_first"`` is the preset ``SEARCH_FIRST`` (only
     ``search_tools`` and ``call_tool`` listed; a hit runs on the next call).
     ``concerns`` (with ``concern_*``: its ``mapping``, ``apply_defaults`` and
@@ -161,12 +162,17 @@ SEARCH_FIRST: Mapping[str, Any] = {
 """The progressive options of ``progressive="search_first"``: only the meta-tools are listed."""
 
 
-def _search_first(search: bool | Mapping[str, Any]) -> tuple[Mapping[str, Any], dict[str, Any]]:
-    """The progressive and search options of the search-first preset."""
+def _search_first(
+    search: bool | SearchOptions | Mapping[str, Any],
+) -> tuple[Mapping[str, Any], SearchOptions | dict[str, Any]]:
+    """The progressive and search options of the search-first preset; a ``SearchOptions``
+    is used as it is (each of its options was chosen)."""
     if search is False:
         raise OptionError(
             'progressive="search_first" needs search: leave search=True (or pass its options)'
         )
+    if isinstance(search, SearchOptions):
+        return SEARCH_FIRST, search
     # Five hits: what docs/benchmarks measure, and about FastMCP's BM25SearchTransform's bytes.
     return SEARCH_FIRST, {"compact_results": True, "max_results": 5, **_options(search, "search")}
 
@@ -176,15 +182,18 @@ _M = TypeVar("_M")
 
 def _layer(
     kind: Callable[..., _M],
-    value: bool | Mapping[str, Any],
+    value: bool | SearchOptions | ProgressiveOptions | Mapping[str, Any],
     name: str,
     catalog: Catalog,
     defaults: Mapping[str, Any] | None = None,
 ) -> _M | None:
     """``kind(catalog=..., **defaults, **options)``, or None for ``False``; an empty dict of
-    options turns the layer on with its defaults, as ``True`` does."""
+    options turns the layer on with its defaults, as ``True`` does; an options object goes
+    as ``options=``."""
     if value is False:
         return None
+    if isinstance(value, SearchOptions | ProgressiveOptions):
+        return kind(catalog=catalog, options=value, **(defaults or {}))
     return kind(catalog=catalog, **{**(defaults or {}), **_options(value, name)})
 
 
@@ -233,7 +242,7 @@ def add_filtering(mcp: FastMCP, **options: Unpack[StackOptions]) -> FilteringSta
     return stack
 
 
-def _options(value: bool | Mapping[str, Any], name: str) -> dict[str, Any]:
+def _options(value: bool | SearchOptions | Mapping[str, Any], name: str) -> dict[str, Any]:
     if value is True:
         return {}
     if isinstance(value, Mapping):
@@ -242,4 +251,7 @@ def _options(value: bool | Mapping[str, Any], name: str) -> dict[str, Any]:
                 f"{name}= options must not repeat groups or catalog: add_filtering shares one"
             )
         return dict(value)
-    raise OptionError(f"{name} must be True, False or a dict of options, got {value!r}")
+    kind = "SearchOptions" if name == "search" else "ProgressiveOptions"
+    raise OptionError(
+        f"{name} must be True, False or a dict of options or a {kind}(...), got {value!r}"
+    )

@@ -13,6 +13,7 @@ from typing_extensions import override
 from fastmcp_filtering.core.concerns import (
     MAX_CONFIG_ENTRIES,
     REQUEST_META_KEY,
+    STATE_NAMESPACE,
     Concern,
     ConcernsFromToken,
     check_value,
@@ -39,8 +40,6 @@ if TYPE_CHECKING:
     from fastmcp_filtering.policy.decision import ClientRequest
 
 logger = logging.getLogger("fastmcp_filtering")
-
-STATE_NAMESPACE = "concerns"
 
 _MAX_CACHED = 100_000
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from fastmcp_filtering.core.errors import OptionError
+from fastmcp_filtering.core.options import FIELDS, field_weights
 from fastmcp_filtering.retrieval.text import (
     QUOTED,
     STOPWORDS,
@@ -123,16 +124,6 @@ def _deletions(word: str) -> set[str]:
 
 
 # -- Documents as BM25F postings: what a search adds up, worked out when a document changes
-FIELDS = ("name", "title", "description", "tags", "groups", "params")
-DEFAULT_WEIGHTS: Mapping[str, float] = {
-    "name": 4.0,
-    "title": 2.0,
-    "description": 1.0,
-    "tags": 1.0,
-    "groups": 0.5,
-    "params": 1.0,
-}
-"""How much a match in each field counts; the name says most about what a tool does."""
 
 # Length normalisation per field: names are short and all alike, descriptions vary.
 _B = {"name": 0.3, "title": 0.3, "description": 0.75, "tags": 0.0, "groups": 0.3, "params": 0.75}
@@ -653,7 +644,7 @@ class SearchIndex:
     def __init__(
         self, *, weights: Mapping[str, float] | None = None, rules: Rules = DEFAULT_RULES
     ) -> None:
-        self._weights = _field_weights(weights)
+        self._weights = field_weights(weights)
         self._rules = rules
         self._store = Postings(weights=self._weights, stopwords=rules.stopwords)
         # The store's own dicts (never replaced), read here without a hop on every search.
@@ -882,21 +873,6 @@ class SearchIndex:
         # Holding ``within`` keeps its id from being reused by another object.
         self._complements[id(within)] = (within, left_out)
         return left_out
-
-
-def _field_weights(weights: Mapping[str, float] | None) -> dict[str, float]:
-    """``DEFAULT_WEIGHTS`` with ``weights`` over them: known fields, finite numbers >= 0."""
-    merged = {**DEFAULT_WEIGHTS, **(weights or {})}
-    unknown = set(merged) - set(FIELDS)
-    if unknown:
-        raise OptionError(f"unknown field weight(s) {sorted(unknown)}; fields are {FIELDS}")
-    for field, weight in merged.items():
-        if not (isinstance(weight, int | float) and math.isfinite(weight) and weight >= 0):
-            raise OptionError(
-                f"field weight {field!r} must be a finite number >= 0, got {weight!r}; "
-                "use 0 to leave the field out of the ranking"
-            )
-    return merged
 
 
 def _for_query(rules: Rules | None, own: Rules) -> Rules:

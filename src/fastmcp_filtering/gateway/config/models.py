@@ -15,7 +15,7 @@ import sys
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -28,11 +28,18 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from typing_extensions import override
 
 from fastmcp_filtering.core.catalog import Catalog
 from fastmcp_filtering.core.concerns import Concern, ConcernsFromToken
 from fastmcp_filtering.core.declarations import Group, Tag
 from fastmcp_filtering.core.errors import OptionError
+from fastmcp_filtering.core.options import (
+    ProgressiveOptions,
+    SearchOptions,
+    option_defaults,
+    option_names,
+)
 from fastmcp_filtering.gateway.config.access import AccessConfig  # noqa: TC001 - pydantic resolves it
 from fastmcp_filtering.gateway.config.auth import AuthConfig, StateConfig, StaticToken
 from fastmcp_filtering.gateway.config.base import (
@@ -460,12 +467,59 @@ class ConcernConfig(_Model):
         )
 
 
-class SearchConfig(_Model):
-    """``SearchMiddleware`` options; on unless ``enabled = false``.
+class _OptionsTable(_Model):
+    """A table holding one feature's options object: ``enabled``, and that object's options.
+
+    Each key but ``enabled`` is one of the options object's, typed as the file writes
+    it and unset by default: what is left out takes the object's own default, and the
+    object checks the values (a mistake names ``<table>.<key>``), so no default or
+    range is written here.
+    """
+
+    _table: ClassVar[str]
+    _kind: ClassVar[type[SearchOptions | ProgressiveOptions]]
+    _meta_tool_keys: ClassVar[tuple[str, ...]]
+    _built: Any = PrivateAttr(default=None)
+    enabled: bool = True
+
+    @model_validator(mode="after")
+    def _check_options(self) -> _OptionsTable:
+        if self.enabled:
+            self._options_object()
+        return self
+
+    def _keywords(self) -> dict[str, Any]:
+        """The options written in the file, as the options object's keywords (None: unset,
+        as a dumped table writes what it left out)."""
+        return self.model_dump(exclude={"enabled"}, exclude_unset=True, exclude_none=True)
+
+    def meta_tools(self) -> list[tuple[KeyPath, str]]:
+        """Each meta-tool these options name, with its key (a default's too); none if off."""
+        if not self.enabled:
+            return []
+        values = {**option_defaults(self._kind), **self._keywords()}
+        keys = [key for key in self._meta_tool_keys if isinstance(values[key], str)]
+        return [((self._table, key), values[key]) for key in keys]
+
+    def _options_object(self) -> Any:
+        if self._built is None:
+            # The file's words for a name the options object would refuse in Python's.
+            _check_meta_tool_names(self.meta_tools())
+            keywords = self._keywords()
+            self._built = _guard(
+                lambda: self._kind(**keywords),
+                (self._table,),
+                dict.fromkeys(option_names(self._kind)),
+            )
+        return self._built
+
+
+class SearchConfig(_OptionsTable):
+    """``[search]``: ``SearchOptions`` for ``SearchMiddleware``; on unless ``enabled = false``.
 
     ``search_tool = false`` turns the ``search_tools`` meta-tool off;
     ``semantic = true`` blends in the offline embedding ranking (the
-    ``fastmcp-filtering[semantic]`` extra).
+    ``fastmcp-filtering[semantic]`` extra). Defaults are ``SearchOptions``'s.
 
     Example:
         ```toml
@@ -475,24 +529,53 @@ class SearchConfig(_Model):
         ```
     """
 
-    enabled: bool = True
-    max_results: int = 10
-    search_tool: str | Literal[False] = "search_tools"
-    instructions: bool = True
+    _table: ClassVar[str] = "search"
+    _kind: ClassVar[type[SearchOptions | ProgressiveOptions]] = SearchOptions
+    _meta_tool_keys: ClassVar[tuple[str, ...]] = ("search_tool",)
+
+    max_results: int | None = None
+    search_tool: str | Literal[False] | None = None
+    instructions: bool | None = None
     weights: dict[str, float] | None = None
-    semantic: bool = False
+    semantic: bool | None = None
+    compact_results: bool | None = None
+
+    @override
+    def _keywords(self) -> dict[str, Any]:
+        keywords = super()._keywords()
+        if keywords.get("search_tool") is False:
+            keywords["search_tool"] = None  # a file has no None: false turns the tool off
+        return keywords
+
+    def to_options(self) -> SearchOptions:
+        """The table as the library's ``SearchOptions`` (checked there).
+
+        Example:
+            ```python
+            load_config("proxy.toml").search.to_options().max_results  # 10 unless set
+            ```
+        """
+        built: SearchOptions = self._options_object()
+        return built
 
     def options(self) -> dict[str, Any]:
-        """The keyword options of ``SearchMiddleware``."""
-        options = self.model_dump(exclude={"enabled"}, exclude_none=True)
-        if not self.semantic:
-            del options["semantic"]
-        options["search_tool"] = self.search_tool or None
+        """The keyword options of ``SearchMiddleware`` these options make."""
+        built = self.to_options()
+        options: dict[str, Any] = {
+            "max_results": built.max_results,
+            "search_tool": built.search_tool,
+            "instructions": built.instructions,
+        }
+        extra = {"weights": built.weights, "compact_results": built.compact_results}
+        options |= {key: value for key, value in extra.items() if value}
+        if built.semantic is not False:
+            options["semantic"] = built.semantic
         return options
 
 
-class ProgressiveConfig(_Model):
-    """``ProgressiveDisclosureMiddleware`` options; on when the table is present.
+class ProgressiveConfig(_OptionsTable):
+    """``[progressive]``: ``ProgressiveOptions`` for ``ProgressiveDisclosureMiddleware``; on
+    when the table is present. Defaults are ``ProgressiveOptions``'s.
 
     ``call_tool_name`` adds a ``call_tool`` proxy for clients that ignore
     ``list_changed``; ``call_unlisted`` lets a client call any tool of a group it
@@ -507,22 +590,42 @@ class ProgressiveConfig(_Model):
         ```
     """
 
-    enabled: bool = True
-    initial_groups: list[str] = Field(default_factory=list)
+    _table: ClassVar[str] = "progressive"
+    _kind: ClassVar[type[SearchOptions | ProgressiveOptions]] = ProgressiveOptions
+    _meta_tool_keys: ClassVar[tuple[str, ...]] = (
+        "enable_tool_name",
+        "disable_tool_name",
+        "call_tool_name",
+    )
+
+    initial_groups: list[str] | None = None
     max_tools: int | None = None
-    hide_ungrouped: bool = False
-    call_unlisted: bool = False
-    offer_enable: bool = True
-    available_groups: Literal["children", "all"] = "children"
-    enable_tool_name: str = "enable_tools"
-    disable_tool_name: str = "disable_tools"
+    hide_ungrouped: bool | None = None
+    call_unlisted: bool | None = None
+    offer_enable: bool | None = None
+    available_groups: Literal["children", "all"] | None = None
+    enable_tool_name: str | None = None
+    disable_tool_name: str | None = None
     call_tool_name: str | None = None
-    include_schemas: bool = False
-    state_namespace: str = "progressive"
+    include_schemas: bool | None = None
+    state_namespace: str | None = None
+
+    def to_options(self) -> ProgressiveOptions:
+        """The table as the library's ``ProgressiveOptions`` (checked there).
+
+        Example:
+            ```python
+            load_config("proxy.toml").progressive.to_options().initial_groups  # ("issues",)
+            ```
+        """
+        built: ProgressiveOptions = self._options_object()
+        return built
 
     def options(self) -> dict[str, Any]:
-        """The keyword options of ``ProgressiveDisclosureMiddleware``."""
-        return self.model_dump(exclude={"enabled"})
+        """The keyword options of ``ProgressiveDisclosureMiddleware`` these options make."""
+        built = self.to_options()
+        options = {name: getattr(built, name) for name in option_names(ProgressiveOptions)}
+        return {**options, "initial_groups": list(built.initial_groups)}
 
 
 class FilteringConfig(_Model):
@@ -628,49 +731,27 @@ class FilteringConfig(_Model):
             )
         if self.concerns:
             self.concern_middleware()
-        self._meta_tool_names()
+        tables: list[_OptionsTable] = [self.search]
+        if self.progressive is not None:
+            tables.append(self.progressive)
+        # Each table checked its own names: here, one table's against the other's.
+        _check_meta_tool_names([name for table in tables for name in table.meta_tools()])
         if self.search.enabled:
             _guard(
-                lambda: SearchMiddleware(catalog=self.catalog(), **self.search.options()),
+                lambda: SearchMiddleware(catalog=self.catalog(), options=self.search.to_options()),
                 ("search",),
-                self.search.options(),
+                dict.fromkeys(option_names(SearchOptions)),
             )
         if self.progressive is not None and self.progressive.enabled:
-            progressive = self.progressive
+            progressive = self.progressive.to_options()
             _guard(
                 lambda: ProgressiveDisclosureMiddleware(
-                    catalog=self.catalog(), **progressive.options()
+                    catalog=self.catalog(), options=progressive
                 ),
                 ("progressive",),
-                progressive.options(),
+                dict.fromkeys(option_names(ProgressiveOptions)),
             )
         return self
-
-    def _meta_tool_names(self) -> None:
-        """The stack's own tools (search, progressive) need names of their own."""
-        names: list[tuple[KeyPath, str]] = []
-        if self.search.enabled and self.search.search_tool is not False:
-            names.append((("search", "search_tool"), self.search.search_tool))
-        if self.progressive is not None and self.progressive.enabled:
-            for key in ("enable_tool_name", "disable_tool_name", "call_tool_name"):
-                value = getattr(self.progressive, key)
-                if value is not None:
-                    names.append((("progressive", key), value))
-        seen: dict[str, KeyPath] = {}
-        for path, name in names:
-            if not _TOOL_NAME.fullmatch(name):
-                raise _CrossReferenceError(
-                    path,
-                    f"{name!r} is not a tool name: use 1 to 128 letters, digits, '_', '-' or "
-                    "'.'" + (", or false to turn the tool off" if path[0] == "search" else ""),
-                )
-            if name in seen:
-                raise _CrossReferenceError(
-                    path,
-                    f"{name!r} is also the name of {_format_key(seen[name])}; give each "
-                    "meta-tool its own name",
-                )
-            seen[name] = path
 
     # -- the library declarations -------------------------------------------------------
 
@@ -768,6 +849,25 @@ class FilteringConfig(_Model):
         if match := re.search(r"cycle: (\S+) ->", message):
             return ("groups", names.index(match.group(1)), "parent")
         return ("groups",)
+
+
+def _check_meta_tool_names(names: Sequence[tuple[KeyPath, str]]) -> None:
+    """The stack's own tools (search, progressive) need valid names of their own."""
+    seen: dict[str, KeyPath] = {}
+    for path, name in names:
+        if not _TOOL_NAME.fullmatch(name):
+            raise _CrossReferenceError(
+                path,
+                f"{name!r} is not a tool name: use 1 to 128 letters, digits, '_', '-' or "
+                "'.'" + (", or false to turn the tool off" if path[0] == "search" else ""),
+            )
+        if name in seen:
+            raise _CrossReferenceError(
+                path,
+                f"{name!r} is also the name of {_format_key(seen[name])}; give each "
+                "meta-tool its own name",
+            )
+        seen[name] = path
 
 
 def _last_index(names: list[str], name: str) -> int:
