@@ -7,7 +7,7 @@ import argparse
 from fastmcp import FastMCP
 
 from fastmcp_filtering import install
-from fastmcp_filtering.middleware.concerns import Concern, ConcernMiddleware, concerns
+from fastmcp_filtering.concern.middleware import Concern, ConcernMiddleware, concerns
 
 CONCERNS = [
     Concern(

@@ -17,6 +17,8 @@ Example:
 
 from __future__ import annotations
 
+from fastmcp_filtering.access.middleware import AccessPolicy, GroupAccessMiddleware
+from fastmcp_filtering.concern.middleware import ConcernMiddleware, concerns
 from fastmcp_filtering.core.catalog import Catalog, Membership
 from fastmcp_filtering.core.concerns import Concern, ConcernsFromToken
 from fastmcp_filtering.core.declarations import GROUPS_META_KEY, Group, Tag, in_group
@@ -31,28 +33,26 @@ from fastmcp_filtering.core.options import ProgressiveOptions, SearchOptions
 from fastmcp_filtering.core.request import unrestricted
 from fastmcp_filtering.gateway.grouping.suggest import suggest_config
 from fastmcp_filtering.gateway.grouping.suggestion import SuggestedConfig
-from fastmcp_filtering.middleware.access import AccessPolicy, GroupAccessMiddleware
-from fastmcp_filtering.middleware.concerns import ConcernMiddleware, concerns
-from fastmcp_filtering.middleware.filter import FilterMiddleware
-from fastmcp_filtering.middleware.layers import LayerMiddleware
-from fastmcp_filtering.middleware.progressive import ProgressiveDisclosureMiddleware
-from fastmcp_filtering.middleware.progressive_tools import DisableToolsResult, EnableToolsResult
-from fastmcp_filtering.middleware.rate_limit import rate_limit_key
-from fastmcp_filtering.middleware.search import SearchMiddleware
-from fastmcp_filtering.middleware.search_tool import SearchToolsResult
-from fastmcp_filtering.middleware.stack import (
+from fastmcp_filtering.group.middleware import FilterMiddleware
+from fastmcp_filtering.policy.decision import (
+    ClientRequest,
+    Hidden,
+    LayerView,
+    PolicyLayer,
+)
+from fastmcp_filtering.progressive.middleware import ProgressiveDisclosureMiddleware
+from fastmcp_filtering.progressive.tools import DisableToolsResult, EnableToolsResult
+from fastmcp_filtering.search.middleware import SearchMiddleware
+from fastmcp_filtering.search.rate_limit import rate_limit_key
+from fastmcp_filtering.search.tool import SearchToolsResult
+from fastmcp_filtering.server.layers import LayerMiddleware
+from fastmcp_filtering.stack import (
     SEARCH_FIRST,
     FilteringStack,
     StackOptions,
     add_filtering,
     filtering_stack,
     install,
-)
-from fastmcp_filtering.policy.decision import (
-    ClientRequest,
-    Hidden,
-    LayerView,
-    PolicyLayer,
 )
 
 __all__ = [

@@ -11,7 +11,7 @@ from fastmcp import Client, FastMCP
 from key_value.aio.stores.memory import MemoryStore
 from pydantic import BaseModel
 
-from fastmcp_filtering.middleware.concerns import Concern, ConcernMiddleware, concerns
+from fastmcp_filtering.concern.middleware import Concern, ConcernMiddleware, concerns
 
 from ..conftest import use
 

@@ -7,7 +7,7 @@ from typing import Any
 from fastmcp import FastMCP
 
 from fastmcp_filtering import Group, ProgressiveDisclosureMiddleware, in_group
-from fastmcp_filtering.middleware.search import SearchMiddleware
+from fastmcp_filtering.search.middleware import SearchMiddleware
 
 from ..conftest import use
 from .layers import HideSecret

@@ -7,7 +7,7 @@ from typing import Any
 from fastmcp import Client, FastMCP
 
 from fastmcp_filtering import Group, in_group
-from fastmcp_filtering.middleware.progressive import ProgressiveDisclosureMiddleware
+from fastmcp_filtering.progressive.middleware import ProgressiveDisclosureMiddleware
 
 from ..conftest import use
 

@@ -11,7 +11,7 @@ from fastmcp.tools.base import ToolResult
 
 from fastmcp_filtering import Group, in_group
 from fastmcp_filtering.client import list_tools
-from fastmcp_filtering.middleware.search import SearchMiddleware
+from fastmcp_filtering.search.middleware import SearchMiddleware
 
 from ..conftest import use
 

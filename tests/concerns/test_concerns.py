@@ -35,9 +35,9 @@ from fastmcp_filtering.client import (
     list_tools,
     update_concerns,
 )
+from fastmcp_filtering.concern.middleware import Concern, ConcernMiddleware, concerns
 from fastmcp_filtering.core.concerns import MAX_CONFIG_ENTRIES
 from fastmcp_filtering.core.declarations import CONCERNS_META_ALIAS, GROUPS_META_KEY
-from fastmcp_filtering.middleware.concerns import Concern, ConcernMiddleware, concerns
 from fastmcp_filtering.server.wire import _scope_of
 
 from .._faults_stores import outage_log

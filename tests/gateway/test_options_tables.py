@@ -11,8 +11,8 @@ from fastmcp_filtering.core.options import option_names
 from fastmcp_filtering.gateway import ProgressiveConfig, SearchConfig
 from fastmcp_filtering.gateway.config.models import FilteringConfig, load_config
 from fastmcp_filtering.gateway.proxy import build_proxy
-from fastmcp_filtering.middleware.progressive import ProgressiveDisclosureMiddleware
-from fastmcp_filtering.middleware.search import SearchMiddleware
+from fastmcp_filtering.progressive.middleware import ProgressiveDisclosureMiddleware
+from fastmcp_filtering.search.middleware import SearchMiddleware
 
 from .._support.gateway_config import UPSTREAM, error_of, write
 

@@ -31,7 +31,7 @@ from fastmcp_filtering.client import (
 )
 from fastmcp_filtering.gateway.config.models import FilteringConfig, load_config
 from fastmcp_filtering.gateway.proxy import ConfigAnnotations, build_proxy
-from fastmcp_filtering.middleware.search import SearchMiddleware
+from fastmcp_filtering.search.middleware import SearchMiddleware
 
 from .._servers import free_port
 from .._support.standin import EXAMPLE_CONFIG, RECORDED, STANDIN, names, reply, standin_http

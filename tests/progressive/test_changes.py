@@ -19,7 +19,7 @@ from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from typing_extensions import override
 
 from fastmcp_filtering import FilterMiddleware, Group, in_group
-from fastmcp_filtering.middleware.progressive import ProgressiveDisclosureMiddleware
+from fastmcp_filtering.progressive.middleware import ProgressiveDisclosureMiddleware
 
 from .._support.layers import HideLayer, hide_secret
 from .._support.progressive import call, make_server

@@ -12,7 +12,7 @@ from fastmcp import FastMCP
 from inline_snapshot import snapshot
 
 from fastmcp_filtering import Group, in_group
-from fastmcp_filtering.middleware.progressive import ProgressiveDisclosureMiddleware
+from fastmcp_filtering.progressive.middleware import ProgressiveDisclosureMiddleware
 
 from .._support.progressive import call, names
 from ..conftest import Connect, use

@@ -16,7 +16,7 @@ from key_value.aio.stores.memory import MemoryStore
 from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering import Catalog, Group, in_group, install, unrestricted
-from fastmcp_filtering.middleware.progressive import ProgressiveDisclosureMiddleware
+from fastmcp_filtering.progressive.middleware import ProgressiveDisclosureMiddleware
 
 from .._faults_stores import FaultyStore, outage_log
 from .._support.layers import HideLayer

@@ -163,8 +163,8 @@ class TestMetaToolsAreNotRanked:
 class TestOnlyWhatEnablingCanShow:
     def test_a_client_that_cannot_enable_groups_is_offered_nothing(self) -> None:
         from fastmcp_filtering.core.catalog import Catalog
-        from fastmcp_filtering.policy.progressive import Enabled, EnabledStore, ProgressiveLayer
-        from fastmcp_filtering.policy.progressive import _View as View
+        from fastmcp_filtering.progressive.rules import Enabled, EnabledStore, ProgressiveLayer
+        from fastmcp_filtering.progressive.rules import _View as View
 
         catalog = Catalog(groups=GROUPS)
         layer = ProgressiveLayer(

@@ -15,9 +15,9 @@ from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering import FilterMiddleware, install
 from fastmcp_filtering.client import call_method, list_tools
-from fastmcp_filtering.middleware.search import SearchMiddleware
 from fastmcp_filtering.retrieval.embedders import INSTALL_HINT
 from fastmcp_filtering.retrieval.ranking import Document, SearchIndex
+from fastmcp_filtering.search.middleware import SearchMiddleware
 
 from .._support.layers import HideSecret
 from .._support.search import CATALOG, GROUPS, every_page, make_server, stub

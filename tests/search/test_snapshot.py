@@ -21,8 +21,8 @@ from pydantic import BaseModel
 from fastmcp_filtering import FilterMiddleware, Group, install
 from fastmcp_filtering._fastmcp import current_request
 from fastmcp_filtering.client import call_method, update_concerns
-from fastmcp_filtering.middleware.search import SearchMiddleware
-from fastmcp_filtering.middleware.search_service import Snapshots
+from fastmcp_filtering.search.middleware import SearchMiddleware
+from fastmcp_filtering.search.service import Snapshots
 from fastmcp_filtering.server.hooks import Prefilled
 
 from .._full_stack import build_full_stack_server

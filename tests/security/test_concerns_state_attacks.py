@@ -13,9 +13,9 @@ from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering.client import list_tools, update_concerns
+from fastmcp_filtering.concern.rules import STATE_NAMESPACE
 from fastmcp_filtering.core.declarations import CONCERNS_META_ALIAS, CONCERNS_META_KEY
 from fastmcp_filtering.core.request import save_state
-from fastmcp_filtering.policy.concerns import STATE_NAMESPACE
 
 from .._support.concerns import FlakyStore, _Raw, handshake, make_server, names
 from ..conftest import Connect

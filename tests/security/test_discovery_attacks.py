@@ -27,11 +27,11 @@ from fastmcp_filtering import (
     install,
 )
 from fastmcp_filtering.client import call_method
+from fastmcp_filtering.concern.middleware import Concern
 from fastmcp_filtering.core.concerns import REQUEST_META_KEY
 from fastmcp_filtering.core.declarations import BETTER_MATCHES_META_KEY
-from fastmcp_filtering.middleware.concerns import Concern
-from fastmcp_filtering.middleware.search import SearchMiddleware
 from fastmcp_filtering.retrieval.embedders import INSTALL_HINT
+from fastmcp_filtering.search.middleware import SearchMiddleware
 
 from .._faults_stores import FaultyStore
 from .._support.discovery import GROUPS, brief, search, tool

@@ -23,8 +23,26 @@ _ALLOWED: dict[str, set[str]] = {
     "retrieval": {"retrieval", "core", "_fastmcp"},
     "policy": {"policy", "core", "_fastmcp"},
     "server": {"server", "policy", "core", "_fastmcp"},
-    "middleware": {"middleware", "server", "policy", "retrieval", "core", "_fastmcp"},
-    "gateway": {"gateway", "middleware", "server", "policy", "retrieval", "core", "_fastmcp"},
+    # The features, above the plumbing: each with its rules, middleware and meta-tools.
+    "access": {"access", "server", "policy", "core", "_fastmcp"},
+    "concern": {"concern", "access", "server", "policy", "core", "_fastmcp"},
+    "progressive": {"progressive", "concern", "access", "server", "policy", "core", "_fastmcp"},
+    "search": {"search", "access", "server", "policy", "retrieval", "core", "_fastmcp"},
+    "group": {"group", "access", "server", "policy", "core", "_fastmcp"},
+    "gateway": {
+        "gateway",
+        "stack",
+        "group",
+        "search",
+        "progressive",
+        "concern",
+        "access",
+        "server",
+        "policy",
+        "retrieval",
+        "core",
+        "_fastmcp",
+    },
 }
 
 
@@ -57,8 +75,8 @@ class TestPublicNames:
             assert missing == []
 
     def test_the_extension_points_the_docs_name_are_public(self) -> None:
-        from fastmcp_filtering.middleware.layers import LayerMiddleware
         from fastmcp_filtering.policy.decision import Hidden, PolicyLayer
+        from fastmcp_filtering.server.layers import LayerMiddleware
 
         assert fastmcp_filtering.PolicyLayer is PolicyLayer
         assert fastmcp_filtering.Hidden is Hidden
@@ -66,7 +84,7 @@ class TestPublicNames:
 
 
 class TestNoOldPaths:
-    @pytest.mark.parametrize("old", ["filter", "search", "config", "no_such_module"])
+    @pytest.mark.parametrize("old", ["filter", "middleware", "config", "no_such_module"])
     def test_a_module_path_never_released_does_not_import(self, old: str) -> None:
         """The package's modules live in subpackages; no forwarding module keeps other paths."""
         with pytest.raises(ModuleNotFoundError):

@@ -381,7 +381,7 @@ class Scope:
     as_listed: bool = False
     """Lists leave the request's own ``filter`` and ``query`` aside: what the client lists
     through the whole chain, which a search or a filter check reads as its candidates when a
-    middleware ahead of it may drop components (``middleware.search_service.as_listed``)."""
+    middleware ahead of it may drop components (``search.service.as_listed``)."""
 
 
 # The one ContextVar for block-scoped state: a new Scope per block, the old one back after it.

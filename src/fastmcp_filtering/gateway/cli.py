@@ -47,7 +47,7 @@ from fastmcp_filtering.gateway.serve import (
     upstream_log,
 )
 from fastmcp_filtering.gateway.upstreams.provider import UPSTREAM_MARK, patiently
-from fastmcp_filtering.middleware.progressive import FIXED_CALL_TOOL
+from fastmcp_filtering.progressive.middleware import FIXED_CALL_TOOL
 
 logger = logging.getLogger("fastmcp_filtering")
 

@@ -45,8 +45,8 @@ from fastmcp_filtering.gateway.upstreams.provider import (
     client_factory,
 )
 from fastmcp_filtering.gateway.upstreams.stdio import NamedStdio, StderrRelay
-from fastmcp_filtering.middleware.stack import add_filtering
 from fastmcp_filtering.server.transform import AccessTransform
+from fastmcp_filtering.stack import add_filtering
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping, Sequence

@@ -26,6 +26,7 @@ Adding a layer: subclass ``PolicyLayer``, return a view whose ``judge`` says
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
@@ -392,3 +393,8 @@ def policy_key(owner: object) -> tuple[object, ...]:
     that widens or sets aside that other one."""
     scope = current_scope()
     return ("policy", id(owner), id(scope.widened), id(scope.set_aside))
+
+
+def call_hint(tool: str, groups: Sequence[str]) -> str:
+    """``enable_tools(groups=["code", "repos"])``: a call the agent can copy."""
+    return f"{tool}(groups={json.dumps(list(groups))})"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from fastmcp.server.middleware import Middleware
@@ -21,13 +21,13 @@ from fastmcp_filtering._fastmcp import (
 )
 from fastmcp_filtering.core.catalog import same_kind
 from fastmcp_filtering.core.errors import OptionError
-from fastmcp_filtering.core.request import current_scope, request_info, request_memo
+from fastmcp_filtering.core.request import current_scope, request_info, request_memo, scoped
 from fastmcp_filtering.policy.access import current_principal
 from fastmcp_filtering.policy.renderers import VisibleRenderers, is_renderer
-from fastmcp_filtering.server.injection import injections_to_judge
+from fastmcp_filtering.server.injection import JudgedInjection, injections_to_judge
 from fastmcp_filtering.server.mounts import judged_above, mount_under
 from fastmcp_filtering.server.tasks import GUARDED_METHODS, TaskGuard
-from fastmcp_filtering.server.transform import AccessTransform
+from fastmcp_filtering.server.transform import LISTERS, AccessTransform
 from fastmcp_filtering.server.wire import Wire
 
 if TYPE_CHECKING:
@@ -660,6 +660,96 @@ class ListHooks(ToolInjectionMiddleware, Announces):
             ):
                 return await call_next(context)
         return await self.on_list(ListRequest(kind, context, call_next))
+
+
+# The hooks through which a middleware could change what a tools/list returns.
+_LISTING_HOOKS = ("__call__", "on_message", "on_request", "on_list_tools", "on_list", "answer")
+# (A layer's own ``marked`` is allowed: search applies it where it shows a page.)
+
+
+def known_to_leave(middleware: Middleware, *, inner: bool) -> bool:
+    """Whether a middleware's effect on a tool listing is known: none, or the package's own.
+
+    The package's middlewares, and layers of one's own on ``LayerMiddleware``
+    (the documented way to add one), are known while every listing hook is the
+    package's; of FastMCP's, those that never change a listing.
+    """
+    from fastmcp.server.middleware.dereference import DereferenceRefsMiddleware
+
+    if isinstance(middleware, Gate):
+        return known_to_leave(middleware.inner, inner=inner)
+    if type(middleware) is DereferenceRefsMiddleware:
+        # Its copies change parameter text, which search ranks: outside the search only.
+        return not inner
+    return leaves_tools(middleware)
+
+
+def leaves_tools(middleware: Middleware) -> bool:
+    """Whether a listing through ``middleware`` leaves each tool as it was but for its marks.
+
+    The package's middlewares and layers of one's own on ``LayerMiddleware`` (while every
+    listing hook is the package's: their marks are ``ListHooks.marked``), FastMCP's
+    ``DereferenceRefsMiddleware`` (its copies are ``hooks.marked_by``'s too), and FastMCP's
+    middlewares that never change a listed tool.
+    """
+    from fastmcp.server.middleware.dereference import DereferenceRefsMiddleware
+    from fastmcp.server.middleware.error_handling import ErrorHandlingMiddleware, RetryMiddleware
+    from fastmcp.server.middleware.logging import LoggingMiddleware, StructuredLoggingMiddleware
+    from fastmcp.server.middleware.rate_limiting import (
+        RateLimitingMiddleware,
+        SlidingWindowRateLimitingMiddleware,
+    )
+    from fastmcp.server.middleware.timing import DetailedTimingMiddleware, TimingMiddleware
+    from fastmcp.server.middleware.tool_injection import ToolInjectionMiddleware
+
+    from fastmcp_filtering.server.tasks import TaskGuard
+
+    neutral: tuple[type, ...] = (
+        ErrorHandlingMiddleware,
+        RetryMiddleware,
+        LoggingMiddleware,
+        StructuredLoggingMiddleware,
+        RateLimitingMiddleware,
+        SlidingWindowRateLimitingMiddleware,
+        TimingMiddleware,
+        DetailedTimingMiddleware,
+        ToolInjectionMiddleware,
+        TaskGuard,
+        Prefilled,
+        DereferenceRefsMiddleware,
+    )
+    if isinstance(middleware, Gate | JudgedInjection):
+        return leaves_tools(middleware.inner)
+    if type(middleware) in neutral:
+        return True
+    return isinstance(middleware, ListHooks) and all(
+        getattr(getattr(type(middleware), hook, None), "__module__", "").startswith(
+            ("fastmcp_filtering.", "fastmcp.")
+        )
+        for hook in _LISTING_HOOKS
+    )
+
+
+def shaped_ahead(server: FastMCP, middleware: Middleware) -> bool:
+    """Whether a middleware ahead of ``middleware`` in ``server``'s chain may change a list.
+
+    True too when ``middleware`` is not in the chain (a mounted server's, answering
+    inside its parent's request): nothing says what runs ahead of it.
+    """
+    for each in server.middleware:
+        if each is middleware or getattr(each, "inner", None) is middleware:
+            return False
+        if not leaves_tools(each):
+            return True
+    return True
+
+
+async def as_listed(server: FastMCP, kind: ComponentKind) -> Sequence[Any]:
+    """What the client lists of ``kind`` through ``server``'s whole chain, its request's own
+    ``filter`` and ``query`` aside (every middleware, every layer, FastMCP's checks)."""
+    with scoped(replace(current_scope(), as_listed=True)):
+        listed: Sequence[Any] = await getattr(server, LISTERS[kind])()
+    return listed
 
 
 async def marked_by(middlewares: Sequence[Middleware], tools: Sequence[Tool]) -> Sequence[Tool]:

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from fastmcp.exceptions import AuthorizationError
 from fastmcp.resources.template import ResourceTemplate
@@ -433,3 +433,16 @@ class ServerListing:
         with widened(AccessTransform.of(self._server)):
             listed: Sequence[FastMCPComponent] = await getattr(self._server, LISTERS[kind])()
         return listed
+
+
+async def remedy(ctx: Context, enable: Sequence[str]) -> dict[str, Any] | None:
+    """The meta-tool calls that make a component hidden with ``enable`` usable; None: none can."""
+    transform = AccessTransform.of(ctx.fastmcp)
+    if transform is None:
+        return None
+    listing = ServerListing(ctx.fastmcp)
+    for layer in transform.layers:
+        calls = await layer.remedy(ctx, enable, listing)
+        if calls is not None:
+            return calls
+    return None

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 from fastmcp.server.auth import require_scopes
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from fastmcp_filtering.access.middleware import AccessPolicy
 from fastmcp_filtering.core.errors import OptionError
-from fastmcp_filtering.middleware.access import AccessPolicy
 
 if TYPE_CHECKING:
     from collections.abc import Callable

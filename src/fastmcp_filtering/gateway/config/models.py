@@ -30,6 +30,7 @@ from pydantic import (
 )
 from typing_extensions import override
 
+from fastmcp_filtering.concern.middleware import ConcernMiddleware
 from fastmcp_filtering.core.catalog import Catalog
 from fastmcp_filtering.core.concerns import Concern, ConcernsFromToken
 from fastmcp_filtering.core.declarations import Group, Tag
@@ -56,9 +57,8 @@ from fastmcp_filtering.gateway.redact import safe_url
 from fastmcp_filtering.gateway.upstreams.annotations import RISK_DESCRIPTION, RISK_VALUES
 from fastmcp_filtering.gateway.upstreams.limits import Timeouts
 from fastmcp_filtering.gateway.upstreams.listings import LONGEST_BACKOFF
-from fastmcp_filtering.middleware.concerns import ConcernMiddleware
-from fastmcp_filtering.middleware.progressive import ProgressiveDisclosureMiddleware
-from fastmcp_filtering.middleware.search import SearchMiddleware
+from fastmcp_filtering.progressive.middleware import ProgressiveDisclosureMiddleware
+from fastmcp_filtering.search.middleware import SearchMiddleware
 
 if TYPE_CHECKING:
     import os

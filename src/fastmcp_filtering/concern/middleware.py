@@ -10,6 +10,7 @@ import mcp_types as mt
 from mcp.shared.exceptions import MCPError
 from typing_extensions import override
 
+from fastmcp_filtering.concern.rules import ApplyDefaults, ConcernLayer
 from fastmcp_filtering.core.concerns import (
     COMPONENT_META_KEY,
     REQUEST_META_ALIAS,
@@ -35,9 +36,8 @@ from fastmcp_filtering.core.request import (
     save_state,
     unrestricted,
 )
-from fastmcp_filtering.middleware.layers import LayerMiddleware, Reach, notify_changes
-from fastmcp_filtering.policy.concerns import ApplyDefaults, ConcernLayer
 from fastmcp_filtering.server.hooks import Marks
+from fastmcp_filtering.server.layers import LayerMiddleware, Reach, notify_changes
 from fastmcp_filtering.server.wire import report
 
 if TYPE_CHECKING:

@@ -53,7 +53,6 @@ import functools
 import logging
 import weakref
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -63,16 +62,16 @@ from fastmcp.utilities.versions import version_sort_key
 
 from fastmcp_filtering._fastmcp import catalog_generation, lists_its_storage
 from fastmcp_filtering.core.catalog import is_meta_tool, search_key
-from fastmcp_filtering.core.request import current_scope, scoped, unrestricted
-from fastmcp_filtering.middleware.candidates import CatalogSnapshot
+from fastmcp_filtering.core.request import unrestricted
 from fastmcp_filtering.policy.access import access_of
 from fastmcp_filtering.policy.decision import Hit, Policy, PolicyLayer, widened
 from fastmcp_filtering.retrieval.fusion import FusedRanking
 from fastmcp_filtering.retrieval.ranking import Document, LexicalRanking, Ranking, SearchIndex
 from fastmcp_filtering.retrieval.semantic_index import EmbeddingIndex
-from fastmcp_filtering.server.hooks import Gate, ListHooks, Prefilled, prefill_ready
-from fastmcp_filtering.server.injection import JudgedInjection, unjudged_tools
-from fastmcp_filtering.server.transform import LISTERS, AccessTransform, ServerListing
+from fastmcp_filtering.search.candidates import CatalogSnapshot
+from fastmcp_filtering.server.hooks import known_to_leave, prefill_ready
+from fastmcp_filtering.server.injection import unjudged_tools
+from fastmcp_filtering.server.transform import LISTERS, AccessTransform
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -496,19 +495,6 @@ def _newer(a: FastMCPComponent, b: FastMCPComponent) -> bool:
     return bool(version_sort_key(a) > version_sort_key(b))
 
 
-async def remedy(ctx: Context, enable: Sequence[str]) -> dict[str, Any] | None:
-    """The meta-tool calls that make a component hidden with ``enable`` usable; None: none can."""
-    transform = AccessTransform.of(ctx.fastmcp)
-    if transform is None:
-        return None
-    listing = ServerListing(ctx.fastmcp)
-    for layer in transform.layers:
-        calls = await layer.remedy(ctx, enable, listing)
-        if calls is not None:
-            return calls
-    return None
-
-
 # -- the catalog snapshot ------------------------------------------------------------------
 
 # Transforms that do the same to every request's listing, whoever asks.
@@ -547,104 +533,14 @@ def fingerprint(server: FastMCP, search: Middleware) -> tuple[object, ...] | Non
     outer = middleware[: middleware.index(search)]
     discovery = any(can_enable(layer) for layer in layers)
     # Middleware inside the search shapes its candidates; outside, only discovery's listing.
-    if not all(_known(m, inner=True) for m in inner) or (
-        discovery and not all(_known(m, inner=False) for m in outer)
+    if not all(known_to_leave(m, inner=True) for m in inner) or (
+        discovery and not all(known_to_leave(m, inner=False) for m in outer)
     ):
         return None
     versions = tuple(
         catalog.version for m in middleware if (catalog := getattr(m, "catalog", None)) is not None
     )
     return (generation, providers, transforms, local_transforms, middleware, versions, layers)
-
-
-# The hooks through which a middleware could change what a tools/list returns.
-_LISTING_HOOKS = ("__call__", "on_message", "on_request", "on_list_tools", "on_list", "answer")
-# (A layer's own ``marked`` is allowed: search applies it where it shows a page.)
-
-
-def _known(middleware: Middleware, *, inner: bool) -> bool:
-    """Whether a middleware's effect on a tool listing is known: none, or the package's own.
-
-    The package's middlewares, and layers of one's own on ``LayerMiddleware``
-    (the documented way to add one), are known while every listing hook is the
-    package's; of FastMCP's, those that never change a listing.
-    """
-    from fastmcp.server.middleware.dereference import DereferenceRefsMiddleware
-
-    if isinstance(middleware, Gate):
-        return _known(middleware.inner, inner=inner)
-    if type(middleware) is DereferenceRefsMiddleware:
-        # Its copies change parameter text, which search ranks: outside the search only.
-        return not inner
-    return leaves_tools(middleware)
-
-
-def leaves_tools(middleware: Middleware) -> bool:
-    """Whether a listing through ``middleware`` leaves each tool as it was but for its marks.
-
-    The package's middlewares and layers of one's own on ``LayerMiddleware`` (while every
-    listing hook is the package's: their marks are ``ListHooks.marked``), FastMCP's
-    ``DereferenceRefsMiddleware`` (its copies are ``hooks.marked_by``'s too), and FastMCP's
-    middlewares that never change a listed tool.
-    """
-    from fastmcp.server.middleware.dereference import DereferenceRefsMiddleware
-    from fastmcp.server.middleware.error_handling import ErrorHandlingMiddleware, RetryMiddleware
-    from fastmcp.server.middleware.logging import LoggingMiddleware, StructuredLoggingMiddleware
-    from fastmcp.server.middleware.rate_limiting import (
-        RateLimitingMiddleware,
-        SlidingWindowRateLimitingMiddleware,
-    )
-    from fastmcp.server.middleware.timing import DetailedTimingMiddleware, TimingMiddleware
-    from fastmcp.server.middleware.tool_injection import ToolInjectionMiddleware
-
-    from fastmcp_filtering.server.tasks import TaskGuard
-
-    neutral: tuple[type, ...] = (
-        ErrorHandlingMiddleware,
-        RetryMiddleware,
-        LoggingMiddleware,
-        StructuredLoggingMiddleware,
-        RateLimitingMiddleware,
-        SlidingWindowRateLimitingMiddleware,
-        TimingMiddleware,
-        DetailedTimingMiddleware,
-        ToolInjectionMiddleware,
-        TaskGuard,
-        Prefilled,
-        DereferenceRefsMiddleware,
-    )
-    if isinstance(middleware, Gate | JudgedInjection):
-        return leaves_tools(middleware.inner)
-    if type(middleware) in neutral:
-        return True
-    return isinstance(middleware, ListHooks) and all(
-        getattr(getattr(type(middleware), hook, None), "__module__", "").startswith(
-            ("fastmcp_filtering.", "fastmcp.")
-        )
-        for hook in _LISTING_HOOKS
-    )
-
-
-def shaped_ahead(server: FastMCP, middleware: Middleware) -> bool:
-    """Whether a middleware ahead of ``middleware`` in ``server``'s chain may change a list.
-
-    True too when ``middleware`` is not in the chain (a mounted server's, answering
-    inside its parent's request): nothing says what runs ahead of it.
-    """
-    for each in server.middleware:
-        if each is middleware or getattr(each, "inner", None) is middleware:
-            return False
-        if not leaves_tools(each):
-            return True
-    return True
-
-
-async def as_listed(server: FastMCP, kind: ComponentKind) -> Sequence[Any]:
-    """What the client lists of ``kind`` through ``server``'s whole chain, its request's own
-    ``filter`` and ``query`` aside (every middleware, every layer, FastMCP's checks)."""
-    with scoped(replace(current_scope(), as_listed=True)):
-        listed: Sequence[Any] = await getattr(server, LISTERS[kind])()
-    return listed
 
 
 async def list_catalog(server: FastMCP) -> tuple[list[Tool], bool]:

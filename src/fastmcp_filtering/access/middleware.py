@@ -10,9 +10,9 @@ from typing_extensions import override
 
 from fastmcp_filtering.core.catalog import Catalog
 from fastmcp_filtering.core.errors import OptionError
-from fastmcp_filtering.middleware.layers import LayerMiddleware
 from fastmcp_filtering.policy.access import GroupAccess, access_of
 from fastmcp_filtering.server.hooks import FilteringRuntime, set_up_on
+from fastmcp_filtering.server.layers import LayerMiddleware
 from fastmcp_filtering.server.transform import AccessTransform
 
 if TYPE_CHECKING:

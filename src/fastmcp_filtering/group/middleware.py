@@ -12,6 +12,7 @@ from mcp_types import InitializeResult
 from typing_extensions import override
 
 from fastmcp_filtering._fastmcp import list_page_size
+from fastmcp_filtering.access.middleware import enforce_access
 from fastmcp_filtering.core.catalog import Catalog
 from fastmcp_filtering.core.declarations import GROUPS_META_KEY, Group, Tag
 from fastmcp_filtering.core.filters import filter_warnings, narrow
@@ -23,11 +24,15 @@ from fastmcp_filtering.core.request import (
     invalid_params,
     request_info,
 )
-from fastmcp_filtering.middleware.access import enforce_access
-from fastmcp_filtering.middleware.layers import check_completion
-from fastmcp_filtering.middleware.search_service import as_listed, shaped_ahead
 from fastmcp_filtering.policy.access import access_of
-from fastmcp_filtering.server.hooks import ListHooks, Marks, install_task_guard
+from fastmcp_filtering.server.hooks import (
+    ListHooks,
+    Marks,
+    as_listed,
+    install_task_guard,
+    shaped_ahead,
+)
+from fastmcp_filtering.server.layers import check_completion
 from fastmcp_filtering.server.transform import AccessTransform
 from fastmcp_filtering.server.wire import report
 

@@ -11,22 +11,16 @@ from pydantic import BaseModel, Field
 
 from fastmcp_filtering.core.catalog import mark_meta_tool, search_key
 from fastmcp_filtering.core.request import REPLY_CONFIG, clean_query
-from fastmcp_filtering.middleware.search_service import (
-    candidates,
-    leaves_tools,
-    rank_hits,
-    remedy,
-    request_trusts,
-)
-from fastmcp_filtering.server.hooks import marked_by
-from fastmcp_filtering.server.transform import current_policy, shown
+from fastmcp_filtering.search.service import candidates, rank_hits, request_trusts
+from fastmcp_filtering.server.hooks import leaves_tools, marked_by
+from fastmcp_filtering.server.transform import current_policy, remedy, shown
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 
     from fastmcp_filtering.core.catalog import Catalog
-    from fastmcp_filtering.middleware.search_service import SearchService, Snapshots
     from fastmcp_filtering.policy.decision import Hit
+    from fastmcp_filtering.search.service import SearchService, Snapshots
 
 
 class SearchToolsResult(BaseModel):

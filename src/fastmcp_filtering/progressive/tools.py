@@ -13,23 +13,18 @@ from pydantic import BaseModel
 
 from fastmcp_filtering.core.catalog import is_meta_tool
 from fastmcp_filtering.core.errors import StateUnavailable
-from fastmcp_filtering.core.request import (
-    REPLY_CONFIG,
-    brief,
-    client_key,
-    current_info,
-)
-from fastmcp_filtering.middleware.layers import Reach, notify_changes
+from fastmcp_filtering.core.request import REPLY_CONFIG, brief, client_key, current_info
 from fastmcp_filtering.policy.access import access_of
-from fastmcp_filtering.policy.progressive import (
+from fastmcp_filtering.policy.decision import call_hint
+from fastmcp_filtering.progressive.rules import (
     MAX_GROUP_NAMES,
     as_names,
-    call_hint,
     closed,
     disable,
     enable,
     offered,
 )
+from fastmcp_filtering.server.layers import Reach, notify_changes
 from fastmcp_filtering.server.transform import ServerListing, current_policy
 
 if TYPE_CHECKING:
@@ -40,7 +35,7 @@ if TYPE_CHECKING:
     from fastmcp.tools.base import Tool
 
     from fastmcp_filtering.core.catalog import GroupTree
-    from fastmcp_filtering.policy.progressive import Holding, ProgressiveLayer
+    from fastmcp_filtering.progressive.rules import Holding, ProgressiveLayer
 
 logger = logging.getLogger("fastmcp_filtering")
 

@@ -27,18 +27,11 @@ from fastmcp.exceptions import (
 )
 from typing_extensions import override
 
-from fastmcp_filtering.core.request import (
-    brief,
-    invalid_params,
-    request_info,
-    requested_version,
-)
-from fastmcp_filtering.middleware.search_service import remedy
-from fastmcp_filtering.policy.decision import invalidate, set_aside, widened
-from fastmcp_filtering.policy.progressive import call_hint
+from fastmcp_filtering.core.request import brief, invalid_params, request_info, requested_version
+from fastmcp_filtering.policy.decision import call_hint, invalidate, set_aside, widened
 from fastmcp_filtering.policy.renderers import VisibleRenderers, is_renderer
 from fastmcp_filtering.server.hooks import ListHooks
-from fastmcp_filtering.server.transform import AccessTransform, current_policy
+from fastmcp_filtering.server.transform import AccessTransform, current_policy, remedy
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable, Sequence

@@ -9,20 +9,20 @@ from fastmcp.server.context import Context  # noqa: TC002 - meta-tool signatures
 from fastmcp.tools.base import Tool, ToolResult
 from typing_extensions import override
 
+from fastmcp_filtering.access.middleware import enforce_access
 from fastmcp_filtering.core.catalog import Catalog, mark_meta_tool
 from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.core.options import ProgressiveOptions, option_names, resolve_options
 from fastmcp_filtering.core.request import client_key, current_info
-from fastmcp_filtering.middleware.access import enforce_access
-from fastmcp_filtering.middleware.layers import LayerMiddleware
-from fastmcp_filtering.middleware.progressive_tools import (
+from fastmcp_filtering.policy.access import access_of
+from fastmcp_filtering.progressive.rules import EnabledStore, ProgressiveLayer, closed, path_to
+from fastmcp_filtering.progressive.tools import (
     DisableToolsResult,
     EnableToolsResult,
     EnableToolsWithSchemasResult,
     MetaToolBodies,
 )
-from fastmcp_filtering.policy.access import access_of
-from fastmcp_filtering.policy.progressive import EnabledStore, ProgressiveLayer, closed, path_to
+from fastmcp_filtering.server.layers import LayerMiddleware
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

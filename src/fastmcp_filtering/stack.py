@@ -6,23 +6,23 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack
 
+from fastmcp_filtering.access.middleware import GroupAccessMiddleware
+from fastmcp_filtering.concern.middleware import ConcernMiddleware
 from fastmcp_filtering.core.catalog import Catalog
 from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.core.options import ProgressiveOptions, SearchOptions
-from fastmcp_filtering.middleware.access import GroupAccessMiddleware
-from fastmcp_filtering.middleware.concerns import ConcernMiddleware
-from fastmcp_filtering.middleware.filter import FilterMiddleware
-from fastmcp_filtering.middleware.progressive import ProgressiveDisclosureMiddleware
-from fastmcp_filtering.middleware.search import SearchMiddleware
+from fastmcp_filtering.group.middleware import FilterMiddleware
+from fastmcp_filtering.progressive.middleware import ProgressiveDisclosureMiddleware
+from fastmcp_filtering.search.middleware import SearchMiddleware
 from fastmcp_filtering.server.hooks import FilteringRuntime, ListHooks, set_up
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
 
+    from fastmcp_filtering.concern.rules import ApplyDefaults
     from fastmcp_filtering.core.catalog import Unauthenticated
     from fastmcp_filtering.core.concerns import Concern, ConcernsFromToken
     from fastmcp_filtering.core.declarations import Group, Tag
-    from fastmcp_filtering.policy.concerns import ApplyDefaults
 
 
 def install(mcp: FastMCP, *middlewares: ListHooks) -> None:

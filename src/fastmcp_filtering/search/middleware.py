@@ -8,6 +8,7 @@ from fastmcp.server.middleware import Middleware
 from typing_extensions import override
 
 from fastmcp_filtering._fastmcp import list_page_size
+from fastmcp_filtering.access.middleware import enforce_access
 from fastmcp_filtering.core.catalog import LIST_METHOD, Catalog, ComponentKind
 from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.core.filters import filter_warnings, narrow
@@ -20,21 +21,18 @@ from fastmcp_filtering.core.request import (
     invalid_params,
     request_info,
 )
-from fastmcp_filtering.middleware.access import enforce_access
-from fastmcp_filtering.middleware.rate_limit import counted, is_search
-from fastmcp_filtering.middleware.search_service import (
+from fastmcp_filtering.policy.access import access_of
+from fastmcp_filtering.policy.decision import is_widened
+from fastmcp_filtering.search.rate_limit import counted, is_search
+from fastmcp_filtering.search.service import (
     SearchService,
     Snapshots,
-    as_listed,
     discoverable,
     rank_hits,
     request_trusts,
-    shaped_ahead,
 )
-from fastmcp_filtering.middleware.search_tool import SearchTool
-from fastmcp_filtering.policy.access import access_of
-from fastmcp_filtering.policy.decision import is_widened
-from fastmcp_filtering.server.hooks import ListHooks, through_chain
+from fastmcp_filtering.search.tool import SearchTool
+from fastmcp_filtering.server.hooks import ListHooks, as_listed, shaped_ahead, through_chain
 from fastmcp_filtering.server.transform import current_policy, shown
 from fastmcp_filtering.server.wire import LIST_METHODS, report, search_page
 

@@ -37,6 +37,7 @@ from fastmcp_filtering.policy.decision import (
     Hidden,
     LayerView,
     PolicyLayer,
+    call_hint,
 )
 
 if TYPE_CHECKING:
@@ -59,11 +60,6 @@ LIST_METHODS = frozenset(LIST_METHOD.values())
 
 MAX_GROUP_NAMES = 100
 """Most group names one enable_tools / disable_tools call takes."""
-
-
-def call_hint(tool: str, groups: Sequence[str]) -> str:
-    """``enable_tools(groups=["code", "repos"])``: a call the agent can copy."""
-    return f"{tool}(groups={json.dumps(list(groups))})"
 
 
 def as_names(names: Iterable[str]) -> str:
