@@ -112,21 +112,10 @@ def client_identity(ctx: Context) -> str | None:
     - 2025-11-25 on stdio, SSE and in memory: the connection, which lasts the
       client's whole session: a random id the server keeps on it.
     """
-    global _LAST_IDENTITY
     request = ctx.request_context
     if request is None:
         return None
-    last = _LAST_IDENTITY
-    # Asked by several layers per request; the answer is kept with its request (held,
-    # so its identity cannot pass to another request).
-    if last is not None and last[0] is request:
-        return last[1]
-    identity = _identity(ctx, request)
-    _LAST_IDENTITY = (request, identity)
-    return identity
-
-
-_LAST_IDENTITY: tuple[FastMCPRequestContext, str | None] | None = None
+    return _identity(ctx, request)
 
 
 def _identity(ctx: Context, request: FastMCPRequestContext) -> str | None:

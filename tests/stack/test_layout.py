@@ -300,9 +300,6 @@ _REGISTRIES_ALLOWED: dict[str, str] = {
         "a mark on the object itself would pass to the copies FastMCP makes (a mount's "
         "namespaced copy), which are not meta-tools"
     ),
-    # Pure memos: one slot, the last request's answer, kept with the request object it is for.
-    "fastmcp_filtering._fastmcp._LAST_IDENTITY": "memo: the identity of the last request asked",
-    "fastmcp_filtering.core.request._LAST_INFO": "memo: the wire info of the last request asked",
 }
 
 

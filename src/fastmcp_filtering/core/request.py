@@ -107,24 +107,18 @@ def current_info() -> RequestInfo | None:
 
 def info_of(request: FastMCPRequestContext) -> RequestInfo:
     """The ``RequestInfo`` of one bound FastMCP request."""
-    global _LAST_INFO
-    last = _LAST_INFO
-    # Every layer asks, several times per request: the last answer is kept with the
-    # request it belongs to (held, so its identity cannot pass to another request).
-    if last is not None and last[0] is request:
-        return last[1]
-    method, params = request_method_and_params(request)
-    info = RequestInfo(
-        method=method,
-        params=params,
-        protocol_version=request.protocol_version,
-        connection=request_connection(request),
-    )
-    _LAST_INFO = (request, info)
-    return info
-
-
-_LAST_INFO: tuple[FastMCPRequestContext, RequestInfo] | None = None
+    # Every layer asks, several times per request: worked out once, kept with the request.
+    memo = _memo_of(request)
+    info = memo.get(_INFO)
+    if info is None:
+        method, params = request_method_and_params(request)
+        info = memo[_INFO] = RequestInfo(
+            method=method,
+            params=params,
+            protocol_version=request.protocol_version,
+            connection=request_connection(request),
+        )
+    return cast("RequestInfo", info)
 
 
 _SHORT = reprlib.Repr()
@@ -325,7 +319,14 @@ def client_key(context: Context) -> str | None:
     principal; on stdio and in-memory transports, which serve one client, the
     process. None means no client ever reads another's state: there is none.
     """
-    return client_identity(context)
+    request = context.request_context
+    if request is None:
+        return None
+    # Asked by several layers per request: worked out once, kept with the request.
+    memo = _memo_of(request)
+    if _IDENTITY not in memo:
+        memo[_IDENTITY] = client_identity(context)
+    return cast("str | None", memo[_IDENTITY])
 
 
 def _store_key(namespace: str, key: str) -> str:
@@ -438,13 +439,22 @@ def request_memo() -> dict[Hashable, Any] | None:
     object for the whole request, so a later step finds what an earlier one found.
     """
     request = current_request()
-    if request is None:
-        return None
+    return None if request is None else _memo_of(request)
+
+
+def _memo_of(request: object) -> dict[Hashable, Any]:
+    """The memo of ``request``: a new one when the slot holds another request's."""
     held = _MEMO.get()
     if held is None or held[0] is not request:
+        # Held with the request object itself, so a memo never passes to another request.
         held = (request, {})
         _MEMO.set(held)
     return held[1]
+
+
+# Keys of what every request works out once (see ``_memo_of``).
+_INFO = "request info"
+_IDENTITY = "client identity"
 
 
 def holds_state(_auth: AuthContext) -> bool:

@@ -16,9 +16,8 @@ from typing import TYPE_CHECKING, Any
 import mcp_types as mt
 from mcp.shared.exceptions import MCPError
 
-from fastmcp_filtering._fastmcp import client_identity
 from fastmcp_filtering.core.catalog import LIST_METHOD
-from fastmcp_filtering.core.request import request_info, request_memo
+from fastmcp_filtering.core.request import client_key, request_info, request_memo
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -109,7 +108,7 @@ def rate_limit_key(context: MiddlewareContext[Any]) -> str:
         ```
     """
     fastmcp_context = context.fastmcp_context
-    identity = client_identity(fastmcp_context) if fastmcp_context is not None else None
+    identity = client_key(fastmcp_context) if fastmcp_context is not None else None
     if identity is not None:
         return identity
     request = fastmcp_context.request_context if fastmcp_context else None
