@@ -29,7 +29,7 @@ from fastmcp_filtering.core.errors import (
     StateUnavailable,
     UpstreamError,
 )
-from fastmcp_filtering.core.options import ProgressiveOptions, SearchOptions
+from fastmcp_filtering.core.options import ConcernOptions, ProgressiveOptions, SearchOptions
 from fastmcp_filtering.core.request import unrestricted
 from fastmcp_filtering.gateway.grouping.suggest import suggest_config
 from fastmcp_filtering.gateway.grouping.suggestion import SuggestedConfig
@@ -63,6 +63,7 @@ __all__ = [
     "ClientRequest",
     "Concern",
     "ConcernMiddleware",
+    "ConcernOptions",
     "ConcernsFromToken",
     "DisableToolsResult",
     "EnableToolsResult",

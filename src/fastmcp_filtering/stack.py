@@ -10,7 +10,7 @@ from fastmcp_filtering.access.middleware import GroupAccessMiddleware
 from fastmcp_filtering.concern.middleware import ConcernMiddleware
 from fastmcp_filtering.core.catalog import Catalog
 from fastmcp_filtering.core.errors import OptionError
-from fastmcp_filtering.core.options import ProgressiveOptions, SearchOptions
+from fastmcp_filtering.core.options import ConcernOptions, ProgressiveOptions, SearchOptions
 from fastmcp_filtering.group.middleware import FilterMiddleware
 from fastmcp_filtering.progressive.middleware import ProgressiveDisclosureMiddleware
 from fastmcp_filtering.search.middleware import SearchMiddleware
@@ -19,10 +19,10 @@ from fastmcp_filtering.server.hooks import FilteringRuntime, ListHooks, set_up
 if TYPE_CHECKING:
     from fastmcp import FastMCP
 
-    from fastmcp_filtering.concern.rules import ApplyDefaults
     from fastmcp_filtering.core.catalog import Unauthenticated
     from fastmcp_filtering.core.concerns import Concern, ConcernsFromToken
     from fastmcp_filtering.core.declarations import Group, Tag
+    from fastmcp_filtering.core.options import ApplyDefaults
 
 
 def install(mcp: FastMCP, *middlewares: ListHooks) -> None:
@@ -99,7 +99,7 @@ def filtering_stack(
     search: bool | SearchOptions | Mapping[str, Any] = True,
     concerns: Iterable[Concern] | None = None,
     concern_mapping: Mapping[str, Mapping[str, str]] | None = None,
-    apply_concern_defaults: ApplyDefaults = "configured",
+    apply_concern_defaults: ApplyDefaults | None = None,
     concern_authorization: ConcernsFromToken | None = None,
     progressive: bool | Literal["search_first"] | ProgressiveOptions | Mapping[str, Any] = False,
     unauthenticated: Unauthenticated | None = None,
@@ -200,7 +200,7 @@ def _layer(
 def _concerns(
     concerns: Iterable[Concern] | None,
     mapping: Mapping[str, Mapping[str, str]] | None,
-    apply_defaults: ApplyDefaults,
+    apply_defaults: ApplyDefaults | None,
     authorization: ConcernsFromToken | None,
     era: Mapping[str, Any],
 ) -> ConcernMiddleware | None:
@@ -213,8 +213,11 @@ def _concerns(
     return ConcernMiddleware(
         concerns=concerns,
         mapping=mapping,
-        apply_defaults=apply_defaults,
         authorization=authorization,
+        # None: the options' own default, declared once (ConcernOptions).
+        options=ConcernOptions()
+        if apply_defaults is None
+        else ConcernOptions(apply_defaults=apply_defaults),
         **era,
     )
 

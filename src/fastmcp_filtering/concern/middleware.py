@@ -10,7 +10,7 @@ import mcp_types as mt
 from mcp.shared.exceptions import MCPError
 from typing_extensions import override
 
-from fastmcp_filtering.concern.rules import ApplyDefaults, ConcernLayer
+from fastmcp_filtering.concern.rules import ConcernLayer
 from fastmcp_filtering.core.concerns import (
     COMPONENT_META_KEY,
     REQUEST_META_ALIAS,
@@ -24,6 +24,7 @@ from fastmcp_filtering.core.concerns import (
     parse_config,
 )
 from fastmcp_filtering.core.errors import OptionError, StateUnavailable
+from fastmcp_filtering.core.options import ApplyDefaults, ConcernOptions, resolve_options
 from fastmcp_filtering.core.request import (
     RequestInfo,
     add_capabilities,
@@ -132,11 +133,15 @@ class ConcernMiddleware(LayerMiddleware):
         apply_defaults: ApplyDefaults = "configured",
         authorization: ConcernsFromToken | None = None,
         side_effect_lists: bool = False,
+        options: ConcernOptions | None = None,
     ) -> None:
+        self.options = resolve_options(
+            ConcernOptions, options, {"apply_defaults": apply_defaults}, owner="ConcernMiddleware"
+        )
         self.policy_layer = self._layer = ConcernLayer(
             concerns,
             mapping,
-            apply_defaults=apply_defaults,
+            options=self.options,
             authorization=authorization,
             side_effect_lists=side_effect_lists,
         )
@@ -304,7 +309,9 @@ class ConcernMiddleware(LayerMiddleware):
             )
         configured, warnings = parse_config(params["concerns"], self._concerns, field="concerns")
         if info is not None and self._layer.fixed(modern=info.modern):
-            return custom_result(info, self._per_request(configured, warnings))
+            return custom_result(
+                info, _per_request(self.effective(configured), configured, warnings)
+            )
         ctx = context.fastmcp_context
         if ctx is None:
             raise _cannot_store(info, "no request context")
@@ -319,24 +326,27 @@ class ConcernMiddleware(LayerMiddleware):
         await notify_changes(ctx, before, await reach.seen())
         return custom_result(info, {"concerns": self.effective(configured), "warnings": warnings})
 
-    def _per_request(self, configured: dict[str, str], warnings: list[str]) -> dict[str, Any]:
-        """``concerns/update`` on 2026-07-28: the configuration to send, nothing stored.
 
-        A list there "MUST NOT vary ... as a side effect of other requests", so the
-        update changes none: the reply says so and gives the ``_meta`` to send with
-        each request, where the configuration applies.
-        """
-        return {
-            "concerns": self.effective(configured),
-            "warnings": warnings,
-            "stored": False,
-            "requestMeta": {REQUEST_META_KEY: configured},
-            "message": (
-                "nothing was stored: on protocol 2026-07-28 a list never changes as a side "
-                "effect of another request. Send requestMeta as params._meta on each "
-                "tools/list, tools/call and other list or get request to apply these concerns"
-            ),
-        }
+def _per_request(
+    effective: dict[str, str], configured: dict[str, str], warnings: list[str]
+) -> dict[str, Any]:
+    """``concerns/update`` on 2026-07-28: the configuration to send, nothing stored.
+
+    A list there "MUST NOT vary ... as a side effect of other requests", so the
+    update changes none: the reply says so and gives the ``_meta`` to send with
+    each request, where the configuration applies.
+    """
+    return {
+        "concerns": effective,
+        "warnings": warnings,
+        "stored": False,
+        "requestMeta": {REQUEST_META_KEY: configured},
+        "message": (
+            "nothing was stored: on protocol 2026-07-28 a list never changes as a side "
+            "effect of another request. Send requestMeta as params._meta on each "
+            "tools/list, tools/call and other list or get request to apply these concerns"
+        ),
+    }
 
 
 async def _store_stated(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from fastmcp.server.auth import AccessToken
 from typing_extensions import override
@@ -37,14 +37,12 @@ if TYPE_CHECKING:
     from fastmcp.server.context import Context
     from fastmcp.utilities.components import FastMCPComponent
 
+    from fastmcp_filtering.core.options import ApplyDefaults, ConcernOptions
     from fastmcp_filtering.policy.decision import ClientRequest
 
 logger = logging.getLogger("fastmcp_filtering")
 
 _MAX_CACHED = 100_000
-
-ApplyDefaults = Literal["configured", "all"]
-APPLY_DEFAULTS: tuple[ApplyDefaults, ...] = ("configured", "all")
 
 
 class ConcernLayer(PolicyLayer):
@@ -64,7 +62,7 @@ class ConcernLayer(PolicyLayer):
         concerns: Iterable[Concern],
         mapping: Mapping[str, Mapping[str, str]] | None,
         *,
-        apply_defaults: ApplyDefaults = "configured",
+        options: ConcernOptions,
         authorization: ConcernsFromToken | None = None,
         side_effect_lists: bool = False,
     ) -> None:
@@ -74,12 +72,7 @@ class ConcernLayer(PolicyLayer):
                 "concerns/update change later 2026-07-28 lists, which the specification forbids"
             )
         self.side_effect_lists = side_effect_lists
-        if apply_defaults not in APPLY_DEFAULTS:
-            raise OptionError(
-                f"apply_defaults={apply_defaults!r} is not an option: use 'configured' (defaults "
-                "fill in for clients that stated concerns) or 'all' (every client)"
-            )
-        self.apply_defaults: ApplyDefaults = apply_defaults
+        self.apply_defaults: ApplyDefaults = options.apply_defaults
         if isinstance(concerns, Concern | str | Mapping):
             raise OptionError(
                 "concerns must be a list of Concern: concerns=[Concern('security', values=[...])]"

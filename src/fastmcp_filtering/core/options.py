@@ -41,6 +41,9 @@ DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
 AvailableGroups = Literal["children", "all"]
+ApplyDefaults = Literal["configured", "all"]
+"""When concern defaults apply: once a client states a concern, or to every client."""
+APPLY_DEFAULTS: tuple[ApplyDefaults, ...] = ("configured", "all")
 
 
 def field_weights(weights: Mapping[str, float] | None) -> dict[str, float]:
@@ -189,6 +192,31 @@ class ProgressiveOptions:
         return frozenset(n for n in names if n is not None)
 
 
+@dataclass(frozen=True, kw_only=True)
+class ConcernOptions:
+    """``ConcernMiddleware``'s options, checked once (``OptionError`` names one).
+
+    When concern defaults apply (``apply_defaults``): ``"configured"`` fills the
+    concerns a client did not state once it states one; ``"all"`` applies them to
+    every client, stated or not. The concerns themselves, their mapping and the
+    token claims that set them are declarations, given to the middleware.
+
+    Example:
+        ```python
+        ConcernMiddleware(concerns=[risk], options=ConcernOptions(apply_defaults="all"))
+        ```
+    """
+
+    apply_defaults: ApplyDefaults = "configured"
+
+    def __post_init__(self) -> None:
+        if self.apply_defaults not in APPLY_DEFAULTS:
+            raise OptionError(
+                f"apply_defaults={self.apply_defaults!r} is not an option: use 'configured' "
+                "(defaults fill in for clients that stated concerns) or 'all' (every client)"
+            )
+
+
 def _check_progressive(options: ProgressiveOptions) -> None:
     """Raise ``OptionError`` naming the first option out of range and what to pass instead."""
     max_tools = options.max_tools
@@ -243,7 +271,9 @@ def _check_state_namespace(state_namespace: object) -> None:
         )
 
 
-_O = TypeVar("_O", SearchOptions, ProgressiveOptions)
+_O = TypeVar("_O", SearchOptions, ProgressiveOptions, ConcernOptions)
+AnyOptions = SearchOptions | ProgressiveOptions | ConcernOptions
+"""Any feature's options object."""
 
 
 def resolve_options(
@@ -275,7 +305,9 @@ def resolve_options(
     return options
 
 
-def option_defaults(kind: type[SearchOptions | ProgressiveOptions]) -> dict[str, Any]:
+def option_defaults(
+    kind: type[AnyOptions],
+) -> dict[str, Any]:
     """Each option of ``kind`` and its default, in declaration order.
 
     Example:
@@ -286,7 +318,9 @@ def option_defaults(kind: type[SearchOptions | ProgressiveOptions]) -> dict[str,
     return {f.name: f.default for f in dataclasses.fields(kind)}
 
 
-def option_names(kind: type[SearchOptions | ProgressiveOptions]) -> Collection[str]:
+def option_names(
+    kind: type[AnyOptions],
+) -> Collection[str]:
     """The names of ``kind``'s options, in declaration order.
 
     Example:

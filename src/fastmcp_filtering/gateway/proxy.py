@@ -477,7 +477,7 @@ def _add_filtering(
         catalog=config.catalog(listed_per_client if per_client else None),
         search=config.search.to_options() if config.search.enabled else False,
         concerns=config.to_concerns() or None,
-        apply_concern_defaults=config.apply_concern_defaults,
+        apply_concern_defaults=config.concern_options().apply_defaults,
         concern_authorization=config.concern_authorization(),
         side_effect_lists=config.side_effect_lists,
         progressive=config.progressive.to_options()

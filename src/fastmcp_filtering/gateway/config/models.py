@@ -36,6 +36,8 @@ from fastmcp_filtering.core.concerns import Concern, ConcernsFromToken
 from fastmcp_filtering.core.declarations import Group, Tag
 from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.core.options import (
+    ApplyDefaults,
+    ConcernOptions,
     ProgressiveOptions,
     SearchOptions,
     option_defaults,
@@ -663,7 +665,7 @@ class FilteringConfig(_Model):
     tags: list[TagConfig] = Field(default_factory=list)
     concerns: list[ConcernConfig] = Field(default_factory=list)
     concern_mapping: dict[str, dict[str, str]] = Field(default_factory=dict)
-    apply_concern_defaults: Literal["configured", "all"] = "configured"
+    apply_concern_defaults: ApplyDefaults | None = None
     """Concern defaults apply to clients that stated a concern (``configured``) or to all."""
     concerns_from_token: ConcernsFromTokenConfig | None = None
     """Concerns a caller's token configures, by scope or from a claim."""
@@ -802,6 +804,12 @@ class FilteringConfig(_Model):
         )
         return built
 
+    def concern_options(self) -> ConcernOptions:
+        """The concerns' options: ``apply_concern_defaults`` where the file sets it."""
+        if self.apply_concern_defaults is None:
+            return ConcernOptions()
+        return ConcernOptions(apply_defaults=self.apply_concern_defaults)
+
     def concern_middleware(self) -> ConcernMiddleware:
         """A ``ConcernMiddleware`` of the declared concerns, checking ``concern_mapping``.
 
@@ -813,8 +821,8 @@ class FilteringConfig(_Model):
             return ConcernMiddleware(
                 concerns=concerns,
                 mapping=self.concern_mapping,
-                apply_defaults=self.apply_concern_defaults,
                 authorization=self.concern_authorization(),
+                options=self.concern_options(),
             )
         except ValueError as error:
             message = str(error)
