@@ -81,7 +81,7 @@ def build_full_stack_server(
     install(mcp, FilterMiddleware(catalog=catalog))
     if search_first:
         search = SearchMiddleware(catalog=catalog, max_results=5, compact_results=True)
-        progressive = ProgressiveDisclosureMiddleware(catalog=catalog, **SEARCH_FIRST)
+        progressive = ProgressiveDisclosureMiddleware(catalog=catalog, options=SEARCH_FIRST)
     else:
         search = SearchMiddleware(catalog=catalog, max_results=10)
         progressive = ProgressiveDisclosureMiddleware(

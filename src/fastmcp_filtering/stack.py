@@ -152,19 +152,21 @@ def filtering_stack(
     )
 
 
-SEARCH_FIRST: Mapping[str, Any] = {
-    "initial_groups": [],
-    "hide_ungrouped": True,
-    "call_unlisted": True,
-    "offer_enable": False,
-    "call_tool_name": "call_tool",
-}
-"""The progressive options of ``progressive="search_first"``: only the meta-tools are listed."""
+SEARCH_FIRST = ProgressiveOptions(
+    initial_groups=(),
+    hide_ungrouped=True,
+    call_unlisted=True,
+    offer_enable=False,
+    call_tool_name="call_tool",
+)
+"""The progressive options of ``progressive="search_first"``: only the meta-tools are listed.
+
+Change one with ``dataclasses.replace(SEARCH_FIRST, max_tools=20)``."""
 
 
 def _search_first(
     search: bool | SearchOptions | Mapping[str, Any],
-) -> tuple[Mapping[str, Any], SearchOptions | dict[str, Any]]:
+) -> tuple[ProgressiveOptions, SearchOptions | dict[str, Any]]:
     """The progressive and search options of the search-first preset; a ``SearchOptions``
     is used as it is (each of its options was chosen)."""
     if search is False:

@@ -11,6 +11,7 @@ from fastmcp import FastMCP
 from inline_snapshot import snapshot
 
 from fastmcp_filtering import (
+    SEARCH_FIRST,
     OptionError,
     ProgressiveDisclosureMiddleware,
     ProgressiveOptions,
@@ -104,3 +105,18 @@ class TestOptionsArgument:
         assert stack.progressive is not None
         assert stack.progressive.options is options
         assert stack.progressive.initial_groups == ("issues",)
+
+
+class TestSearchFirstPreset:
+    def test_the_preset_is_an_options_object(self) -> None:
+        assert isinstance(SEARCH_FIRST, ProgressiveOptions)
+        wider = dataclasses.replace(SEARCH_FIRST, max_tools=20)
+        assert (wider.max_tools, wider.call_tool_name, wider.initial_groups) == (
+            20,
+            "call_tool",
+            (),
+        )
+
+    def test_the_middleware_takes_it_as_options(self) -> None:
+        middleware = ProgressiveDisclosureMiddleware(groups=GROUPS, options=SEARCH_FIRST)
+        assert middleware.options is SEARCH_FIRST
