@@ -351,6 +351,12 @@ class Prefilled(Middleware):
     """
 
     @override
+    async def __call__(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
+        if context.method != "tools/list":
+            return await call_next(context)
+        return await super().__call__(context, call_next)
+
+    @override
     async def on_list_tools(
         self, context: MiddlewareContext[Any], call_next: CallNext[Any, Sequence[Tool]]
     ) -> Sequence[Tool]:
@@ -608,7 +614,29 @@ class ListHooks(ToolInjectionMiddleware, Announces):
             if not self._served:
                 self._served = True
                 self.serving(server)
+        if context.method == "tools/call" and self._passes_call_by(context):
+            # None of its hooks would act: FastMCP's dispatch of them is all it would cost.
+            return await call_next(context)
         return await super().__call__(context, call_next)
+
+    def _passes_call_by(self, context: MiddlewareContext[Any]) -> bool:
+        """Whether a ``tools/call`` runs none of this middleware's own code: not one of its
+        meta-tools, no hook of its class's own, nothing to remember or validate."""
+        cls = type(self)
+        if (
+            cls.on_call_tool is not ToolInjectionMiddleware.on_call_tool
+            or cls.on_message is not ListHooks.on_message
+            or cls.on_request is not ListHooks.on_request
+            or "tools/call" in self.answers
+            or getattr(context.message, "name", None) in self._current_meta_tools()
+        ):
+            return False
+        info = request_info(context)
+        return (
+            info is not None
+            and (self.catalog is None or info.modern or info.connection is None)
+            and (not self.meta_keys or self.meta_keys.isdisjoint(info.meta))
+        )
 
     def _remember(self, context: MiddlewareContext[Any], connection: Connection) -> None:
         """Keep a session-era client to announce runtime changes to, unless this server is
