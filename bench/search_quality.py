@@ -18,12 +18,14 @@ server). Every labelled request is sent through an in-memory ``Client``:
 and scored by Recall@1, Recall@5, nDCG@10 and MRR (Recall@k = |gold in top k| / |gold|).
 
 Usage: ``python bench/search_quality.py [--data DIR] [--sample N] [--sets livemcpbench ...]
-[--no-grid | --grid-only] [--markdown PATH] [--later-also DIR] [--grid-also DIR]``
+[--no-grid | --grid-only | --later-only] [--markdown PATH] [--later-also DIR] [--grid-also DIR]``
 (``--markdown`` writes the tables as markdown too, for the docs; ``--no-grid``: the server runs
 alone, which the shipped defaults shape; ``--grid-only``: the leave-one-set-out table alone,
 which they do not; ``--later-also train/data``: the training sources' catalogs choose the later
 rules too; ``--grid-also train/data``: they choose every rule with the request files, and each
-is held out in turn too). Each set's grid scores are kept in ``bench/.cache/grid/`` under a
+is held out in turn too; ``--later-only``: only the ``LATER`` rules, the field weights among
+them, each held-out set's chosen on the others from the shipped configuration: minutes, not
+the grid's hours). Each set's grid scores are kept in ``bench/.cache/grid/`` under a
 fingerprint of what made them (``fingerprint``), so a run that stops loses only the sets it had
 not finished, and a later run with the same ranking code reads them.
 """
@@ -285,8 +287,6 @@ def sampled(queries: list[dict[str, Any]], sample: int | None) -> list[dict[str,
 # Every rule and weight the lexical ranking has a choice of; each held-out set gets the
 # configuration that scored best on the other sets.
 GRID: dict[str, list[Any]] = {
-    "params": [0.25, 0.5, 1.0],
-    "description": [1.0],
     "related": [0.0, 0.5],
     "list": [0.0, 0.5],
     "compounds": [False, True],
@@ -299,6 +299,8 @@ GRID: dict[str, list[Any]] = {
 # set's grid choice is extended by the value of each of these that the other sets choose
 # with the rest of that configuration fixed, one rule after another.
 LATER: dict[str, list[Any]] = {
+    "description": [1.0, 1.5, 2.0, 3.0],
+    "params": [0.25, 0.5, 1.0],
     "steps": [0.0, 0.5],
 }
 Sets = dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]
@@ -521,6 +523,7 @@ async def run(
     markdown: Path | None = None,
     later_also: Path | None = None,
     grid_also: Path | None = None,
+    later_only: bool = False,
 ) -> None:
     served_table = Table(
         "Per set, through a real FastMCP server and `Client` (`tools/list` with `query`):",
@@ -536,7 +539,18 @@ async def run(
     joining = extra_sets(grid_also, sample) if grid_also and loso else {}
     extra = extra_sets(later_also, sample) if later_also and loso else {}
     extra = {name: found for name, found in extra.items() if name not in joining}
-    await _run(data, sample, sets, grid_only, loso, served_table, loso_table, notes, extra, joining)
+    await _run(
+        data,
+        sample,
+        sets,
+        grid_only,
+        loso,
+        (served_table, loso_table),
+        notes,
+        extra,
+        joining,
+        later_only,
+    )
     if markdown:
         write(markdown, [loso_table] if grid_only else [served_table, loso_table], notes)
 
@@ -547,12 +561,13 @@ async def _run(
     sets: list[str],
     grid_only: bool,
     loso: bool,
-    served_table: Table,
-    loso_table: Table,
+    tables: tuple[Table, Table],
     notes: list[str],
     extra: Sets,
     joining: Sets,
+    later_only: bool = False,
 ) -> None:
+    served_table, loso_table = tables
     every = plan(data)
     loaded = {}
     for name in sets:
@@ -565,11 +580,12 @@ async def _run(
         # With --grid-only no served run is timed for the table, so the grid (the longest
         # part) starts first on every core and BM25's runs go on beside it; otherwise the
         # served runs are timed on a machine the grid does not load.
-        grid = _start_grid(pool, loaded) if gridded and grid_only else {}
+        grid = _start_grid(pool, loaded) if gridded and grid_only and not later_only else {}
         served, bm25_each = await _served(loaded, grid_only, served_table, joining)
         if gridded:
-            grid = grid or _start_grid(pool, loaded)
-            _loso(loaded, served, bm25_each, grid, loso_table, notes, extra)
+            if not later_only:
+                grid = grid or _start_grid(pool, loaded)
+            _loso(loaded, served, bm25_each, grid or None, loso_table, notes, extra)
 
 
 def _start_grid(
@@ -626,7 +642,7 @@ def _loso(
     loaded: Sets,
     served: dict[str, dict[str, list[float]]],
     bm25_each: dict[str, list[tuple[float, ...]]],
-    started: dict[str, concurrent.futures.Future[list[list[float]]]],
+    started: dict[str, concurrent.futures.Future[list[list[float]]]] | None,
     loso_table: Table,
     notes: list[str],
     extra: Sets,
@@ -635,20 +651,26 @@ def _loso(
     beside FastMCP's BM25 (when the server runs measured it), request by request.
 
     ``extra`` (``--later-also``): catalogs that choose the ``LATER`` rules too, beside the
-    other sets; never scored themselves.
+    other sets; never scored themselves. ``started`` None (``--later-only``): every held-out
+    set starts from the shipped configuration, and only the ``LATER`` rules are chosen.
     """
     print("Leave-one-set-out: the lexical configuration for each set is the one that scored")
     print(f"best on the other sets ({len(configurations())} configurations of {list(GRID)}).\n")
+    grid = {name: job.result() for name, job in started.items()} if started else None
     loso_table.title = (
         "Leave-one-set-out: the lexical configuration for each set is the one that scored best "
-        f"on the other sets ({len(configurations()):,} configurations of "
-        f"{', '.join(GRID)}; then {', '.join(LATER)}, each with the rest fixed"
+        + (
+            f"on the other sets ({len(configurations()):,} configurations of "
+            f"{', '.join(GRID)}; then {', '.join(LATER)}, each with the rest fixed"
+            if grid
+            else f"on the other sets ({', '.join(LATER)}, each with the rest of the shipped "
+            "configuration fixed, `--later-only`"
+        )
         + (f", chosen with {', '.join(extra)} too" if extra else "")
         + "); beside "
         "FastMCP's BM25, the requests each ranks better "
         "(ours / BM25, on R@1, R@5 and nDCG@10) and the two-sided sign test's p over them:"
     )
-    grid = {name: job.result() for name, job in started.items()}
     header = (
         f"{'held out':<16} {'R@1':>6} {'R@5':>6} {'nDCG':>6} | {'bm25 R@1':>8} {'R@5':>6} "
         f"{'nDCG':>6} | {'dR@1':>6}  requests better (ours/bm25, p)  chosen on the others"
@@ -657,7 +679,7 @@ def _loso(
     print("-" * len(header))
     for name, (tools, queries) in loaded.items():
         others = [n for n in loaded if not _same_catalog(n, name)]
-        chosen = configurations()[choose(grid, others)]
+        chosen = configurations()[choose(grid, others)] if grid else shipped()
         config = extend(chosen, {**{n: loaded[n] for n in others}, **extra})
         each = index_each(tools, queries, config)
         held = means(each)
@@ -679,7 +701,8 @@ def _loso(
             against,
             f"`{describe(config)}`",
         )
-    everywhere = describe(extend(configurations()[choose(grid, list(loaded))], {**loaded, **extra}))
+    start = configurations()[choose(grid, list(loaded))] if grid else shipped()
+    everywhere = describe(extend(start, {**loaded, **extra}))
     print(f"\nBest on all sets together: {everywhere}")
     notes.append(f"Best on all sets together: `{everywhere}`")
     default = shipped()
@@ -729,10 +752,29 @@ def extend(config: dict[str, Any], sets: Sets) -> dict[str, Any]:
     for rule, values in LATER.items():
         options = [{**config, rule: value} for value in values]
         scores = {
-            name: grid_scores(tools, queries, options) for name, (tools, queries) in sets.items()
+            name: _scored(name, tools, queries, options) for name, (tools, queries) in sets.items()
         }
         config = options[choose(scores, list(sets), options)]
     return config
+
+
+_SCORED: dict[tuple[str, str], list[float]] = {}
+"""Scores of one set under one configuration, kept for the run: ``extend`` asks for the same
+ones for every held-out set."""
+
+
+def _scored(
+    name: str,
+    tools: list[dict[str, Any]],
+    queries: list[dict[str, Any]],
+    configs: list[dict[str, Any]],
+) -> list[list[float]]:
+    """``grid_scores`` of ``configs`` on set ``name``, each scored once a run."""
+    keys = [(name, json.dumps(config, sort_keys=True, default=str)) for config in configs]
+    missing = [config for key, config in zip(keys, configs, strict=True) if key not in _SCORED]
+    for config, found in zip(missing, grid_scores(tools, queries, missing), strict=True):
+        _SCORED[(name, json.dumps(config, sort_keys=True, default=str))] = found
+    return [_SCORED[key] for key in keys]
 
 
 def choose(
@@ -813,6 +855,11 @@ def main() -> None:
     parser.add_argument(
         "--no-grid", action="store_true", help="only the server runs, no leave-one-set-out"
     )
+    parser.add_argument(
+        "--later-only",
+        action="store_true",
+        help="leave-one-set-out of the LATER rules alone, from the shipped configuration",
+    )
     parser.add_argument("--markdown", type=Path, metavar="PATH", help="also write the tables here")
     parser.add_argument(
         "--later-also",
@@ -839,6 +886,7 @@ def main() -> None:
             markdown=args.markdown,
             later_also=args.later_also,
             grid_also=args.grid_also,
+            later_only=args.later_only,
         )
     )
 
