@@ -22,6 +22,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict, Field
 
 from fastmcp_filtering.core.declarations import (
+    BETTER_BY_NAME_META_KEY,
     BETTER_MATCHES_META_KEY,
     CONCERNS_META_KEY,
     GROUPS_META_KEY,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from fastmcp import Client
 
 __all__ = [
+    "BETTER_BY_NAME_META_KEY",
     "BETTER_MATCHES_META_KEY",
     "CONCERNS_META_KEY",
     "WARNINGS_META_KEY",
@@ -43,6 +45,7 @@ __all__ = [
     "FilteringNotifications",
     "GroupInfo",
     "TagInfo",
+    "better_by_name",
     "better_matches",
     "call_method",
     "concerns_meta",
@@ -265,6 +268,23 @@ def better_matches(result: mt.ListToolsResult) -> list[str]:
     """
     groups = (result.meta or {}).get(BETTER_MATCHES_META_KEY)
     return [g for g in groups if isinstance(g, str)] if isinstance(groups, list) else []
+
+
+def better_by_name(result: mt.ListToolsResult) -> list[str]:
+    """The tools a ``query`` list names as better matches it leaves out: call them by name.
+
+    Where lists hold only some tools (a search-first server, or a 2026-07-28 list fixed
+    to its initial groups), a tool the client may call by its exact name is left out of
+    the page; the server names the best of those in the result ``_meta`` instead.
+
+    Example:
+        ```python
+        page = await list_tools(client, query="refund money")
+        better_by_name(page)  # ["refund_payment"]: call it, or search_tools for its schema
+        ```
+    """
+    names = (result.meta or {}).get(BETTER_BY_NAME_META_KEY)
+    return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
 
 
 def groups_of(component: mt.Tool | mt.Prompt | mt.Resource | mt.ResourceTemplate) -> list[str]:

@@ -31,6 +31,9 @@ META_TOOL_KEY = "io.github.fastmcp-filtering/meta-tool"
 BETTER_MATCHES_META_KEY = "io.github.fastmcp-filtering/better-matches-in"
 """Result ``_meta`` key of a ``query`` list: groups holding matches the client cannot use yet."""
 
+BETTER_BY_NAME_META_KEY = "io.github.fastmcp-filtering/better-matches-by-name"
+"""Result ``_meta`` key of a ``query`` list: better matches lists leave out, callable by name."""
+
 CONCERNS_META_KEY = "io.github.fastmcp-filtering/concerns"
 """Request ``_meta`` key whose object overrides the client's concerns for one request."""
 

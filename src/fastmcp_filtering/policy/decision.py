@@ -90,6 +90,13 @@ class Hit(Generic[_C]):
     component: _C
     enable: tuple[str, ...] = ()
     """Groups to enable first, parents first; empty when the client can use it now."""
+    by_name: bool = False
+    """Left out of the client's lists but callable by its exact name (``Hidden.unlisted``)."""
+
+    @property
+    def listed(self) -> bool:
+        """Whether the client's list holds it (nothing to enable, not only by name)."""
+        return not self.enable and not self.by_name
 
 
 class LayerView(Protocol):

@@ -77,7 +77,8 @@ class _State:
     visible: list[int]
     """Every version this client may use (positions in the snapshot), as its listing holds it."""
     enable_hidden: list[tuple[int, tuple[str, ...]]]
-    """Versions hidden only until groups are enabled, with the groups."""
+    """Versions hidden only until groups are enabled, with the groups; or only from lists
+    (no groups: callable by name)."""
     tags: frozenset[str]
     selections: OrderedDict[Hashable, Selection] = field(default_factory=OrderedDict)
 
@@ -199,7 +200,7 @@ class CatalogSnapshot:
                 tags |= tool.tags
             if (
                 hidden is not None
-                and hidden.enable
+                and (hidden.enable or hidden.unlisted)
                 and discovery is not None
                 and (is_injected or discovery.judge(tool) is None)
             ):
@@ -230,7 +231,8 @@ class CatalogSnapshot:
                 continue
             held_hit = extra.get(key)
             if held_hit is None or version_sort_key(tool) > version_sort_key(held_hit.component):
-                extra[key] = Hit(tool, enable)
+                # No groups to enable: left out of lists only, callable by its name.
+                extra[key] = Hit(tool, enable, by_name=not enable)
         if list_filter is not None:
             extra = {k: h for k, h in extra.items() if matches(catalog, list_filter, h.component)}
         within = frozenset(k for k in (*chosen, *extra) if k not in self._meta)

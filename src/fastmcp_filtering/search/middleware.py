@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from fastmcp.server.middleware import Middleware
 from typing_extensions import override
@@ -390,12 +391,12 @@ class _QueryListing:
             # A page, what precedes it, and room for matches it skips (enable-able).
             first=2 * (page.offset + size) + 16,
         )
-        tools, more, groups = _page(map(selection.hit, keys), page.offset, size)
+        ranked = _page(map(selection.hit, keys), page.offset, size)
         # The snapshot holds the tools as no client sees them: shown as this client's would be.
-        used, result = await through_chain(shown(server, policy, tools), context, call_next)
+        used, result = await through_chain(shown(server, policy, ranked.found), context, call_next)
         if used:
-            page.next = more
-            report(server, better=groups[: self.owner.max_results])
+            page.next = ranked.more
+            self._report(server, ranked)
         return used, result
 
     async def _ranked_page(
@@ -423,42 +424,68 @@ class _QueryListing:
         if extra:
             admitted = {id(c) for c in _narrowed(tree, info, kind, [h.component for h in extra])}
             extra = [h for h in extra if id(h.component) in admitted]
-        found, page.next, better = _page(
-            await rank_hits(self.service, kind, usable, extra, query), page.offset, size
-        )
+        ranked = _page(await rank_hits(self.service, kind, usable, extra, query), page.offset, size)
+        page.next = ranked.more
         if server is not None:
-            report(server, better=better[: self.owner.max_results])
-        return found
+            self._report(server, ranked)
+        return ranked.found
+
+    def _report(self, server: FastMCP, ranked: _Page[Any]) -> None:
+        """Name the better matches this page leaves out in the list result's ``_meta``."""
+        most = self.owner.max_results
+        report(server, better=ranked.better[:most], by_name=ranked.by_name[:most])
 
 
-def _page(
-    hits: Iterable[Hit[_C]], offset: int, size: int
-) -> tuple[list[_C], int | None, list[str]]:
-    """The callable components of one page of ``hits``, the offset of the next page (None:
-    none follows), and the groups of matches the client cannot use yet that rank above them.
+@dataclass(slots=True)
+class _Page(Generic[_C]):
+    """One page of a ranking: what the client gets, and better matches it cannot list."""
+
+    found: list[_C] = field(default_factory=list)
+    more: int | None = None
+    """The offset of the next page; None: none follows."""
+    better: list[str] = field(default_factory=list)
+    """Groups holding matches the client cannot use yet that rank above what it gets."""
+    by_name: list[str] = field(default_factory=list)
+    """Matches lists leave out (callable by name) that rank above what it gets."""
+
+
+def _page(hits: Iterable[Hit[_C]], offset: int, size: int) -> _Page[_C]:
+    """The listed components of one page of ``hits``, and what outranks them unlisted.
+
+    A match the client cannot list counts when it ranks above one it gets, or when the
+    page holds nothing: its group (the last of its enable path), or its name when it is
+    callable by name already.
     """
-    found: list[_C] = []
-    better: list[str] = []
-    pending: list[str] = []
+    page: _Page[_C] = _Page()
+    pending: list[Hit[_C]] = []
     seen = 0
     rest = iter(hits)
     for hit in rest:
-        if hit.enable:
-            # The group that holds it: the last of its enable path.
-            pending.append(hit.enable[-1])
+        if not hit.listed:
+            pending.append(hit)
             continue
         seen += 1
         if seen <= offset:
             pending.clear()
             continue
-        # Matches the client cannot use yet count when they rank above one it gets.
-        better.extend(pending)
-        pending.clear()
-        found.append(hit.component)
-        if len(found) == size:
+        _outranked(page, pending)
+        page.found.append(hit.component)
+        if len(page.found) == size:
             break
-    more = offset + len(found) if any(not hit.enable for hit in rest) else None
-    return found, more, better if found else pending
+    page.more = offset + len(page.found) if any(hit.listed for hit in rest) else None
+    if not page.found:
+        _outranked(page, pending)
+    return page
+
+
+def _outranked(page: _Page[Any], pending: list[Hit[Any]]) -> None:
+    """Name ``pending`` (matches the client cannot list) as better matches, then forget them."""
+    for hit in pending:
+        if hit.enable:
+            page.better.append(hit.enable[-1])
+        elif hit.component.name not in page.by_name:
+            page.by_name.append(hit.component.name)
+    pending.clear()
 
 
 async def _as_the_client_lists(

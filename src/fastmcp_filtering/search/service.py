@@ -468,19 +468,20 @@ async def _widened_listing(
 
 
 def _enable_only(every: Sequence[_C], policy: Policy, taken: set[str]) -> list[Hit[_C]]:
-    """Components of ``every`` not in ``taken`` that ``policy`` hides with an enable path."""
+    """Components of ``every`` not in ``taken`` that ``policy`` hides with an enable path,
+    or only from lists (callable by name: ``Hidden.unlisted``)."""
     hits: dict[str, Hit[_C]] = {}
     for component in every:
         key = search_key(component)
         if key in taken:
             continue
         hidden = policy.judge(component)
-        if hidden is None or not hidden.enable:
+        if hidden is None or not (hidden.enable or hidden.unlisted):
             continue
         held = hits.get(key)
         # One entry per name, as a list shows it: the highest version hidden this way.
         if held is None or _newer(component, held.component):
-            hits[key] = Hit(component, hidden.enable)
+            hits[key] = Hit(component, hidden.enable, by_name=not hidden.enable)
     return list(hits.values())
 
 

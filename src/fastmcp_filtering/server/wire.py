@@ -38,7 +38,11 @@ from pydantic import BaseModel
 from fastmcp_filtering._fastmcp import list_cache_hint, mounted_servers
 from fastmcp_filtering.core.catalog import LIST_METHOD
 from fastmcp_filtering.core.concerns import REQUEST_META_KEY as CONCERNS_META_KEY
-from fastmcp_filtering.core.declarations import BETTER_MATCHES_META_KEY, WARNINGS_META_KEY
+from fastmcp_filtering.core.declarations import (
+    BETTER_BY_NAME_META_KEY,
+    BETTER_MATCHES_META_KEY,
+    WARNINGS_META_KEY,
+)
 from fastmcp_filtering.core.request import invalid_params, request_override
 
 if TYPE_CHECKING:
@@ -95,6 +99,8 @@ class ListReply:
     """The search page, for a listing with a ``query``."""
     better: list[str] = field(default_factory=list)
     """Groups holding better matches than the page (``_meta`` better-matches)."""
+    by_name: list[str] = field(default_factory=list)
+    """Better matches than the page that lists leave out, callable by name."""
     warnings: list[str] = field(default_factory=list)
     """What a per-request concerns override ignored (``_meta`` warnings)."""
 
@@ -113,8 +119,14 @@ def search_page() -> SearchPage | None:
     return reply.page if reply is not None else None
 
 
-def report(server: FastMCP, *, better: Iterable[str] = (), warnings: Iterable[str] = ()) -> None:
-    """Add ``better`` groups and ``warnings`` to the result of ``server``'s list being answered.
+def report(
+    server: FastMCP,
+    *,
+    better: Iterable[str] = (),
+    by_name: Iterable[str] = (),
+    warnings: Iterable[str] = (),
+) -> None:
+    """Add ``better`` groups, ``by_name`` tools and ``warnings`` to ``server``'s list result.
 
     A mounted server's hooks, answering inside their parent's list, report nothing:
     the parent's result speaks for the parent's own search and concerns.
@@ -128,6 +140,7 @@ def report(server: FastMCP, *, better: Iterable[str] = (), warnings: Iterable[st
     if reply is None or reply.server is not server:
         return
     reply.better.extend(g for g in better if g not in reply.better)
+    reply.by_name.extend(n for n in by_name if n not in reply.by_name)
     reply.warnings.extend(w for w in warnings if w not in reply.warnings)
 
 
@@ -233,6 +246,8 @@ def _with_reply(result: dict[str, Any], reply: ListReply, scope: str) -> dict[st
     meta = dict(result.get("_meta") or {})
     if reply.better:
         meta[BETTER_MATCHES_META_KEY] = list(reply.better)
+    if reply.by_name:
+        meta[BETTER_BY_NAME_META_KEY] = list(reply.by_name)
     if reply.warnings:
         # Result _meta: typed clients keep it, where they drop unknown top-level keys.
         meta[WARNINGS_META_KEY] = [*meta.get(WARNINGS_META_KEY, []), *reply.warnings]
