@@ -3,7 +3,8 @@
 What ``tools/list`` with ``query`` ranks is what the client's listing holds
 (every visible version, the highest of each key ranked) narrowed by the
 request's ``filter``, and, where a layer can show what it hides, what the
-client could enable under the keys it cannot use at all (``middleware.discovery``). The
+client could enable under the keys it cannot use at all, or call by name though its
+lists leave it out (``Hit.by_name``; ``search.service``). The
 same policy answers for every client whose views are in the same state
 (``Policy.state``), so those candidates are worked out once per state and
 filter, within a bounded budget, and every later search of that state only ranks.
