@@ -104,7 +104,7 @@ class TestOptionsArgument:
         stack = add_filtering(FastMCP("p"), groups=GROUPS, progressive=options)
         assert stack.progressive is not None
         assert stack.progressive.options is options
-        assert stack.progressive.initial_groups == ("issues",)
+        assert stack.progressive.options.initial_groups == ("issues",)
 
 
 class TestSearchFirstPreset:

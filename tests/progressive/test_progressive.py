@@ -36,7 +36,7 @@ class TestConstruction:
         middleware = ProgressiveDisclosureMiddleware(
             groups=GROUPS, initial_groups=["branches", "repos", "code"]
         )
-        assert middleware.initial_groups == ("branches", "repos", "code")
+        assert middleware.options.initial_groups == ("branches", "repos", "code")
 
     def test_initial_string_is_refused(self) -> None:
         with pytest.raises(ValueError, match=r"pass a list: initial_groups=\['issues'\]"):

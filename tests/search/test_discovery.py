@@ -163,15 +163,12 @@ class TestMetaToolsAreNotRanked:
 class TestOnlyWhatEnablingCanShow:
     def test_a_client_that_cannot_enable_groups_is_offered_nothing(self) -> None:
         from fastmcp_filtering.core.catalog import Catalog
+        from fastmcp_filtering.core.options import ProgressiveOptions
         from fastmcp_filtering.progressive.rules import Enabled, EnabledStore, ProgressiveLayer
         from fastmcp_filtering.progressive.rules import _View as View
 
         catalog = Catalog(groups=GROUPS)
-        layer = ProgressiveLayer(
-            EnabledStore(catalog, ["files"], "test"),
-            hide_ungrouped=False,
-            enable_tool="enable_tools",
-        )
+        layer = ProgressiveLayer(EnabledStore(catalog, ["files"], "test"), ProgressiveOptions())
         write = tool("write_file", "Save text", "write")
         can = View(layer, catalog, Enabled(frozenset({"files"}))).judge(write)
         assert can is not None

@@ -293,14 +293,7 @@ _MUTATORS = frozenset(
 )
 
 # Module-level containers their module still changes, each with why it is no per-server state.
-_REGISTRIES_ALLOWED: dict[str, str] = {
-    "fastmcp_filtering.core.catalog._META_TOOLS": (
-        "which objects are the package's meta-tools is a fact about those objects, asked by "
-        "every catalog (a parent's judges a mounted server's meta-tools), not by one server's; "
-        "a mark on the object itself would pass to the copies FastMCP makes (a mount's "
-        "namespaced copy), which are not meta-tools"
-    ),
-}
+_REGISTRIES_ALLOWED: dict[str, str] = {}
 
 
 def _bound_containers(tree: ast.Module) -> set[str]:

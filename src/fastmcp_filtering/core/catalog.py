@@ -13,7 +13,8 @@ from fastmcp.prompts.base import Prompt
 from fastmcp.resources.base import Resource
 from fastmcp.resources.template import ResourceTemplate
 from fastmcp.tools.base import Tool
-from fastmcp.utilities.components import FastMCPComponent
+from fastmcp.tools.function_tool import FunctionTool
+from pydantic import PrivateAttr
 
 from fastmcp_filtering.core.declarations import (
     META_TOOL_KEY,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Hashable
 
     from fastmcp import FastMCP
+    from fastmcp.utilities.components import FastMCPComponent
     from mcp.server.connection import Connection
 
 logger = logging.getLogger("fastmcp_filtering")
@@ -50,22 +52,44 @@ LIST_METHOD: dict[ComponentKind, str] = {
 """The list request of each kind."""
 
 
-# The meta-tool objects this package built, by id (held, so an id is never reused).
-_META_TOOLS: dict[int, FastMCPComponent] = {}
-
 _T = TypeVar("_T")
 
 
-def mark_meta_tool(tool: _T) -> _T:
-    """Record ``tool`` as one of the package's meta-tools and mark its ``_meta`` for clients.
+class MetaTool(FunctionTool):
+    """A tool of the package's own (``search_tools``, ``enable_tools``, ...): in no group.
 
-    Meta-tools belong to no group, whatever a group's patterns say. What makes
-    one is this record of the object, never its ``_meta``: a proxied upstream
-    tool could carry any ``_meta`` it likes.
+    Build one with ``MetaTool.from_function(...)`` and pass it to
+    ``mark_meta_tool``. What makes a meta-tool is that mark on the object itself,
+    never its ``_meta`` (a proxied upstream tool could carry any ``_meta`` it
+    likes) and never its class alone: a copy FastMCP makes (a mounted server's
+    namespaced tool) keeps the class and the mark's value but is another object,
+    so it is not one.
+
+    Example:
+        ```python
+        tool = mark_meta_tool(MetaTool.from_function(search_tools, name="search_tools"))
+        assert is_meta_tool(tool) and not is_meta_tool(tool.model_copy())
+        ```
     """
-    assert isinstance(tool, FastMCPComponent)
+
+    # The id of the object marked: a copy carries the original's id, never its own.
+    _marked_as: int = PrivateAttr(default=0)
+
+
+def mark_meta_tool(tool: FunctionTool) -> MetaTool:
+    """Mark ``tool`` as one of the package's meta-tools, and its ``_meta`` for clients.
+
+    Meta-tools belong to no group, whatever a group's patterns say.
+
+    Example:
+        ```python
+        tools = {t.name: mark_meta_tool(t) for t in built}
+        ```
+    """
+    if not isinstance(tool, MetaTool):
+        raise OptionTypeError(f"build a meta-tool with MetaTool.from_function, not {type(tool)}")
     tool.meta = {**(tool.meta or {}), META_TOOL_KEY: True}
-    _META_TOOLS[id(tool)] = tool
+    tool._marked_as = id(tool)
     return tool
 
 
@@ -75,16 +99,16 @@ def search_key(component: FastMCPComponent) -> str:
 
 
 def same_kind(original: FastMCPComponent, copy: _T) -> _T:
-    """``copy`` (a model copy of ``original``), recorded as a meta-tool if ``original`` is one."""
+    """``copy`` (a model copy of ``original``), marked as a meta-tool if ``original`` is one."""
     if is_meta_tool(original):
-        assert isinstance(copy, FastMCPComponent)
-        _META_TOOLS[id(copy)] = copy
+        assert isinstance(copy, MetaTool)
+        copy._marked_as = id(copy)
     return copy
 
 
 def is_meta_tool(component: FastMCPComponent) -> bool:
-    """Whether ``component`` is a meta-tool this package built (by identity)."""
-    return _META_TOOLS.get(id(component)) is component
+    """Whether ``component`` is a meta-tool this package built and marked (by identity)."""
+    return isinstance(component, MetaTool) and component._marked_as == id(component)
 
 
 def kind_of(component: FastMCPComponent) -> ComponentKind:

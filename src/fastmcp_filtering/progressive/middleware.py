@@ -6,11 +6,11 @@ import re
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from fastmcp.server.context import Context  # noqa: TC002 - meta-tool signatures resolve it
-from fastmcp.tools.base import Tool, ToolResult
+from fastmcp.tools.base import ToolResult  # noqa: TC002 - meta-tool signatures resolve it
 from typing_extensions import override
 
 from fastmcp_filtering.access.middleware import enforce_access
-from fastmcp_filtering.core.catalog import Catalog, mark_meta_tool
+from fastmcp_filtering.core.catalog import Catalog, MetaTool, mark_meta_tool
 from fastmcp_filtering.core.errors import OptionError
 from fastmcp_filtering.core.options import ProgressiveOptions, option_names, resolve_options
 from fastmcp_filtering.core.request import client_key, current_info
@@ -25,10 +25,11 @@ from fastmcp_filtering.progressive.tools import (
 from fastmcp_filtering.server.layers import LayerMiddleware
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
     from fastmcp import FastMCP
     from fastmcp.server.middleware import MiddlewareContext
+    from fastmcp.tools.base import Tool
 
     from fastmcp_filtering.core.declarations import Group
 
@@ -132,7 +133,7 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
         self.catalog = Catalog.shared(catalog, groups)
         # Each option is the keyword of its name: the object checks them all, once.
         given = locals()
-        self.options = opts = resolve_options(
+        opts = resolve_options(
             ProgressiveOptions,
             options,
             {name: given[name] for name in option_names(ProgressiveOptions)},
@@ -144,52 +145,25 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
                 "enable_tools change later 2026-07-28 lists, which the specification forbids"
             )
         self.side_effect_lists = side_effect_lists
-        self.max_tools = opts.max_tools
-        self.hide_ungrouped = opts.hide_ungrouped
-        self.include_schemas = opts.include_schemas
-        self.call_unlisted = opts.call_unlisted
-        self.offer_enable = opts.offer_enable
-        self.available_groups = opts.available_groups
-        self.enable_tool_name = opts.enable_tool_name
-        self.disable_tool_name = opts.disable_tool_name
-        self.call_tool_name = opts.call_tool_name
+        _check_initial(self.catalog, opts.initial_groups, opts.max_tools)
+        self.options = opts
         self._meta_names = opts.meta_tool_names
         # Without offer_enable they are not offered to anyone: no client is told why not.
         state_tools = (opts.enable_tool_name, opts.disable_tool_name)
         self._state_tools = frozenset(state_tools if opts.offer_enable else ())
-        self.state_namespace = opts.state_namespace
-        self.initial_groups = _validated_initial(self.catalog, opts.initial_groups, opts.max_tools)
-        self.policy_layer = self._layer = self._new_layer()
-        self._bodies = MetaToolBodies(
-            self._layer,
-            enable_tool=opts.enable_tool_name,
-            disable_tool=opts.disable_tool_name,
-            call_tool=opts.call_tool_name,
-            max_tools=opts.max_tools,
-            include_schemas=opts.include_schemas,
-            offer_roots=opts.available_groups == "all",
+        store = EnabledStore(self.catalog, opts.initial_groups, opts.state_namespace)
+        self.policy_layer = self._layer = ProgressiveLayer(
+            store, opts, side_effect_lists=side_effect_lists
         )
-
-    def _new_layer(self) -> ProgressiveLayer:
-        """The policy layer these options describe, with its per-client store."""
-        store = EnabledStore(self.catalog, self.initial_groups, self.state_namespace)
-        return ProgressiveLayer(
-            store,
-            hide_ungrouped=self.hide_ungrouped,
-            enable_tool=self.enable_tool_name,
-            disable_tool=self.disable_tool_name,
-            max_tools=self.max_tools,
-            call_unlisted=self.call_unlisted,
-            offer_enable=self.offer_enable,
-            side_effect_lists=self.side_effect_lists,
-        )
+        self._bodies = MetaToolBodies(self._layer)
 
     def __repr__(self) -> str:
+        o = self.options
         return (
             f"ProgressiveDisclosureMiddleware(catalog={self.catalog!r}, "
-            f"initial_groups={list(self.initial_groups)!r}, max_tools={self.max_tools!r}, "
-            f"hide_ungrouped={self.hide_ungrouped!r}, call_unlisted={self.call_unlisted!r}, "
-            f"offer_enable={self.offer_enable!r}, side_effect_lists={self.side_effect_lists!r}, "
+            f"initial_groups={list(o.initial_groups)!r}, max_tools={o.max_tools!r}, "
+            f"hide_ungrouped={o.hide_ungrouped!r}, call_unlisted={o.call_unlisted!r}, "
+            f"offer_enable={o.offer_enable!r}, side_effect_lists={self.side_effect_lists!r}, "
             f"meta_tools={sorted(self._meta_names)!r})"
         )
 
@@ -209,14 +183,15 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
             await middleware.check(mcp)  # at startup, after registering tools
             ```
         """
-        if self.max_tools is None:
+        if self.options.max_tools is None:
             return
+        initial, most = self.options.initial_groups, self.options.max_tools
         members = await self._bodies.members(server)
-        visible = {t for g in self.initial_groups for t in members.get(g, frozenset())}
-        if len(visible) > self.max_tools:
+        visible = {t for g in initial for t in members.get(g, frozenset())}
+        if len(visible) > most:
             raise OptionError(
-                f"initial_groups {list(self.initial_groups)} hold {len(visible)} tools, over "
-                f"max_tools={self.max_tools}; raise max_tools or enable fewer groups"
+                f"initial_groups {list(initial)} hold {len(visible)} tools, over "
+                f"max_tools={most}; raise max_tools or enable fewer groups"
             )
 
     # -- meta-tools ----------------------------------------------------------------------
@@ -234,15 +209,17 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
         async def disable_tools(ctx: Context, groups: Any = None) -> DisableToolsResult:
             return await bodies.disable(ctx, groups)
 
-        if self.include_schemas:
+        if self.options.include_schemas:
             enable_tools.__annotations__["return"] = EnableToolsWithSchemasResult
         tools = [
-            Tool.from_function(
-                enable_tools, name=self.enable_tool_name, description=bodies.enable_description()
+            MetaTool.from_function(
+                enable_tools,
+                name=self.options.enable_tool_name,
+                description=bodies.enable_description(),
             ),
-            Tool.from_function(
+            MetaTool.from_function(
                 disable_tools,
-                name=self.disable_tool_name,
+                name=self.options.disable_tool_name,
                 description=bodies.disable_description(),
             ),
         ]
@@ -253,21 +230,21 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
                 update={"parameters": _GROUPS_SCHEMA, "auth": self._layer.offers_state_tools}
             )
             for t in tools
-            if self.offer_enable
+            if self.options.offer_enable
         ]
-        if self.call_tool_name is not None or self.offer_enable:
+        if self.options.call_tool_name is not None or self.options.offer_enable:
 
             async def call_tool(name: str, ctx: Context, arguments: Any = None) -> ToolResult:
                 return await bodies.proxy(ctx, name, arguments)
 
-            proxy = Tool.from_function(
+            proxy = MetaTool.from_function(
                 call_tool,
-                name=self.call_tool_name or FIXED_CALL_TOOL,
+                name=self.options.call_tool_name or FIXED_CALL_TOOL,
                 description=bodies.call_description(),
                 output_schema=None,
             )
             update: dict[str, Any] = {"parameters": _CALL_SCHEMA}
-            if self.call_tool_name is None:
+            if self.options.call_tool_name is None:
                 # Only where lists are fixed: a host that calls listed names alone reaches
                 # what enable_tools hands out through it (2025-11-25 lists grow instead).
                 update["auth"] = self._layer.lists_fixed
@@ -296,7 +273,7 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
             return result
         if self._layer.fixed(current_info()):
             return result  # a fixed list needs no state: enable_tools works for everyone
-        if not self.offer_enable:
+        if not self.options.offer_enable:
             return result  # no group is enabled by anyone: nothing is missing without state
         paragraph = self._bodies.no_state_instructions()
         current = result.instructions
@@ -304,12 +281,9 @@ class ProgressiveDisclosureMiddleware(LayerMiddleware):
         return result.model_copy(update={"instructions": text})  # type: ignore[attr-defined,no-any-return]
 
 
-def _validated_initial(
-    catalog: Catalog, initial_groups: Iterable[str], max_tools: int | None
-) -> tuple[str, ...]:
-    """``initial_groups`` checked against the catalog: declared, parents first, within
-    ``max_tools`` (what ``ProgressiveOptions`` cannot know alone)."""
-    initial = tuple(initial_groups)
+def _check_initial(catalog: Catalog, initial: Sequence[str], max_tools: int | None) -> None:
+    """Check ``initial`` against the catalog: declared, parents first, within ``max_tools``
+    (what ``ProgressiveOptions`` cannot know alone)."""
     declared = [g.name for g in catalog.groups]
     for name in initial:
         if catalog.group(name) is None:
@@ -339,4 +313,3 @@ def _validated_initial(
                 f"initial_groups {list(initial)} hold at least {len(literal)} tools, over "
                 f"max_tools={max_tools}; raise max_tools or enable fewer groups"
             )
-    return initial

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from fastmcp.utilities.components import FastMCPComponent
 
     from fastmcp_filtering.core.catalog import Catalog, ComponentKind, GroupTree, Membership
+    from fastmcp_filtering.core.options import ProgressiveOptions
     from fastmcp_filtering.core.request import RequestInfo
     from fastmcp_filtering.policy.decision import Listing
 
@@ -509,24 +510,14 @@ class ProgressiveLayer(PolicyLayer):
     def __init__(
         self,
         store: EnabledStore,
+        options: ProgressiveOptions,
         *,
-        hide_ungrouped: bool,
-        enable_tool: str,
-        disable_tool: str = "disable_tools",
-        max_tools: int | None = None,
-        call_unlisted: bool = False,
-        offer_enable: bool = True,
         side_effect_lists: bool = False,
     ) -> None:
         self.store = store
         self.catalog = store.catalog
-        self.hide_ungrouped = hide_ungrouped
-        self.call_unlisted = call_unlisted
+        self.options = options
         self.side_effect_lists = side_effect_lists
-        self.offer_enable = offer_enable
-        self.enable_tool = enable_tool
-        self.disable_tool = disable_tool
-        self.max_tools = max_tools
         self._failed_kinds: set[str] = set()
 
     def __repr__(self) -> str:
@@ -616,7 +607,7 @@ class ProgressiveLayer(PolicyLayer):
             if named <= held:
                 complete = False
                 break
-            listed = await self.listed(listing, kind, call=self.enable_tool)
+            listed = await self.listed(listing, kind, call=self.options.enable_tool_name)
             if kind == "tool":
                 if listed is None:
                     # No more listings: the call is refused, spending no more of a limit.
@@ -684,22 +675,22 @@ class ProgressiveLayer(PolicyLayer):
     async def remedy(
         self, ctx: Context, enable: Sequence[str], listing: Listing
     ) -> dict[str, Any] | None:
-        if not enable or not self.offer_enable:
+        if not enable or not self.options.offer_enable:
             return None
-        if self.max_tools is None:
-            return {self.enable_tool: {"groups": list(enable)}}
+        if self.options.max_tools is None:
+            return {self.options.enable_tool_name: {"groups": list(enable)}}
         tree = await access_of(self.catalog).tree()
         enabled = await self.store.load(ctx, client_key(ctx), tree)
         members = await self.members(listing)
         # The shortest path first; when max_tools refuses it, the group's other parents.
         for path in [list(enable), *paths_to(tree, enable[-1], enabled.groups)]:
-            room = room_for(tree, enabled.groups, path, members, self.max_tools)
+            room = room_for(tree, enabled.groups, path, members, self.options.max_tools)
             if room is None:
                 continue
             calls: dict[str, Any] = {}
             if room:
-                calls[self.disable_tool] = {"groups": list(room)}
-            calls[self.enable_tool] = {"groups": path}
+                calls[self.options.disable_tool_name] = {"groups": list(room)}
+            calls[self.options.enable_tool_name] = {"groups": path}
             return calls
         return None
 
@@ -712,7 +703,7 @@ class ProgressiveLayer(PolicyLayer):
     ) -> str:
         """What the agent should do to use ``component``, a member of a declared group."""
         what = f"{kind_label(component).capitalize()} {component.name!r}"
-        if not self.offer_enable or enabled.problem == "fixed":
+        if not self.options.offer_enable or enabled.problem == "fixed":
             # Search first: nothing is enabled, anything the client may use runs by its name.
             return f"{what} is not listed; call it by its exact name."
         groups = membership.direct
@@ -735,7 +726,8 @@ class ProgressiveLayer(PolicyLayer):
                 f"store right now, so only the initial groups apply. Enabled now: {now}."
             )
         options = " or ".join(
-            call_hint(self.enable_tool, path_to(tree, g, enabled.groups)) for g in groups
+            call_hint(self.options.enable_tool_name, path_to(tree, g, enabled.groups))
+            for g in groups
         )
         return f"{what} is in {where} enabled. Call {options} first. Enabled now: {now}."
 
@@ -775,15 +767,15 @@ class _View:
         self.key = (id(layer), tree.key, enabled.groups, enabled.problem)
         # A client that keeps no state could never enable what it is not shown, nor may a
         # fixed list show it: it may still name it.
-        self.unlisted = layer.call_unlisted or enabled.problem in ("anonymous", "fixed")
+        self.unlisted = layer.options.call_unlisted or enabled.problem in ("anonymous", "fixed")
 
     def judge(self, component: FastMCPComponent) -> Hidden | None:
         layer = self._layer
         membership = self._tree.membership(component)
-        if shown(membership, self._enabled.groups, hide_ungrouped=layer.hide_ungrouped):
+        if shown(membership, self._enabled.groups, hide_ungrouped=layer.options.hide_ungrouped):
             return None
         if not membership.direct:
-            if layer.call_unlisted and not membership.undeclared:
+            if layer.options.call_unlisted and not membership.undeclared:
                 # In no group under hide_ungrouped: left out of lists, called by its name.
                 return Hidden(
                     f"{kind_label(component).capitalize()} {component.name!r} is not listed; "
@@ -796,7 +788,7 @@ class _View:
             return CONCEALED
         enabled = self._enabled
         enable: tuple[str, ...] = ()
-        if enabled.problem is None and layer.offer_enable:
+        if enabled.problem is None and layer.options.offer_enable:
             # The shortest enable call among the component's groups; declaration order breaks ties.
             paths = [tuple(path_to(self._tree, g, enabled.groups)) for g in membership.direct]
             enable = min(paths, key=len)

@@ -90,38 +90,26 @@ class DisableToolsResult(BaseModel):
 class MetaToolBodies:
     """What the meta-tools do, for one ``ProgressiveLayer`` and its options."""
 
-    def __init__(
-        self,
-        layer: ProgressiveLayer,
-        *,
-        enable_tool: str,
-        disable_tool: str,
-        call_tool: str | None,
-        max_tools: int | None,
-        include_schemas: bool,
-        offer_roots: bool = False,
-    ) -> None:
+    def __init__(self, layer: ProgressiveLayer) -> None:
         self.layer = layer
-        self.offer_roots = offer_roots
+        self.options = layer.options
         self.store = layer.store
         self.catalog = layer.catalog
-        self.enable_tool = enable_tool
-        self.disable_tool = disable_tool
-        self.call_tool = call_tool
-        self.max_tools = max_tools
-        self.include_schemas = include_schemas
+        # A root's children are offered once it is enabled; with "all", every group at once.
+        self.offer_roots = layer.options.available_groups == "all"
         self._fixed = FixedListReplies(self)
 
     def enable_description(self) -> str:
         # The same bytes for every client and every enabled set, so clients can cache it: the
         # roots here, each child in available_groups once its parent is enabled (wags' design).
+        o = self.options
         lines = [
-            f"Make a group's tools available: {call_hint(self.enable_tool, ['<group>'])}. The "
+            f"Make a group's tools available: {call_hint(o.enable_tool_name, ['<group>'])}. The "
             "reply lists them, and in available_groups the groups to enable next.",
         ]
-        if self.max_tools is not None:
+        if o.max_tools is not None:
             lines.append(
-                f"At most {self.max_tools} grouped tools at once: {self.disable_tool} makes room."
+                f"At most {o.max_tools} grouped tools at once: {o.disable_tool_name} makes room."
             )
         # Only groups open to everyone: a group under an access check is learned from
         # groups/list and available_groups, by the principals that may use it.
@@ -149,20 +137,20 @@ class MetaToolBodies:
     def disable_description(self) -> str:
         return (
             "Give back groups you no longer need (and the groups below them) to keep your "
-            f"tool list short: {call_hint(self.disable_tool, ['<group>'])}."
+            f"tool list short: {call_hint(self.options.disable_tool_name, ['<group>'])}."
         )
 
     def call_description(self) -> str:
-        if self.layer.call_unlisted:
+        if self.options.call_unlisted:
             return (
                 "Call a tool by its exact name, listed or not (search_tools finds them): "
-                f'{self.call_tool}(name="<tool>", arguments={{...}}).'
+                f'{self.options.call_tool_name}(name="<tool>", arguments={{...}}).'
             )
         return (
             "Call a tool of an enabled group by name, for when your tool list has not "
             "refreshed after enabling a group: "
-            f'{self.call_tool}(name="<tool>", arguments={{...}}). '
-            f"Enable the tool's group with {self.enable_tool} first."
+            f'{self.options.call_tool_name}(name="<tool>", arguments={{...}}). '
+            f"Enable the tool's group with {self.options.enable_tool_name} first."
         )
 
     async def members(self, server: FastMCP) -> dict[str, frozenset[str]]:
@@ -183,11 +171,12 @@ class MetaToolBodies:
 
     def no_state_instructions(self) -> str:
         """The instructions paragraph for a client that cannot enable groups."""
+        enable, disable = self.options.enable_tool_name, self.options.disable_tool_name
         return (
             "Tool groups: this server offers more tools in groups that a client enables with "
-            f"{self.enable_tool}, but it keeps enabled groups per session (protocol "
+            f"{enable}, but it keeps enabled groups per session (protocol "
             "2025-11-25) or per authenticated user, and this stateless HTTP connection has "
-            f"neither: {self.enable_tool} and {self.disable_tool} are not offered here, and "
+            f"neither: {enable} and {disable} are not offered here, and "
             "only the tools of the initial groups are listed. A tool of any other group "
             "still runs when called by its exact name: search_tools, where offered, finds "
             "them with their arguments. To have them listed, authenticate (send a bearer "
@@ -240,7 +229,7 @@ class MetaToolBodies:
             wanted = [g for g in named if isinstance(g, str) and g not in before]
             held = await self.layer.holding(ServerListing(ctx.fastmcp), wanted)
             # Before anything is saved: a reply that cannot list refuses the call unchanged.
-            listing = await _reply_listing(self.layer, ctx, self.enable_tool, held)
+            listing = await _reply_listing(self.layer, ctx, self.options.enable_tool_name, held)
             # Counted after that listing, never before: a tool added meanwhile is counted
             # under max_tools, or its group is not enabled; never enabled uncounted.
             members = await self.members(ctx.fastmcp)
@@ -250,10 +239,10 @@ class MetaToolBodies:
                 tree,
                 before,
                 groups,
-                tool=self.enable_tool,
-                disable_tool=self.disable_tool,
+                tool=self.options.enable_tool_name,
+                disable_tool=self.options.disable_tool_name,
                 members=members,
-                max_tools=self.max_tools,
+                max_tools=self.options.max_tools,
                 holding=held.groups,
             )
             if change.changed:
@@ -267,7 +256,7 @@ class MetaToolBodies:
             "available_groups": held.usable(offered(tree, change.enabled, roots=self.offer_roots)),
             "errors": change.errors,
         }
-        if not self.include_schemas:
+        if not self.options.include_schemas:
             return EnableToolsResult(**fields)
         new = set(fields["available_tools"]) - set(self.available(seen.tools, before, tree))
         fields["tools"] = _definitions(listed, new)
@@ -279,10 +268,10 @@ class MetaToolBodies:
             return await self._fixed.disable(ctx, groups, tree)
         async with self.store.lock(client_key(ctx)):
             before = await self.current(ctx, tree)
-            change = disable(tree, before, groups, tool=self.disable_tool)
+            change = disable(tree, before, groups, tool=self.options.disable_tool_name)
             # Listed before saving, so a refused listing changes nothing; the groups the
             # change disables drop out of available_tools below, as they do from the list.
-            listed = await _reply_listing(self.layer, ctx, self.disable_tool)
+            listed = await _reply_listing(self.layer, ctx, self.options.disable_tool_name)
             if change.changed:
                 reach = await Reach.of(ctx.fastmcp)
                 seen = await reach.seen()
@@ -308,19 +297,20 @@ class MetaToolBodies:
                 f"arguments must be an object of the tool's arguments, like "
                 f'{{"path": "README.md"}}, got {type(arguments).__name__}'
             )
-        if name == self.call_tool:
+        if name == self.options.call_tool_name:
             raise ToolError(f"{name} cannot call itself; pass the name of the tool to call")
         try:
             # The whole middleware chain and the policy judge the proxied call as any other.
             return await ctx.fastmcp.call_tool(name, arguments)
         except NotFoundError:
-            if not self.layer.offer_enable:
+            if not self.options.offer_enable:
                 raise ToolError(
                     f"unknown tool {brief(name)}; search_tools finds the tools by what they do"
                 ) from None
             raise ToolError(
-                f"unknown tool {brief(name)}; enable a group with {self.enable_tool} and "
-                "use a tool from the available_tools of its reply"
+                f"unknown tool {brief(name)}; enable a group with "
+                f"{self.options.enable_tool_name} and use a tool from the available_tools of "
+                "its reply"
             ) from None
 
 
@@ -372,15 +362,15 @@ class FixedListReplies:
             named = groups[:MAX_GROUP_NAMES] if isinstance(groups, list) else []
             wanted = [g for g in named if isinstance(g, str) and g not in before]
             held = await self.layer.holding(ServerListing(ctx.fastmcp), wanted)
-            listing = await self._reach_listing(ctx, self.bodies.enable_tool, held)
+            listing = await self._reach_listing(ctx, self.bodies.options.enable_tool_name, held)
             change = enable(
                 tree,
                 before,
                 groups,
-                tool=self.bodies.enable_tool,
-                disable_tool=self.bodies.disable_tool,
+                tool=self.bodies.options.enable_tool_name,
+                disable_tool=self.bodies.options.disable_tool_name,
                 members=await self.bodies.members(ctx.fastmcp),
-                max_tools=self.bodies.max_tools,
+                max_tools=self.bodies.options.max_tools,
                 holding=held.groups,
             )
             if change.changed and key is not None:
@@ -404,8 +394,8 @@ class FixedListReplies:
         key = client_key(ctx)
         async with self._lock(key):
             before = await self._fixed_before(ctx, key, tree)
-            change = disable(tree, before, groups, tool=self.bodies.disable_tool)
-            listing = await self._reach_listing(ctx, self.bodies.disable_tool)
+            change = disable(tree, before, groups, tool=self.bodies.options.disable_tool_name)
+            listing = await self._reach_listing(ctx, self.bodies.options.disable_tool_name)
             if change.changed and key is not None:
                 await self.bodies.save(ctx, change.enabled)
         return DisableToolsResult(

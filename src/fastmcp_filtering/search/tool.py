@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastmcp.server.context import Context  # noqa: TC002 - the meta-tool's signature needs it
-from fastmcp.tools import Tool
 from fastmcp.utilities.versions import dedupe_with_versions
 from pydantic import BaseModel, Field
 
-from fastmcp_filtering.core.catalog import mark_meta_tool, search_key
+from fastmcp_filtering.core.catalog import MetaTool, mark_meta_tool, search_key
 from fastmcp_filtering.core.request import REPLY_CONFIG, clean_query
 from fastmcp_filtering.search.service import candidates, rank_hits, request_trusts
 from fastmcp_filtering.server.hooks import leaves_tools, marked_by
@@ -17,6 +16,8 @@ from fastmcp_filtering.server.transform import current_policy, remedy, shown
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+
+    from fastmcp.tools import Tool
 
     from fastmcp_filtering.core.catalog import Catalog
     from fastmcp_filtering.policy.decision import Hit
@@ -116,7 +117,7 @@ class SearchTool:
         )
 
         return mark_meta_tool(
-            Tool.from_function(
+            MetaTool.from_function(
                 search_tools,
                 name=name,
                 description=_COMPACT_DESCRIPTION if compact else _DESCRIPTION,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from fastmcp.server.middleware import Middleware
 from fastmcp.server.middleware.dereference import DereferenceRefsMiddleware
@@ -497,6 +497,17 @@ class ListHooks(ToolInjectionMiddleware, Announces):
     # (``_seen_by_fastmcp``), and whether a message has reached it (``serving`` ran).
     _seen: bool = False
     _served: bool = False
+    # Whether the class has a hook of its own that a tools/call runs: a call never passes by.
+    _hooks_calls: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Decided once per class, not per call (hooks are methods of the class).
+        cls._hooks_calls = (
+            cls.on_call_tool is not ToolInjectionMiddleware.on_call_tool
+            or cls.on_message is not ListHooks.on_message
+            or cls.on_request is not ListHooks.on_request
+        )
 
     def meta_tools(self) -> dict[str, Tool]:
         """The tools this middleware adds to the server, by name (none unless overridden).
@@ -622,11 +633,8 @@ class ListHooks(ToolInjectionMiddleware, Announces):
     def _passes_call_by(self, context: MiddlewareContext[Any]) -> bool:
         """Whether a ``tools/call`` runs none of this middleware's own code: not one of its
         meta-tools, no hook of its class's own, nothing to remember or validate."""
-        cls = type(self)
         if (
-            cls.on_call_tool is not ToolInjectionMiddleware.on_call_tool
-            or cls.on_message is not ListHooks.on_message
-            or cls.on_request is not ListHooks.on_request
+            self._hooks_calls
             or "tools/call" in self.answers
             or getattr(context.message, "name", None) in self._current_meta_tools()
         ):
