@@ -41,7 +41,7 @@ from fastmcp_filtering.policy.decision import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Hashable, Iterable, Sequence
 
     from fastmcp.server.context import Context
     from fastmcp.tools.base import Tool
@@ -418,6 +418,19 @@ class EnabledStore:
         self.writes = OutageLog("progressive disclosure")
         # Serializes one client's read-modify-write on this replica; the state stays in the store.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._initial_closed: tuple[Hashable, frozenset[str]] | None = None
+
+    def initial_in(self, tree: GroupTree) -> frozenset[str]:
+        """The initial groups as ``tree`` keeps them (``closed``).
+
+        Worked out once per state of the declarations and denials (``tree.key``),
+        not on every request.
+        """
+        key = tree.key
+        last = self._initial_closed
+        if last is None or last[0] != key:
+            last = self._initial_closed = (key, closed(tree, self.initial))
+        return last[1]
 
     def lock(self, key: str | None) -> asyncio.Lock:
         lock = self._locks.get(key or "")
@@ -432,19 +445,19 @@ class EnabledStore:
         enabled, whatever the initial set or the stored state says.
         """
         if key is None:
-            return Enabled(closed(tree, self.initial), "anonymous")
+            return Enabled(self.initial_in(tree), "anonymous")
         try:
             stored = await load_state(ctx, self.namespace)
         except StateUnavailable as exc:
             self.reads.failed(exc, "serving the initial groups")
-            return Enabled(closed(tree, self.initial), "store")
+            return Enabled(self.initial_in(tree), "store")
         self.reads.answered()
         if stored is None:
-            return Enabled(closed(tree, self.initial))
+            return Enabled(self.initial_in(tree))
         names = stored.get("enabled") if isinstance(stored, dict) else None
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             logger.warning("progressive disclosure: unreadable state %r; initial groups", stored)
-            return Enabled(closed(tree, self.initial), "store")
+            return Enabled(self.initial_in(tree), "store")
         return Enabled(closed(tree, names))
 
     async def save(self, ctx: Context, enabled: frozenset[str]) -> None:
@@ -554,7 +567,7 @@ class ProgressiveLayer(PolicyLayer):
         if self.fixed(client.info):
             # No state is read: the list is the initial groups and those its own filter names,
             # the same before and after any other request; the rest is reached by name.
-            shown_now = closed(tree, self.store.initial) | filtered_groups(tree, client.info)
+            shown_now = self.store.initial_in(tree) | filtered_groups(tree, client.info)
             return _View(self, tree, Enabled(shown_now, "fixed"))
         return _View(self, tree, await self.store.load(client.ctx, client.key, tree))
 

@@ -19,7 +19,6 @@ from fastmcp_filtering.policy.decision import call_hint
 from fastmcp_filtering.progressive.rules import (
     MAX_GROUP_NAMES,
     as_names,
-    closed,
     disable,
     enable,
     offered,
@@ -335,7 +334,7 @@ class FixedListReplies:
         for its replies and ``max_tools``, never for a list.
         """
         if key is None:
-            return closed(tree, self.store.initial)
+            return self.store.initial_in(tree)
         return await self.bodies.current(ctx, tree)
 
     async def _reach_listing(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 from fastmcp.server.middleware import Middleware
 from fastmcp.server.middleware.dereference import DereferenceRefsMiddleware
@@ -455,8 +455,85 @@ class Announces(Middleware):
         return await self.announced(context, await call_next(context))
 
 
-class ListHooks(ToolInjectionMiddleware, Announces):
+class RoutesLists(Middleware):
     """Routes tools, prompts, resources and templates lists to one ``on_list``.
+
+    ``list_params`` declares the parameters one of which a list must carry for
+    ``on_list`` to run at all; ``judges_renderers`` keeps a resources list to the
+    Prefab renderers of tools the client sees.
+
+    Example:
+        ```python
+        class Shorter(RoutesLists):
+            async def on_list(self, request):
+                return (await request.rest())[:10]
+        ```
+    """
+
+    list_params: frozenset[str] | None = None
+    """Parameters one of which a list must carry for ``on_list`` to run; None: every list."""
+    judges_renderers: bool = False
+    """Whether a resources list keeps only the Prefab renderers of tools the client sees."""
+
+    @override
+    async def on_list_tools(
+        self,
+        context: MiddlewareContext[mt.ListToolsRequest],
+        call_next: CallNext[mt.ListToolsRequest, Sequence[Tool]],
+    ) -> Sequence[Tool]:
+        return await self._listed(context, call_next, "tool")
+
+    @override
+    async def on_list_prompts(
+        self,
+        context: MiddlewareContext[mt.ListPromptsRequest],
+        call_next: CallNext[mt.ListPromptsRequest, Sequence[Prompt]],
+    ) -> Sequence[Prompt]:
+        return await self._listed(context, call_next, "prompt")
+
+    @override
+    async def on_list_resources(
+        self,
+        context: MiddlewareContext[mt.ListResourcesRequest],
+        call_next: CallNext[mt.ListResourcesRequest, Sequence[Resource]],
+    ) -> Sequence[Resource]:
+        return await self._listed(context, call_next, "resource")
+
+    @override
+    async def on_list_resource_templates(
+        self,
+        context: MiddlewareContext[mt.ListResourceTemplatesRequest],
+        call_next: CallNext[mt.ListResourceTemplatesRequest, Sequence[ResourceTemplate]],
+    ) -> Sequence[ResourceTemplate]:
+        return await self._listed(context, call_next, "template")
+
+    async def on_list(self, request: ListRequest[_C]) -> Sequence[_C]:
+        """What a list shows; passes through unless overridden."""
+        return await request.rest()
+
+    async def _listed(
+        self,
+        context: MiddlewareContext[Any],
+        call_next: CallNext[Any, Sequence[_C]],
+        kind: ComponentKind,
+    ) -> Sequence[_C]:
+        if kind == "resource" and self.judges_renderers:
+            call_next = functools.partial(_renderers_judged, call_next=call_next)
+        params = self.list_params
+        if params is not None:
+            info = request_info(context)
+            if (
+                info is None
+                or all(info.params.get(p) is None for p in params)
+                # The client's listing read as candidates: its query and filter aside.
+                or current_scope().as_listed
+            ):
+                return await call_next(context)
+        return await self.on_list(ListRequest(kind, context, call_next))
+
+
+class ListHooks(ToolInjectionMiddleware, Announces, RoutesLists):
+    """The package's middleware base: lists routed to one ``on_list`` (``RoutesLists``).
 
     ``initialize`` and ``server/discover`` results pass through one ``announce``,
     where a middleware adds its capabilities and instructions in both eras.
@@ -482,14 +559,10 @@ class ListHooks(ToolInjectionMiddleware, Announces):
 
     answers: frozenset[str] = frozenset()
     """Request methods this middleware answers or checks in ``answer``."""
-    list_params: frozenset[str] | None = None
-    """Parameters one of which a list must carry for ``on_list`` to run; None: every list."""
     meta_keys: frozenset[str] = frozenset()
     """Request ``_meta`` keys ``check_meta`` validates, before any lookup."""
     catalog: Catalog | None = None
     """The declarations this middleware shares, if any."""
-    judges_renderers: bool = False
-    """Whether a resources list keeps only the Prefab renderers of tools the client sees."""
     prefills: bool = False
     """Whether it answers listings from a page it made (setup keeps ``Prefilled`` innermost)."""
     _meta_built: tuple[int | None, dict[str, Tool]] | None = None
@@ -497,17 +570,37 @@ class ListHooks(ToolInjectionMiddleware, Announces):
     # (``_seen_by_fastmcp``), and whether a message has reached it (``serving`` ran).
     _seen: bool = False
     _served: bool = False
-    # Whether the class has a hook of its own that a tools/call runs: a call never passes by.
+    # Whether the class has a hook of its own that a tools/call runs, beyond ``pass_call``:
+    # then a call never passes by.
     _hooks_calls: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        # A class that defines pass_call declares its on_call_tool does just that.
+        declares = cast("type[ListHooks]", next(k for k in cls.__mro__ if "pass_call" in vars(k)))
         # Decided once per class, not per call (hooks are methods of the class).
         cls._hooks_calls = (
-            cls.on_call_tool is not ToolInjectionMiddleware.on_call_tool
+            cls.on_call_tool is not declares.on_call_tool
             or cls.on_message is not ListHooks.on_message
             or cls.on_request is not ListHooks.on_request
         )
+
+    async def pass_call(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+    ) -> Any:
+        """What a ``tools/call`` that passes this middleware by runs of it: nothing here.
+
+        A subclass whose ``on_call_tool`` only wraps the call (a refusal worded
+        on the way back) defines both, the hook calling this; a call that passes
+        by then runs this alone, without FastMCP's dispatch of every other hook.
+
+        Example:
+            ```python
+            async def pass_call(self, context, call_next):
+                return await hinted(context, call_next)
+            ```
+        """
+        return await call_next(context)
 
     def meta_tools(self) -> dict[str, Tool]:
         """The tools this middleware adds to the server, by name (none unless overridden).
@@ -562,42 +655,6 @@ class ListHooks(ToolInjectionMiddleware, Announces):
     async def announced(self, context: MiddlewareContext[Any], result: _R) -> _R:
         return self.announce_to(context, result)
 
-    @override
-    async def on_list_tools(
-        self,
-        context: MiddlewareContext[mt.ListToolsRequest],
-        call_next: CallNext[mt.ListToolsRequest, Sequence[Tool]],
-    ) -> Sequence[Tool]:
-        return await self._listed(context, call_next, "tool")
-
-    @override
-    async def on_list_prompts(
-        self,
-        context: MiddlewareContext[mt.ListPromptsRequest],
-        call_next: CallNext[mt.ListPromptsRequest, Sequence[Prompt]],
-    ) -> Sequence[Prompt]:
-        return await self._listed(context, call_next, "prompt")
-
-    @override
-    async def on_list_resources(
-        self,
-        context: MiddlewareContext[mt.ListResourcesRequest],
-        call_next: CallNext[mt.ListResourcesRequest, Sequence[Resource]],
-    ) -> Sequence[Resource]:
-        return await self._listed(context, call_next, "resource")
-
-    @override
-    async def on_list_resource_templates(
-        self,
-        context: MiddlewareContext[mt.ListResourceTemplatesRequest],
-        call_next: CallNext[mt.ListResourceTemplatesRequest, Sequence[ResourceTemplate]],
-    ) -> Sequence[ResourceTemplate]:
-        return await self._listed(context, call_next, "template")
-
-    async def on_list(self, request: ListRequest[_C]) -> Sequence[_C]:
-        """What a list shows; passes through unless overridden."""
-        return await request.rest()
-
     async def marked(self, components: Sequence[_C]) -> Sequence[_C]:
         """``components`` with what this middleware adds to each listed one (``_meta`` marks).
 
@@ -613,7 +670,7 @@ class ListHooks(ToolInjectionMiddleware, Announces):
         if fastmcp_context is not None:
             server = fastmcp_context.fastmcp
             runtime = FilteringRuntime.of(server)
-            if runtime is None or not any(m is self for m in runtime.set_up):
+            if runtime is None or self not in runtime.set_up:  # by identity: no __eq__ here
                 # First sight of the server (added with mcp.add_middleware): set it up before
                 # this message goes on, and let it pass what setting up added.
                 call_next = _through(set_up(server), call_next)
@@ -626,8 +683,8 @@ class ListHooks(ToolInjectionMiddleware, Announces):
                 self._served = True
                 self.serving(server)
         if context.method == "tools/call" and self._passes_call_by(context):
-            # None of its hooks would act: FastMCP's dispatch of them is all it would cost.
-            return await call_next(context)
+            # No hook but pass_call would act: FastMCP's dispatch of them is all it would cost.
+            return await self.pass_call(context, call_next)
         return await super().__call__(context, call_next)
 
     def _passes_call_by(self, context: MiddlewareContext[Any]) -> bool:
@@ -676,26 +733,6 @@ class ListHooks(ToolInjectionMiddleware, Announces):
         if context.method in self.answers:
             return await self.answer(context, call_next)
         return await call_next(context)
-
-    async def _listed(
-        self,
-        context: MiddlewareContext[Any],
-        call_next: CallNext[Any, Sequence[_C]],
-        kind: ComponentKind,
-    ) -> Sequence[_C]:
-        if kind == "resource" and self.judges_renderers:
-            call_next = functools.partial(_renderers_judged, call_next=call_next)
-        params = self.list_params
-        if params is not None:
-            info = request_info(context)
-            if (
-                info is None
-                or all(info.params.get(p) is None for p in params)
-                # The client's listing read as candidates: its query and filter aside.
-                or current_scope().as_listed
-            ):
-                return await call_next(context)
-        return await self.on_list(ListRequest(kind, context, call_next))
 
 
 # The hooks through which a middleware could change what a tools/list returns.

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import mcp_types as mt
 from fastmcp.exceptions import (
@@ -172,6 +172,13 @@ class LayerMiddleware(ListHooks):
         context: MiddlewareContext[mt.CallToolRequestParams],
         call_next: CallNext[mt.CallToolRequestParams, ToolResult],
     ) -> ToolResult:
+        return cast("ToolResult", await self.pass_call(context, call_next))
+
+    @override
+    async def pass_call(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+    ) -> Any:
+        """The call, with an unknown tool's refusal worded as the policy's hint."""
         name = context.message.name
         return await _hinted(
             context, call_next, "tool", name, ToolError, unknown=self.unknown_tool_hint
