@@ -20,16 +20,23 @@ from ..conftest import Connect
 GROUPS = [Group("ops")]
 
 
-class _Recorded(FilterMiddleware):
-    """A filter whose subclass hooks calls of its own: it must see every call."""
+def _recording(base: Any) -> Any:
+    """``base`` with a call hook of the subclass's own: it must see every call."""
 
-    seen: list[str]
+    class Recorded(base):  # type: ignore[misc]
+        seen: list[str]
 
-    async def on_call_tool(
-        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
-    ) -> Any:
-        self.seen.append(context.message.name)
-        return await call_next(context)
+        async def on_call_tool(
+            self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+        ) -> Any:
+            self.seen.append(context.message.name)
+            return await super().on_call_tool(context, call_next)
+
+    return Recorded
+
+
+_Recorded = _recording(FilterMiddleware)
+_Layered = _recording(ProgressiveDisclosureMiddleware)
 
 
 class _Messages(FilterMiddleware):
@@ -42,18 +49,6 @@ class _Messages(FilterMiddleware):
     ) -> Any:
         self.seen.append(str(context.method))
         return await super().on_message(context, call_next)
-
-
-class _Layered(ProgressiveDisclosureMiddleware):
-    """A layer whose subclass hooks calls beyond the refusal its base words."""
-
-    seen: list[str]
-
-    async def on_call_tool(
-        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
-    ) -> Any:
-        self.seen.append(context.message.name)
-        return await super().on_call_tool(context, call_next)
 
 
 def _server(*middlewares: Any) -> FastMCP:
