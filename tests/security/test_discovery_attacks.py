@@ -20,16 +20,18 @@ from fastmcp.utilities.tests import asgi_server
 from mcp.shared.exceptions import MCPError
 
 from fastmcp_filtering import (
+    SEARCH_FIRST,
     ConcernMiddleware,
     FilterMiddleware,
     Group,
     ProgressiveDisclosureMiddleware,
+    add_filtering,
     install,
 )
 from fastmcp_filtering.client import call_method
 from fastmcp_filtering.concern.middleware import Concern
 from fastmcp_filtering.core.concerns import REQUEST_META_KEY
-from fastmcp_filtering.core.declarations import BETTER_MATCHES_META_KEY
+from fastmcp_filtering.core.declarations import BETTER_BY_NAME_META_KEY, BETTER_MATCHES_META_KEY
 from fastmcp_filtering.retrieval.embedders import INSTALL_HINT
 from fastmcp_filtering.search.middleware import SearchMiddleware
 
@@ -808,3 +810,59 @@ class TestOtherStacks:
                 assert await search(client, query) == await search(reference, query), query
                 got = await listed(client, {"query": query})
                 assert got == await listed(reference, {"query": query}), query
+
+
+# -- the better-matches-by-name key ---------------------------------------------------------
+
+
+def _search_first(*before: Any, extra: list[Stub] | None = None) -> FastMCP:
+    """Search first over ``base_tools`` (only the meta-tools listed), ``before`` first."""
+    mcp = FastMCP("search-first")
+    for stub in base_tools(extra=extra):
+        mcp.add_tool(stub)
+    use(mcp, *before)
+    add_filtering(mcp, groups=GROUPS, progressive=SEARCH_FIRST)
+    return mcp
+
+
+class TestBetterByName:
+    async def test_the_key_names_the_rocket_where_nothing_hides_it(self, connect: Connect) -> None:
+        # The reference the attacks below are judged against: the key is there to leak.
+        async with connect(_search_first(extra=[tool(*ROCKET)])) as client:
+            got = await listed(client, {"query": "launch rocket"})
+        assert "launch_rocket" in got["meta"].get(BETTER_BY_NAME_META_KEY, [])
+
+    async def test_a_fastmcp_middleware_ahead_hides_it_from_the_key(self, connect: Connect) -> None:
+        mcp = _search_first(HideByMiddleware(), extra=[tool(*ROCKET)])
+        async with connect(mcp) as client:
+            for query in ROCKET_QUERIES:
+                got = await listed(client, {"query": query})
+                assert "launch_rocket" not in str(got), query
+
+    async def test_a_mounted_search_first_server_names_nothing_its_parent_conceals(
+        self, connect: Connect
+    ) -> None:
+        child = _search_first(extra=[tool(*ROCKET, tags={"secret"})])
+        parent = FastMCP("parent")
+        parent.mount(child, namespace="child")
+        install(parent, HideSecret())
+        async with connect(parent) as client:
+            for query in ROCKET_QUERIES:
+                got = await listed(client, {"query": query})
+                assert "launch_rocket" not in str(got), query
+                reply = await client.call_tool("child_search_tools", {"query": query})
+                assert "launch_rocket" not in str(reply.structured_content["tools"]), query
+
+    async def test_a_parent_search_first_names_nothing_a_mounted_layer_conceals(
+        self, connect: Connect
+    ) -> None:
+        child = FastMCP("child")
+        for stub in base_tools(extra=[tool(*ROCKET, tags={"secret"})]):
+            child.add_tool(stub)
+        install(child, HideSecret())
+        parent = _search_first()
+        parent.mount(child, namespace="child")
+        async with connect(parent) as client:
+            for query in ROCKET_QUERIES:
+                got = await listed(client, {"query": query})
+                assert "launch_rocket" not in str(got), query
