@@ -40,7 +40,7 @@ from fastmcp_filtering.core.request import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Hashable, Iterator, Sequence
+    from collections.abc import Hashable, Iterable, Iterator, Sequence
 
     from fastmcp.server.context import Context
     from fastmcp.tools.base import Tool
@@ -251,6 +251,36 @@ class Policy:
         hit = table.get(id(component))
         if hit is not None and hit[0] is component:
             return hit[1]
+        return self._judged(table, component)
+
+    def shown(self, components: Iterable[_C]) -> list[_C]:
+        """The ``components`` this policy shows (``judge`` says None), in order.
+
+        One pass, for a listing: the remembered answers are read inline, a
+        component at a time, without a call per component.
+
+        Example:
+            ```python
+            shown = policy.shown(await call_next(context))
+            ```
+        """
+        table = self._table
+        if table is None:
+            return [c for c in components if self._judge(c) is None]
+        get = table.get
+        kept: list[_C] = []
+        for component in components:
+            hit = get(id(component))
+            if hit is not None and hit[0] is component:
+                if hit[1] is None:
+                    kept.append(component)
+            elif self._judged(table, component) is None:
+                kept.append(component)
+        return kept
+
+    def _judged(
+        self, table: dict[int, tuple[FastMCPComponent, Hidden | None]], component: FastMCPComponent
+    ) -> Hidden | None:
         hidden = self._judge(component)
         assert self._memo is not None
         self._memo.store(table, component, hidden)

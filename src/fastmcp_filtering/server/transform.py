@@ -256,7 +256,9 @@ class AccessTransform(CatalogTransform):
         if not self._layers:
             return components
         policy = await self.policy()
-        kept = [self._served(c) for c in components if policy.judge(c) is None]
+        kept = policy.shown(components)
+        if self._declares:
+            kept = [with_declared_groups(c) for c in kept]
         denied = policy.denied_groups
         return [self._scrub(c, denied) for c in kept] if denied else kept
 
