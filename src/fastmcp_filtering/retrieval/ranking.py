@@ -144,6 +144,7 @@ _MAX_COUNTED = 50_000
 _NONE: dict[str, int] = {}
 _NONE_PARAMS: Mapping[str, dict[str, int]] = {}
 _NO_STOPWORDS: frozenset[str] = frozenset()
+_NO_LENGTHS = (0,) * len(FIELDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,10 +216,11 @@ class Postings:
         self.name_words: dict[str, dict[str, float]] = {}
         """word -> {key whose name has it: the share of that name's words it is}."""
         self.vocabulary = Vocabulary(self.postings.keys())
-        self._total_length = [0] * len(FIELDS)
-        self._param_df: Counter[str] = Counter()
         self._norms = self._norms_for(list(_TYPICAL_AVERAGES))
         self._boilerplate: frozenset[str] = frozenset()
+        # Per parameter set (by identity, held so the id is not reused): its weighted term
+        # frequencies under the current norms and boilerplate, alike for every tool that has it.
+        self._param_terms: dict[int, tuple[object, list[tuple[str, float]]]] = {}
         self._changes = 0
         """Changes to the documents the statistics count since they were last computed."""
         self._statistics_count = 0
@@ -241,8 +243,8 @@ class Postings:
             self.remove(key)
         stop = self._stopwords
         name, words = split_name(document.name, stop)
-        title = split(document.title, stop)
-        description = split(document.description, stop)
+        title = split(document.title, stop) if document.title else ()
+        description = split(document.description, stop) if document.description else ()
         tags = self._repeated(document.tags, keep_stopwords=True)
         groups = self._repeated(document.groups, keep_stopwords=False)
         params, params_length = self._parameters(document.params)
@@ -250,29 +252,32 @@ class Postings:
             len(name),
             len(title),
             len(description),
-            sum(tags.values()),
-            sum(groups.values()),
+            sum(tags.values()) if tags else 0,
+            sum(groups.values()) if groups else 0,
             params_length,
         )
-        entry = _Entry(
+        self.entries[key] = _Entry(
             document,
             _count(name),
-            _count(title),
-            _count(description),
+            _count(title) if title else _NONE,
+            _count(description) if description else _NONE,
             tags,
             groups,
             params,
             length,
             words,
         )
-        self.entries[key] = entry
-        if entry.name_words:
-            share = 1.0 / len(entry.name_words)
-            for word in entry.name_words:
-                self.name_words.setdefault(word, {})[key] = share
+        if words:
+            share = 1.0 / len(words)
+            name_words = self.name_words
+            for word in words:
+                holders = name_words.get(word)
+                if holders is None:
+                    name_words[word] = {key: share}
+                else:
+                    holders[key] = share
         if document.in_statistics:
-            self._total_length = [t + n for t, n in zip(self._total_length, length, strict=True)]
-            self._param_df.update(params.keys())
+            # The field lengths and parameter counts are summed when the statistics are made.
             self._statistics_count += 1
             self._changes += 1
         # Posted at the next search: a bulk load then posts each document once, with the
@@ -329,10 +334,6 @@ class Postings:
             if not holders:
                 del self.name_words[word]
         if entry.document.in_statistics:
-            self._total_length = [
-                t - n for t, n in zip(self._total_length, entry.length, strict=True)
-            ]
-            self._param_df.subtract(entry.params.keys())
             self._statistics_count -= 1
             self._changes += 1
         if key in self._unposted:
@@ -359,17 +360,16 @@ class Postings:
         for (weight, base, slope), counts, field_length in fields:
             if counts:
                 factor = weight / (base + slope * field_length)
-                for term, tf in counts.items():
-                    weighted[term] = get(term, 0.0) + factor * tf
+                if weighted:
+                    for term, tf in counts.items():
+                        weighted[term] = get(term, 0.0) + factor * tf
+                else:
+                    # The first field's terms: 0.0 + x is x, so the same sums in one step.
+                    weighted = {term: factor * tf for term, tf in counts.items()}
+                    get = weighted.get
         if entry.params:
-            weight, base, slope = norms[-1]
-            params_weight = weight / (base + slope * length[-1])
-            boilerplate = self._boilerplate
-            for param, counts in entry.params.items():
-                # A boilerplate parameter still puts its words in the vocabulary, at no weight.
-                factor = 0.0 if param in boilerplate else params_weight
-                for term, tf in counts.items():
-                    weighted[term] = get(term, 0.0) + factor * tf
+            for term, value in self._weighted_params(entry.params, length[-1]):
+                weighted[term] = get(term, 0.0) + value
         postings = self.postings
         for term, weighted_tf in weighted.items():
             # BM25's saturation, once per posting rather than once per search.
@@ -380,6 +380,21 @@ class Postings:
                 self.vocabulary.added(term)
             else:
                 posting[key] = value
+
+    def _weighted_params(
+        self, params: Mapping[str, dict[str, int]], params_length: int
+    ) -> list[tuple[str, float]]:
+        """Each (term, weighted frequency) of a parameter set, in order, worked out once per set
+        (a catalog repeats its parameters) while the norms and boilerplate hold."""
+        found = self._param_terms.get(id(params))
+        if found is not None and found[0] is params:
+            return found[1]
+        weight, base, slope = self._norms[-1]
+        weighted = _weighted(params, weight / (base + slope * params_length), self._boilerplate)
+        if len(self._param_terms) >= _MAX_COUNTED:
+            self._param_terms.clear()
+        self._param_terms[id(params)] = (params, weighted)
+        return weighted
 
     def _norms_for(self, averages: list[float]) -> list[tuple[float, float, float]]:
         """Per field in ``FIELDS`` order: its weight, and BM25's length normalisation
@@ -410,19 +425,46 @@ class Postings:
         # sets no average. A catalog whose every document counts keeps its own, however small.
         left_out = len(self.entries) > count
         weight = max(_BOILERPLATE_MIN_TOOLS - count, 0) if left_out or not count else 0
+        counted = [e for e in self.entries.values() if e.document.in_statistics]
         self._norms = self._norms_for(
             [
                 max((total + typical * weight) / (count + weight), 1.0)
-                for total, typical in zip(self._total_length, _TYPICAL_AVERAGES, strict=True)
+                for total, typical in zip(_total_lengths(counted), _TYPICAL_AVERAGES, strict=True)
             ]
         )
-        self._boilerplate = (
-            frozenset(p for p, df in self._param_df.items() if df / count > _BOILERPLATE_SHARE)
-            if count >= _BOILERPLATE_MIN_TOOLS
-            else frozenset()
-        )
+        self._boilerplate = _boilerplate(counted)
+        self._param_terms.clear()
         for key, entry in self.entries.items():
             self._post(key, entry)
+
+
+def _total_lengths(counted: Sequence[_Entry]) -> Sequence[int]:
+    """The sum of each field's length over ``counted``, in ``FIELDS`` order."""
+    totals = [sum(field) for field in zip(*(e.length for e in counted), strict=True)]
+    return totals or _NO_LENGTHS
+
+
+def _boilerplate(counted: Sequence[_Entry]) -> frozenset[str]:
+    """The parameters more than ``_BOILERPLATE_SHARE`` of ``counted`` have (none under
+    ``_BOILERPLATE_MIN_TOOLS`` documents)."""
+    count = len(counted)
+    if count < _BOILERPLATE_MIN_TOOLS:
+        return frozenset()
+    # Iterating a document's parameters gives their names.
+    df = Counter(itertools.chain.from_iterable(e.params for e in counted))
+    return frozenset(p for p, n in df.items() if n / count > _BOILERPLATE_SHARE)
+
+
+def _weighted(
+    params: Mapping[str, dict[str, int]], weight: float, boilerplate: frozenset[str]
+) -> list[tuple[str, float]]:
+    """Each (term, ``weight`` times its count) of ``params``, in order."""
+    return [
+        # A boilerplate parameter still puts its words in the vocabulary, at no weight.
+        (term, (0.0 if param in boilerplate else weight) * tf)
+        for param, counts in params.items()
+        for term, tf in counts.items()
+    ]
 
 
 def _count(words: Sequence[str]) -> dict[str, int]:

@@ -226,13 +226,19 @@ def _ascii_words(text: str, stopwords: frozenset[str]) -> list[str]:
     """The terms of ASCII text (no normalisation or other scripts to handle): the same
     words recur across a catalog, so each word's terms are worked out once."""
     cache = _cache(_WORDS, stopwords)
-    out: list[str] = []
-    for run in _ASCII_RUN.findall(text):
-        found = cache.get(run)
-        if found is None:
-            found = cache[run] = _ascii_terms(run, stopwords)
-        out += found
-    return out
+    runs = _ASCII_RUN.findall(text)
+    found = list(map(cache.get, runs))
+    if None in found:
+        for i, terms in enumerate(found):
+            if terms is None:
+                run = runs[i]
+                if run.isdigit():
+                    # A number is its own term, and often met once (an id, a copy's number):
+                    # not kept, so the cache and the heap's long-lived objects do not grow.
+                    found[i] = () if run in stopwords else (run,)
+                else:
+                    found[i] = cache[run] = _ascii_terms(run, stopwords)
+    return [term for terms in found for term in terms]  # type: ignore[union-attr]
 
 
 def _ascii_terms(run: str, stopwords: frozenset[str], *, whole: bool = True) -> tuple[str, ...]:
@@ -281,6 +287,12 @@ def split_name(name: str, stopwords: frozenset[str]) -> tuple[tuple[str, ...], f
         for run in _ASCII_RUN.findall(name):
             found = cache.get(run)
             if found is None:
+                if run.isdigit():
+                    # A number is its own term (see ``_ascii_words``), not kept.
+                    every.append(run)
+                    if run not in stopwords:
+                        words.append(run)
+                    continue
                 found = cache[run] = (
                     _ascii_terms(run, _NO_STOPWORDS),
                     _ascii_terms(run, stopwords, whole=False),

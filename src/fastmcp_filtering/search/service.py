@@ -91,6 +91,8 @@ _C = TypeVar("_C", bound="FastMCPComponent")
 _EMBED_INLINE = 32
 # Component keys remembered per index, over every version of the catalog.
 _MAX_KEYS = 200_000
+# Distinct parameter lists shared between documents.
+_MAX_PARAMS = 50_000
 
 
 class SearchService:
@@ -119,6 +121,9 @@ class SearchService:
         self._warming: asyncio.Task[None] | None = None
         # Embedding a new catalog takes a while: it runs in the background meanwhile.
         self._embedding: set[asyncio.Task[None]] = set()
+        # One tuple per distinct parameter list, shared by the documents that have it: most
+        # catalogs repeat theirs, and every tuple kept is one more object for the collector.
+        self._params: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
 
     def index(self, kind: ComponentKind) -> SyncedIndex:
         index = self._indexes.get(kind)
@@ -279,43 +284,57 @@ class SearchService:
 
     def document(self, component: FastMCPComponent) -> Document:
         """The searchable text of a component: its fields and its groups' titles."""
+        catalog = self.catalog
         # One index serves every client: a group under an access check must not steer rankings.
-        ruled = access_of(self.catalog).rules().ruled
+        ruled = access_of(catalog).rules().ruled
         group_text: list[str] = []
-        membership = self.catalog.membership(component) if self.catalog.declared else None
+        membership = catalog.membership(component) if catalog.declared else None
         # Without declared groups no membership adds text (indexing 10,000 tools, it would
         # cost as much as the rest of the document).
         for name in membership.direct if membership is not None else ():
-            group = self.catalog.group(name)
+            group = catalog.group(name)
             if group is not None and name not in ruled:
                 group_text.extend(
                     t for t in (group.name, group.display_title, group.description) if t
                 )
-        params: tuple[tuple[str, str], ...] = ()
-        schema = getattr(component, "parameters", None)
-        # ``type(...) is dict`` first: the ABC check costs more than the rest (10,000 tools).
-        if type(schema) is dict or isinstance(schema, Mapping):
-            properties = schema.get("properties")
-            if type(properties) is dict or isinstance(properties, Mapping):
-                params = tuple(
-                    [(str(name), _description(spec)) for name, spec in properties.items()]
-                )
-        elif (arguments := getattr(component, "arguments", None)) is not None:
-            params = tuple((a.name, a.description or "") for a in arguments)
+        tags = component.tags
+        params = _params(component)
+        if params:
+            if len(self._params) >= _MAX_PARAMS:
+                self._params.clear()
+            params = self._params.setdefault(params, params)
         return Document(
             name=component.name,
             title=component.title or "",
             description=component.description or "",
-            tags=tuple(sorted(component.tags)),
+            tags=tuple(sorted(tags)) if tags else (),
             groups=tuple(group_text),
             params=params,
             # A member of a group under an access check, a component with its own auth, or one
             # listed per request (a mounted server's, one listed by the caller's token) moves no
             # other client's scores.
             in_statistics=getattr(component, "auth", None) is None
-            and not self.catalog.per_request(component)
+            and not catalog.per_request(component)
             and (membership is None or ruled.isdisjoint(membership.effective)),
         )
+
+
+def _params(component: FastMCPComponent) -> tuple[tuple[str, str], ...]:
+    """(name, description) of each parameter of a tool's input schema or a prompt's arguments."""
+    schema = getattr(component, "parameters", None)
+    # ``type(...) is dict`` first: the ABC check costs more than the rest (10,000 tools).
+    if type(schema) is dict or isinstance(schema, Mapping):
+        properties = schema.get("properties")
+        if type(properties) is dict or isinstance(properties, Mapping):
+            return tuple(
+                [
+                    (name if type(name) is str else str(name), _description(spec))
+                    for name, spec in properties.items()
+                ]
+            )
+    elif (arguments := getattr(component, "arguments", None)) is not None:
+        return tuple((a.name, a.description or "") for a in arguments)
+    return ()
 
 
 class SyncedIndex:
@@ -392,7 +411,8 @@ class SyncedIndex:
 def _description(spec: object) -> str:
     """A parameter's description in its JSON schema, or ""."""
     if type(spec) is dict or isinstance(spec, Mapping):
-        return str(spec.get("description", ""))
+        description = spec.get("description", "")
+        return description if type(description) is str else str(description)
     return ""
 
 
