@@ -302,13 +302,14 @@ LATER: dict[str, list[Any]] = {
     "description": [1.0, 1.5, 2.0, 3.0],
     "params": [0.25, 0.5, 1.0],
     "steps": [0.0, 0.5],
+    "name": [4.0, 3.0, 2.0],
 }
 Sets = dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]
 """Request sets by name: each one's catalog and its requests."""
 
 # What indexing depends on; the other choices only change how a query is matched, so
 # configurations that share these share one index.
-INDEXING = ("params", "description", "get is a stopword")
+INDEXING = ("params", "description", "name", "get is a stopword")
 
 
 def configurations() -> list[dict[str, Any]]:
@@ -327,6 +328,7 @@ def shipped(rules: Rules = DEFAULT_RULES) -> dict[str, Any]:
     return {
         "params": DEFAULT_WEIGHTS["params"],
         "description": DEFAULT_WEIGHTS["description"],
+        "name": DEFAULT_WEIGHTS["name"],
         "related": rules.related_weight,
         "list": rules.list_weight,
         "compounds": rules.compounds,
@@ -357,7 +359,11 @@ def index_for(
 ) -> tuple[SearchIndex, dict[str, str]]:
     """The catalog in a bare ``SearchIndex``, with the text the server variant ``ours`` indexes."""
     index = SearchIndex(
-        weights={"params": config["params"], "description": config["description"]},
+        weights={
+            "params": config["params"],
+            "description": config["description"],
+            "name": config["name"],
+        },
         rules=rules_for(config),
     )
     servers = sorted({t["server"] for t in tools})
@@ -488,8 +494,8 @@ def objective(metrics: list[float]) -> float:
 
 def describe(config: dict[str, Any]) -> str:
     return (
-        f"params={config['params']} desc={config['description']} related={config['related']} "
-        f"list={config['list']} "
+        f"name={config['name']} params={config['params']} desc={config['description']} "
+        f"related={config['related']} list={config['list']} "
         f"compounds={'y' if config['compounds'] else 'n'} "
         f"get={'stop' if config['get is a stopword'] else 'kept'} "
         f"near={config['near matches']} coverage={config['name coverage']} "
@@ -825,6 +831,7 @@ DESIGNED = {
     "name coverage": 0.0,
     "quoted": 1.0,
     "steps": 0.0,
+    "name": 4.0,
 }
 """The rules and weights as first designed, before any measurement: the four rules added
 later (near matches, name coverage, quoted values, steps) are off here, so that near-ties
