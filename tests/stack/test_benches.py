@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TOY_RUNS: dict[str, list[str]] = {
     "search_speed": ["--sizes", "20", "--repeat", "2", "--transports", "memory", "stdio", "wire"],
     "search_speed_chained": ["--sizes", "20", "--repeat", "2", "--transports", "wire", "--chained"],
-    "list_overhead": ["--sizes", "20", "--repeat", "2"],
+    "list_overhead": ["--sizes", "20", "--repeat", "2", "--clock", "process"],
     "proxy_overhead": ["--repeat", "2"],
     "load": ["--sizes", "20", "--requests", "8", "--concurrency", "2"],
     # At least CATALOG_CALL tools: a smaller catalog's embedding is never reported.
