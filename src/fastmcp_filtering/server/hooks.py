@@ -597,7 +597,10 @@ class ListHooks(ToolInjectionMiddleware, Announces, RoutesLists):
         Example:
             ```python
             async def pass_call(self, context, call_next):
-                return await hinted(context, call_next)
+                try:
+                    return await call_next(context)
+                except NotFoundError:
+                    raise ToolError("Unknown tool; search_tools finds tools") from None
             ```
         """
         return await call_next(context)
